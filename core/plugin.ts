@@ -1,0 +1,169 @@
+/**
+ * The two plugin contracts: {@link FormatPlugin} (reads and writes model
+ * files) and {@link LayerPlugin} (parses, initializes and runs one layer
+ * type). The registry holds both; the CLI is generated from them.
+ *
+ * @module
+ */
+
+import type { LayerConfig, ModelFile, NetworkConfig } from "./model.ts";
+import type { ByteSource } from "./sources.ts";
+import type { FloatTensor, Tensor } from "./tensor.ts";
+import type { Rng } from "./rng.ts";
+
+/** One option a plugin accepts; the CLI turns each into a flag. */
+export interface OptionSpec {
+  /** Option name in camelCase (`opsetVersion`); the CLI flag is kebab-case. */
+  name: string;
+  /** Value type. */
+  type: "string" | "number" | "boolean";
+  /** One line for help text. */
+  description: string;
+  /** Default value, shown in help. */
+  default?: string | number | boolean;
+  /** Allowed values, when the option is an enumeration. */
+  choices?: readonly string[];
+}
+
+/** Options every reader understands; plugins add their own fields. */
+export interface ReadOptions {
+  /**
+   * Opens a file next to the one being read, by relative path (shards of a
+   * checkpoint, a tokenizer beside a model). Absent when reading from memory.
+   */
+  resolve?: (relativePath: string) => Promise<ByteSource>;
+  /** Plugin-specific options. */
+  [option: string]: unknown;
+}
+
+/** Options passed to writers; each plugin documents its own fields. */
+export interface WriteOptions {
+  /** Plugin-specific options. */
+  [option: string]: unknown;
+}
+
+/** What a writer produces: all bytes at once, or chunks streamed in order. */
+export type WriteResult = Promise<Uint8Array> | AsyncIterable<Uint8Array>;
+
+/** A format plugin: reads files into a {@link ModelFile} and/or writes them. */
+export interface FormatPlugin {
+  /** Discriminates plugin kinds in `registry.use`. */
+  readonly kind: "format";
+  /** Unique name (`"gguf"`); what lists, looks up and blames. */
+  readonly name: string;
+  /** One line for `formats` listings. */
+  readonly description?: string;
+  /** File extensions with the dot (`[".gguf"]`), lower case. */
+  readonly extensions: readonly string[];
+  /** Whether the first bytes of a file look like this format (magic bytes). */
+  detect?(head: Uint8Array): boolean;
+  /** Reads a file. */
+  read?(src: ByteSource, options?: ReadOptions): Promise<ModelFile>;
+  /** Writes a model file. */
+  write?(file: ModelFile, options?: WriteOptions): WriteResult;
+  /** Option specs for `read`/`write`, listed by `convert --help`. */
+  readonly options?: readonly OptionSpec[];
+}
+
+/** Describes one parameter tensor a layer needs. */
+export interface ParamSpec {
+  /** Name relative to the layer's scope (`"weight"`, `"branches.0.bias"`). */
+  name: string;
+  /** Expected shape. */
+  shape: number[];
+  /** How `init` fills it when the plugin has no `init` of its own. */
+  init?: "zeros" | "ones" | "normal" | "uniform";
+  /** Whether the layer runs without it. */
+  optional?: boolean;
+}
+
+/** Per-layer mutable state (a KV cache, a position counter). */
+export interface LayerState {
+  /** Whatever the layer keeps between calls, under keys it chooses. */
+  [key: string]: unknown;
+}
+
+/** A built layer, bound to its weights. */
+export interface Layer {
+  /**
+   * Runs the layer. `x` has the feature dimension last; leading dimensions
+   * are batch (and sequence, for sequence layers).
+   */
+  forward(x: FloatTensor, state?: LayerState): FloatTensor;
+}
+
+/**
+ * Weight access scoped to one layer: names are relative
+ * (`scope.at("branches.1").get("weight", [4, 8])` reads
+ * `layers.5.branches.1.weight`). A missing tensor or a shape mismatch
+ * throws `TypeError` naming the full path and both shapes.
+ */
+export interface Scope {
+  /** The full prefix of this scope (`"layers.5"`), empty at the root. */
+  readonly prefix: string;
+  /** A child scope. */
+  at(child: string): Scope;
+  /** Whether a tensor exists under this scope. */
+  has(name: string): boolean;
+  /** The stored tensor, in its stored dtype; checks the shape when given. */
+  get(name: string, shape?: number[]): Tensor;
+  /** The tensor widened to F32; checks the shape when given. */
+  getF32(name: string, shape?: number[]): Float32Array;
+}
+
+/** Passed to {@link LayerPlugin.parse}. */
+export interface ParseContext {
+  /** Where the layer sits, for messages: `layers[3]`, `layers[5].branches[1]`. */
+  readonly path: string;
+  /** Feature size of the input (the previous layer's output), when known. */
+  readonly inputSize?: number;
+  /** Parses a nested layer definition with the registry's plugins. */
+  parseChild(json: unknown, path: string, inputSize?: number): ParsedLayer;
+}
+
+/** A parsed layer: its plugin and its normalized config. */
+export interface ParsedLayer<C = unknown> {
+  /** The plugin that parsed it. */
+  readonly plugin: LayerPlugin<C>;
+  /** The normalized config (defaults filled, sizes inferred). */
+  readonly cfg: C;
+}
+
+/**
+ * A layer plugin: one layer type, from JSON config to a running layer.
+ *
+ * @typeParam C The normalized config type the plugin works with.
+ */
+export interface LayerPlugin<C = unknown> {
+  /** Discriminates plugin kinds in `registry.use`. */
+  readonly kind: "layer";
+  /** The `type` string in configs (`"dense"`). */
+  readonly type: string;
+  /** Other names the type answers to (`["mha"]`). */
+  readonly aliases?: readonly string[];
+  /** One line for `layers` listings. */
+  readonly description?: string;
+  /** Validates JSON, fills defaults, infers sizes; throws `TypeError` naming `ctx.path` and the field. */
+  parse(json: LayerConfig, ctx: ParseContext): C;
+  /** The feature size this layer outputs, when it is known from the config. */
+  outputSize(cfg: C, inputSize?: number): number | undefined;
+  /** The normalized config as JSON (what a saved network stores). */
+  toJSON(cfg: C): LayerConfig;
+  /** Parameter tensors, with names relative to the layer's scope. */
+  params(cfg: C): ParamSpec[];
+  /** Seeded, deterministic initial weights (names relative to the layer's scope). */
+  init?(cfg: C, rng: Rng): Map<string, Float32Array>;
+  /** Binds the config to weights. */
+  build(cfg: C, weights: Scope): Layer;
+}
+
+/** Any plugin the registry accepts. */
+export type Plugin = FormatPlugin | LayerPlugin<unknown>;
+
+/** A network built from a config by the registry's layer plugins. */
+export interface NetworkLike {
+  /** The normalized config. */
+  readonly config: NetworkConfig;
+  /** Runs the network on a batch. */
+  forward(x: FloatTensor, state?: LayerState): FloatTensor;
+}

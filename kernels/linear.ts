@@ -1,0 +1,100 @@
+/**
+ * Linear algebra kernels: `y = x · Wᵀ + b` with `W` stored `[out, in]`.
+ * These are the scalar reference versions (`_ref` twins of the fast
+ * kernels); every layer calls {@link linear}, which dispatches to the fastest
+ * available implementation.
+ *
+ * @module
+ */
+
+import { type Tensor, toFloat32 } from "../core/tensor.ts";
+
+/**
+ * Reference matmul with a transposed right side: `out[r, o] = Σ_i x[r, i] · w[o, i] (+ bias[o])`.
+ *
+ * @param x Input rows, `rows × inF`, row-major.
+ * @param rows Number of input rows.
+ * @param inF Input features.
+ * @param w Weights `outF × inF`, row-major.
+ * @param outF Output features.
+ * @param bias Optional bias of length `outF`.
+ * @returns The `rows × outF` output.
+ *
+ * @example
+ * ```ts
+ * import { matmulTransposedRef } from "./linear.ts";
+ * const y = matmulTransposedRef(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4, 5, 6]), 2);
+ * console.assert(y[0] === 11 && y[1] === 17);
+ * ```
+ */
+export function matmulTransposedRef(
+  x: Float32Array,
+  rows: number,
+  inF: number,
+  w: Float32Array,
+  outF: number,
+  bias?: Float32Array,
+): Float32Array {
+  if (x.length < rows * inF || w.length < outF * inF) {
+    throw new RangeError(
+      `Cannot multiply: x has ${x.length} values for ${rows}×${inF}, w has ${w.length} for ${outF}×${inF}`,
+    );
+  }
+  const out = new Float32Array(rows * outF);
+  for (let r = 0; r < rows; r++) {
+    const xo = r * inF;
+    for (let o = 0; o < outF; o++) {
+      const wo = o * inF;
+      let s = 0;
+      for (let i = 0; i < inF; i++) s += x[xo + i] * w[wo + i];
+      out[r * outF + o] = bias ? s + bias[o] : s;
+    }
+  }
+  return out;
+}
+
+/**
+ * `y = x · Wᵀ + b` for a weight tensor in any dtype with a decoder.
+ * Today it widens non-F32 weights to F32 and runs the reference loop; the
+ * fast kernels replace the body without changing the contract.
+ *
+ * @param x Input rows, `rows × in`.
+ * @param rows Number of rows.
+ * @param w Weight tensor of shape `[out, in]`.
+ * @param bias Optional bias of length `out`.
+ * @returns The `rows × out` output.
+ * @throws {TypeError} When `w` is not 2-D or `x` does not hold `rows × in` values.
+ *
+ * @example
+ * ```ts
+ * import { linear } from "./linear.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ * const w = tensorFromF32("w", new Float32Array([1, 0, 0, 1]), [2, 2]);
+ * const y = linear(new Float32Array([5, 7]), 1, w);
+ * console.assert(y[0] === 5 && y[1] === 7);
+ * ```
+ */
+export function linear(
+  x: Float32Array,
+  rows: number,
+  w: Tensor,
+  bias?: Float32Array,
+): Float32Array {
+  if (w.shape.length !== 2) {
+    throw new TypeError(
+      `Weight "${w.name}" must be 2-D [out, in], has shape [${
+        w.shape.join(", ")
+      }]`,
+    );
+  }
+  const [outF, inF] = w.shape;
+  if (x.length !== rows * inF) {
+    throw new TypeError(
+      `Cannot apply "${w.name}" [${outF}, ${inF}]: input has ${x.length} values, expected ${rows} × ${inF}`,
+    );
+  }
+  const wf = w.dtype === "F32" && !w.quant && w.bytes.byteOffset % 4 === 0
+    ? new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF)
+    : toFloat32(w);
+  return matmulTransposedRef(x, rows, inF, wf, outF, bias);
+}

@@ -1,0 +1,41 @@
+/**
+ * modelhost: read, check, convert, quantize and run neural-network model
+ * files in TypeScript. A registry holds format plugins (bundle, SafeTensors,
+ * GGUF, ONNX export) and layer plugins; {@link defaultRegistry} returns one
+ * with every built-in plugin.
+ *
+ * @example
+ * ```ts
+ * import { defaultRegistry } from "./mod.ts";
+ * const reg = defaultRegistry();
+ * console.log(reg.formats().map((f) => f.name));
+ * ```
+ *
+ * @module
+ */
+
+import type { Plugin } from "./core/plugin.ts";
+import { createRegistry, type Registry } from "./registry.ts";
+
+export * from "./core/mod.ts";
+export { createRegistry, type Registry } from "./registry.ts";
+
+/**
+ * A fresh registry holding every built-in format and layer plugin. Each call
+ * returns a new registry, so plugins added to one do not leak into another.
+ *
+ * @returns The registry.
+ *
+ * @example
+ * ```ts
+ * import { defaultRegistry } from "./mod.ts";
+ * const reg = defaultRegistry();
+ * console.assert(Array.isArray(reg.layers()));
+ * ```
+ */
+export function defaultRegistry(): Registry {
+  return createRegistry().use(BUILTIN_PLUGINS);
+}
+
+// Built-in plugins, in listing order. Each format/layer issue adds its plugin here.
+const BUILTIN_PLUGINS: Plugin[] = [];
