@@ -1,100 +1,426 @@
 /**
  * The modelhost command line, generated from the registry: every registered
- * format and layer plugin shows up in its listings and help.
+ * format and layer plugin shows up in its listings, in `inspect`, `validate`
+ * and `convert`, and in help (a writer's option specs become `convert`
+ * flags). `--plugin SPECIFIER` registers third-party plugins first.
  *
  * ```sh
- * deno run -A cli.ts formats
- * deno run -A cli.ts layers --json
+ * deno run -A cli.ts inspect model.safetensors
+ * deno run -A cli.ts convert model.gguf --to safetensors -o model.safetensors
+ * deno run -A cli.ts formats --plugin ./my_format.ts
  * ```
  *
  * @module
  */
 
-import { parseArgs } from "@std/cli";
+import { resolve, toFileUrl } from "@std/path";
 import denoJson from "./deno.json" with { type: "json" };
 import { defaultRegistry } from "./mod.ts";
+import type { Plugin } from "./core/plugin.ts";
 import type { Registry } from "./registry.ts";
+import {
+  closest,
+  flagHelp,
+  flagsFromOptions,
+  type FlagSpec,
+  parseFlags,
+  UsageError,
+} from "./cli/_args.ts";
+import { formatReport, inspectFile, validateFile } from "./cli/_inspect.ts";
+import { humanBytes, progress, type ProgressOptions } from "./cli/_progress.ts";
+import { openModel, writeModel } from "./io/open.ts";
+import type { ModelFile, TensorIndex } from "./core/model.ts";
 
 /** Where the CLI writes; tests pass their own sinks. */
 export interface CliIo {
-  /** Standard output. */
+  /** Standard output, one line per call. */
   out(text: string): void;
-  /** Standard error. */
+  /** Standard error, one line per call. */
   err(text: string): void;
+  /** Raw progress text for stderr (no newline added); omitted: no progress. */
+  progress?(text: string): void;
+  /** Whether stderr is an interactive terminal (progress bars are drawn only then). */
+  tty?: boolean;
 }
 
+const encoder = new TextEncoder();
 const consoleIo: CliIo = {
   out: (t) => console.log(t),
   err: (t) => console.error(t),
+  progress: (t) => Deno.stderr.writeSync(encoder.encode(t)),
+  tty: Deno.stderr.isTerminal(),
 };
+
+/** What a command gets. */
+interface Context {
+  reg: Registry;
+  io: CliIo;
+  quiet: boolean;
+  verbose: boolean;
+  progress: ProgressOptions;
+}
 
 interface Command {
   summary: string;
   usage: string;
-  run(args: string[], reg: Registry, io: CliIo): Promise<number> | number;
+  /** Flags; may depend on the registry and the raw arguments (convert's target format). */
+  flags(reg: Registry, args: string[]): FlagSpec[];
+  run(args: string[], ctx: Context): Promise<number>;
+  /** Extra help text (generated from the registry). */
+  more?(reg: Registry): string[];
 }
 
+const GLOBAL_FLAGS: FlagSpec[] = [
+  {
+    name: "plugin",
+    type: "list",
+    value: "SPECIFIER",
+    description:
+      "Import a plugin module (path, jsr:, npm:, https:) first; repeatable",
+  },
+  {
+    name: "quiet",
+    short: "q",
+    type: "boolean",
+    description: "No progress output",
+  },
+  { name: "verbose", short: "v", type: "boolean", description: "More detail" },
+  {
+    name: "debug",
+    type: "boolean",
+    description: "Print stack traces on errors",
+  },
+  { name: "help", short: "h", type: "boolean", description: "Show help" },
+];
+
+const JSON_FLAG: FlagSpec = {
+  name: "json",
+  type: "boolean",
+  description: "Machine-readable JSON output",
+};
+
+function needFiles(positional: string[], what: string, min = 1): void {
+  if (positional.length < min) throw new UsageError(`missing ${what}`);
+}
+
+/** Wraps a file's tensor indexes so each load reports progress. */
+function withLoadProgress(
+  file: ModelFile,
+  onLoad: (bytes: number) => void,
+): ModelFile {
+  return {
+    ...file,
+    models: file.models.map((m) => {
+      const t = m.tensors;
+      const wrapped: TensorIndex = {
+        names: () => t.names(),
+        has: (n) => t.has(n),
+        info: (n) => t.info(n),
+        load: async (n) => {
+          const tensor = await t.load(n);
+          onLoad(tensor.bytes.byteLength);
+          return tensor;
+        },
+      };
+      return { ...m, tensors: wrapped };
+    }),
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+function targetOf(
+  args: string[],
+  reg: Registry,
+): ReturnType<Registry["format"]> | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--to") return args[i + 1] ? reg.format(args[i + 1]) : undefined;
+    if (a.startsWith("--to=")) return reg.format(a.slice(5));
+  }
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const out = a === "-o" || a === "--output"
+      ? args[i + 1]
+      : a.startsWith("--output=")
+      ? a.slice(9)
+      : undefined;
+    if (out) {
+      try {
+        return reg.formatForPath(out);
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}
+
+const CONVERT_FLAGS: FlagSpec[] = [
+  {
+    name: "to",
+    type: "string",
+    value: "FORMAT",
+    description: "Output format (default: from the output extension)",
+  },
+  {
+    name: "output",
+    short: "o",
+    type: "string",
+    value: "OUT",
+    description: "Output path",
+  },
+  {
+    name: "force",
+    short: "f",
+    type: "boolean",
+    description: "Overwrite an existing output",
+  },
+  {
+    name: "id",
+    type: "string",
+    description: "Convert only the model with this id (bundles hold several)",
+  },
+  {
+    name: "provenance",
+    type: "list",
+    value: "KEY=VALUE",
+    description: "Provenance field stored in the output's metadata; repeatable",
+  },
+];
+
 const COMMANDS: Record<string, Command> = {
+  inspect: {
+    summary:
+      "Show format, metadata, tensors and totals of model files (reads headers only)",
+    usage: "inspect FILE|FOLDER|URL… [--json] [--tensors PATTERN]",
+    flags: () => [JSON_FLAG, {
+      name: "tensors",
+      type: "string",
+      value: "PATTERN",
+      description: "Only list tensors matching a glob (`*.weight`) or /regex/",
+    }],
+    async run(args, ctx) {
+      const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+      needFiles(positional, "FILE to inspect");
+      const reports = [];
+      for (const p of positional) {
+        reports.push(
+          await inspectFile(ctx.reg, p, flags.tensors as string | undefined),
+        );
+      }
+      if (flags.json) {
+        ctx.io.out(
+          JSON.stringify(reports.length === 1 ? reports[0] : reports, null, 2),
+        );
+      } else for (const r of reports) ctx.io.out(formatReport(r).join("\n"));
+      return 0;
+    },
+  },
+  validate: {
+    summary:
+      "Check files against every structural rule of their format and their checksums",
+    usage: "validate FILE… [--json]",
+    flags: () => [JSON_FLAG],
+    async run(args, ctx) {
+      const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+      needFiles(positional, "FILE to validate");
+      const results = [];
+      for (const p of positional) {
+        results.push({ path: p, problems: await validateFile(ctx.reg, p) });
+      }
+      const ok = results.every((r) => r.problems.length === 0);
+      if (flags.json) {
+        ctx.io.out(
+          JSON.stringify(
+            results.map((r) => ({ ...r, valid: r.problems.length === 0 })),
+            null,
+            2,
+          ),
+        );
+      } else {
+        for (const r of results) {
+          if (r.problems.length === 0) ctx.io.out(`${r.path}: valid`);
+          else {
+            ctx.io.out(
+              `${r.path}: INVALID (${r.problems.length} problem${
+                r.problems.length > 1 ? "s" : ""
+              })`,
+            );
+            for (const p of r.problems) ctx.io.out(`  - ${p}`);
+          }
+        }
+      }
+      return ok ? 0 : 1;
+    },
+  },
+  convert: {
+    summary:
+      "Convert a model between formats (options come from the target format)",
+    usage: "convert IN --to FORMAT -o OUT [format options]",
+    flags(reg, args) {
+      const target = targetOf(args, reg);
+      return [...CONVERT_FLAGS, ...flagsFromOptions(target?.options)];
+    },
+    more(reg) {
+      const lines = [
+        "",
+        "Format options (pass --to FORMAT --help to see one):",
+      ];
+      for (const f of reg.formats()) {
+        if (!f.write) continue;
+        const opts = flagsFromOptions(f.options);
+        lines.push(`  ${f.name}:${opts.length ? "" : " (no options)"}`);
+        lines.push(...flagHelp(opts).map((l) => `  ${l}`));
+      }
+      return lines;
+    },
+    async run(args, ctx) {
+      const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+      needFiles(positional, "input file");
+      const out = flags.output as string | undefined;
+      if (!out) throw new UsageError("missing -o OUT");
+      const target = flags.to
+        ? ctx.reg.format(flags.to as string)
+        : ctx.reg.formatForPath(out);
+      if (!target.write) {
+        const writable = ctx.reg.formats().filter((f) => f.write).map((f) =>
+          f.name
+        );
+        throw new UsageError(
+          `format "${target.name}" cannot write; writable formats: ${
+            writable.join(", ")
+          }`,
+        );
+      }
+      if (!flags.force && await exists(out)) {
+        ctx.io.err(`error: ${out} exists; pass --force to overwrite it`);
+        return 1;
+      }
+      const options: Record<string, unknown> = {};
+      for (const o of target.options ?? []) {
+        const v = flags[o.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)];
+        if (v !== undefined) options[o.name] = v;
+      }
+      const prov = flags.provenance as string[] | undefined;
+      if (prov?.length) {
+        const entries = prov.map((kv) => {
+          const i = kv.indexOf("=");
+          if (i <= 0) {
+            throw new UsageError(`--provenance expects KEY=VALUE, got "${kv}"`);
+          }
+          return [kv.slice(0, i), kv.slice(i + 1)];
+        });
+        options.provenance = Object.fromEntries(entries);
+      }
+      const opened = await openModel(ctx.reg, positional[0]);
+      try {
+        let file = opened.file;
+        if (flags.id !== undefined) {
+          const m = file.models.filter((x) => x.id === flags.id);
+          if (!m.length) {
+            throw new TypeError(
+              `No model "${flags.id}" in ${positional[0]}; ids: ${
+                file.models.map((x) => x.id).join(", ")
+              }`,
+            );
+          }
+          file = { ...file, models: m };
+        }
+        let total = 0;
+        for (const m of file.models) {
+          for (const n of m.tensors.names()) {
+            total += m.tensors.info(n).byteLength;
+          }
+        }
+        const bar = progress(`converting`, total, ctx.progress);
+        let done = 0;
+        file = withLoadProgress(file, (b) => bar.update(done += b));
+        const t0 = performance.now();
+        const written = await writeModel(target, file, out, options);
+        bar.done();
+        if (!ctx.quiet) {
+          ctx.io.err(
+            `wrote ${out} (${target.name}, ${
+              humanBytes(written)
+            }) from ${opened.format.name} in ${
+              ((performance.now() - t0) / 1000).toFixed(2)
+            } s`,
+          );
+        }
+        return 0;
+      } finally {
+        opened.close();
+      }
+    },
+  },
   formats: {
     summary: "List registered format plugins and what each can do",
     usage: "formats [--json]",
-    run(args, reg, io) {
-      const flags = parseArgs(args, { boolean: ["json"] });
-      const rows = reg.formats().map((f) => ({
+    flags: () => [JSON_FLAG],
+    run(args, ctx) {
+      const { flags } = parseFlags(args, this.flags(ctx.reg, args));
+      const rows = ctx.reg.formats().map((f) => ({
         name: f.name,
         extensions: [...f.extensions],
         read: typeof f.read === "function",
         write: typeof f.write === "function",
         detect: typeof f.detect === "function",
+        options: (f.options ?? []).map((o) => o.name),
         description: f.description ?? "",
       }));
-      if (flags.json) {
-        io.out(JSON.stringify(rows, null, 2));
-      } else if (rows.length === 0) {
-        io.out("No format plugins registered.");
-      } else {
+      if (flags.json) ctx.io.out(JSON.stringify(rows, null, 2));
+      else if (rows.length === 0) ctx.io.out("No format plugins registered.");
+      else {
         for (const r of rows) {
           const caps = [r.read ? "read" : "", r.write ? "write" : ""].filter(
             Boolean,
           ).join("+");
-          io.out(
-            `${r.name.padEnd(14)} ${r.extensions.join(" ").padEnd(22)} ${
+          ctx.io.out(
+            `${r.name.padEnd(14)} ${r.extensions.join(" ").padEnd(24)} ${
               caps.padEnd(11)
             } ${r.description}`,
           );
         }
       }
-      return 0;
+      return Promise.resolve(0);
     },
   },
   layers: {
     summary: "List registered layer plugins",
     usage: "layers [--json]",
-    run(args, reg, io) {
-      const flags = parseArgs(args, { boolean: ["json"] });
-      const rows = reg.layers().map((l) => ({
+    flags: () => [JSON_FLAG],
+    run(args, ctx) {
+      const { flags } = parseFlags(args, this.flags(ctx.reg, args));
+      const rows = ctx.reg.layers().map((l) => ({
         type: l.type,
         aliases: [...(l.aliases ?? [])],
         init: typeof l.init === "function",
         description: l.description ?? "",
       }));
-      if (flags.json) {
-        io.out(JSON.stringify(rows, null, 2));
-      } else if (rows.length === 0) {
-        io.out("No layer plugins registered.");
-      } else {
+      if (flags.json) ctx.io.out(JSON.stringify(rows, null, 2));
+      else if (rows.length === 0) ctx.io.out("No layer plugins registered.");
+      else {
         for (const r of rows) {
           const alias = r.aliases.length ? ` (${r.aliases.join(", ")})` : "";
-          io.out(`${(r.type + alias).padEnd(28)} ${r.description}`);
+          ctx.io.out(`${(r.type + alias).padEnd(30)} ${r.description}`);
         }
       }
-      return 0;
+      return Promise.resolve(0);
     },
   },
 };
 
-function help(): string {
-  const lines = [
+function mainHelp(): string {
+  return [
     `modelhost ${denoJson.version}: read, check, convert and run model files`,
     "",
     "Usage: modelhost <command> [options]",
@@ -104,18 +430,112 @@ function help(): string {
       `  ${n.padEnd(12)} ${c.summary}`
     ),
     "",
-    "Options: --help, --version",
-  ];
-  return lines.join("\n");
+    "Global options:",
+    ...flagHelp(GLOBAL_FLAGS),
+    "  -V, --version                      Print the version",
+    "",
+    "Run 'modelhost <command> --help' for a command's options.",
+  ].join("\n");
+}
+
+function commandHelp(
+  cmd: Command,
+  reg: Registry,
+  args: string[],
+): string {
+  return [
+    `Usage: modelhost ${cmd.usage}`,
+    "",
+    cmd.summary,
+    "",
+    "Options:",
+    ...flagHelp(cmd.flags(reg, args)),
+    ...(cmd.more?.(reg) ?? []),
+    "",
+    `Global options: ${GLOBAL_FLAGS.map((f) => `--${f.name}`).join(", ")}`,
+  ].join("\n");
+}
+
+/** Splits global flags (valid anywhere) from the rest. */
+function takeGlobals(
+  args: string[],
+): { globals: Record<string, unknown>; rest: string[] } {
+  const rest: string[] = [];
+  const globals: Record<string, unknown> = { plugin: [] as string[] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--") {
+      rest.push(...args.slice(i));
+      break;
+    }
+    if (a === "--plugin") {
+      if (args[i + 1] === undefined) {
+        throw new UsageError("--plugin expects a module specifier");
+      }
+      (globals.plugin as string[]).push(args[++i]);
+    } else if (a.startsWith("--plugin=")) {
+      (globals.plugin as string[]).push(a.slice(9));
+    } else if (a === "--quiet" || a === "-q") globals.quiet = true;
+    else if (a === "--verbose" || a === "-v") globals.verbose = true;
+    else if (a === "--debug") globals.debug = true;
+    else rest.push(a);
+  }
+  return { globals, rest };
+}
+
+/**
+ * Imports a plugin module and registers its default export (a plugin or a
+ * list of plugins).
+ *
+ * @param reg The registry to add to.
+ * @param specifier A local path (relative to the working directory), or a
+ * `jsr:`, `npm:`, `https:` or `file:` specifier.
+ * @returns The plugins registered.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadPlugin } from "./cli.ts";
+ * import { defaultRegistry } from "./mod.ts";
+ * await loadPlugin(defaultRegistry(), "./examples/plugins/npy/mod.ts");
+ * ```
+ */
+export async function loadPlugin(
+  reg: Registry,
+  specifier: string,
+): Promise<Plugin[]> {
+  const url = /^(jsr|npm|https?|file|data):/.test(specifier)
+    ? specifier
+    : toFileUrl(resolve(specifier)).href;
+  let mod: { default?: unknown };
+  try {
+    mod = await import(url);
+  } catch (e) {
+    throw new TypeError(
+      `Cannot load plugin ${specifier}: ${
+        e instanceof Error ? e.message.split("\n")[0] : e
+      }`,
+    );
+  }
+  const exp = mod.default;
+  const list = (Array.isArray(exp) ? exp : [exp]) as Plugin[];
+  if (
+    !exp || list.some((p) => !p || (p.kind !== "format" && p.kind !== "layer"))
+  ) {
+    throw new TypeError(
+      `Cannot load plugin ${specifier}: its default export must be a format or layer plugin (kind "format" | "layer") or a list of them`,
+    );
+  }
+  reg.use(list);
+  return list;
 }
 
 /**
  * Runs the CLI with the given arguments.
  *
  * @param args Command-line arguments (without the program name).
- * @param io Output sinks. @default console
+ * @param io Output sinks. @default the console
  * @param registry The registry to use. @default defaultRegistry()
- * @returns The exit code: 0 success, 1 failure, 2 usage error.
+ * @returns The exit code: 0 success, 1 failure or invalid input, 2 usage error.
  *
  * @example
  * ```ts
@@ -130,34 +550,68 @@ export async function main(
   io: CliIo = consoleIo,
   registry: Registry = defaultRegistry(),
 ): Promise<number> {
-  const [name, ...rest] = args;
-  if (
-    name === undefined || name === "--help" || name === "-h" || name === "help"
-  ) {
-    io.out(help());
-    return name === undefined ? 2 : 0;
-  }
-  if (name === "--version" || name === "-V") {
-    io.out(`modelhost ${denoJson.version}`);
-    return 0;
-  }
-  const cmd = COMMANDS[name];
-  if (!cmd) {
-    io.err(
-      `Unknown command "${name}". Commands: ${
-        Object.keys(COMMANDS).join(", ")
-      }`,
-    );
-    return 2;
-  }
-  if (rest.includes("--help") || rest.includes("-h")) {
-    io.out(`Usage: modelhost ${cmd.usage}\n\n${cmd.summary}`);
-    return 0;
-  }
+  let debug = false;
   try {
-    return await cmd.run(rest, registry, io);
+    const { globals, rest } = takeGlobals(args);
+    debug = Boolean(globals.debug);
+    for (const spec of globals.plugin as string[]) {
+      await loadPlugin(registry, spec);
+    }
+    const [name, ...cmdArgs] = rest;
+    if (
+      name === undefined || name === "--help" || name === "-h" ||
+      name === "help"
+    ) {
+      if (name === "help" && cmdArgs[0] && COMMANDS[cmdArgs[0]]) {
+        io.out(commandHelp(COMMANDS[cmdArgs[0]], registry, []));
+        return 0;
+      }
+      io.out(mainHelp());
+      return name === undefined ? 2 : 0;
+    }
+    if (name === "--version" || name === "-V") {
+      io.out(`modelhost ${denoJson.version}`);
+      return 0;
+    }
+    const cmd = COMMANDS[name];
+    if (!cmd) {
+      const guess = closest(name, Object.keys(COMMANDS));
+      throw new UsageError(
+        `Unknown command "${name}"${
+          guess ? `; did you mean "${guess}"?` : ""
+        }. Commands: ${Object.keys(COMMANDS).join(", ")}`,
+      );
+    }
+    if (cmdArgs.includes("--help") || cmdArgs.includes("-h")) {
+      io.out(commandHelp(cmd, registry, cmdArgs));
+      return 0;
+    }
+    const quiet = Boolean(globals.quiet);
+    const ctx: Context = {
+      reg: registry,
+      io,
+      quiet,
+      verbose: Boolean(globals.verbose),
+      progress: {
+        tty: Boolean(io.tty && io.progress),
+        quiet,
+        write: (t) => io.progress?.(t),
+      },
+    };
+    return await cmd.run(cmdArgs, ctx);
   } catch (e) {
+    if (e instanceof UsageError) {
+      io.err(`error: ${e.message}`);
+      io.err("Run 'modelhost --help' for usage.");
+      return 2;
+    }
+    if (e instanceof Deno.errors.NotFound) {
+      const m = e.message.match(/'([^']+)'/);
+      io.err(`error: file not found: ${m ? m[1] : e.message}`);
+      return 1;
+    }
     io.err(`error: ${e instanceof Error ? e.message : String(e)}`);
+    if (debug && e instanceof Error && e.stack) io.err(e.stack);
     return 1;
   }
 }

@@ -59,6 +59,17 @@ export interface FormatPlugin {
   detect?(head: Uint8Array): boolean;
   /** Reads a file. */
   read?(src: ByteSource, options?: ReadOptions): Promise<ModelFile>;
+  /**
+   * Given the file names of a folder, the one file to read for a model stored
+   * as a folder (`model.safetensors.index.json` for a sharded checkpoint), or
+   * `undefined` when this format does not recognize the folder.
+   */
+  folderEntry?(fileNames: readonly string[]): string | undefined;
+  /**
+   * Checks a file against every structural rule of the format and its
+   * checksums, returning every problem found (empty when valid).
+   */
+  validate?(src: ByteSource, options?: ReadOptions): Promise<string[]>;
   /** Writes a model file. */
   write?(file: ModelFile, options?: WriteOptions): WriteResult;
   /** Option specs for `read`/`write`, listed by `convert --help`. */

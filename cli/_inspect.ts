@@ -1,0 +1,262 @@
+// `inspect` and `validate`: read headers through the registry and report.
+
+import type { Model } from "../core/model.ts";
+import { byteLengthOf, dtypeInfo } from "../core/dtypes.ts";
+import { elementCount } from "../core/errors.ts";
+import type { Registry } from "../registry.ts";
+import { openModel } from "../io/open.ts";
+
+/** One row of the tensor table. */
+export interface TensorRow {
+  name: string;
+  dtype: string;
+  shape: number[];
+  params: number;
+  bytes: number;
+  offset: number | null;
+}
+
+/** What `inspect --json` prints per file. */
+export interface InspectReport {
+  path: string;
+  format: string;
+  size: number;
+  models: Array<{
+    id: string;
+    metadata: Record<string, unknown>;
+    config: unknown;
+    tensorCount: number;
+    params: number;
+    bytes: number;
+    totals: Record<string, { tensors: number; params: number; bytes: number }>;
+    tensors: TensorRow[];
+  }>;
+}
+
+/** Makes metadata printable: long arrays summarized, bigints as strings, typed arrays as lists. */
+export function summarize(value: unknown, depth = 0): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+    value = Array.from(value as unknown as ArrayLike<number>);
+  }
+  if (Array.isArray(value)) {
+    if (value.length > 16) {
+      return {
+        array: value.length,
+        head: value.slice(0, 8).map((v) => summarize(v, depth + 1)),
+      };
+    }
+    return value.map((v) => summarize(v, depth + 1));
+  }
+  if (value && typeof value === "object" && depth < 6) {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, summarize(v, depth + 1)]),
+    );
+  }
+  if (typeof value === "string" && value.length > 400) {
+    return `${value.slice(0, 400)}… (${value.length} chars)`;
+  }
+  return value;
+}
+
+/** Compiles a `--tensors` pattern: `/regex/` or a glob with `*` and `?`. */
+export function tensorFilter(
+  pattern: string | undefined,
+): (name: string) => boolean {
+  if (!pattern) return () => true;
+  const m = pattern.match(/^\/(.*)\/([a-z]*)$/);
+  if (m) {
+    const re = new RegExp(m[1], m[2]);
+    return (n) => re.test(n);
+  }
+  const re = new RegExp(
+    `^${
+      pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(
+        /\?/g,
+        ".",
+      )
+    }$`,
+  );
+  return (n) => re.test(n);
+}
+
+function modelReport(
+  model: Model,
+  keep: (n: string) => boolean,
+): InspectReport["models"][number] {
+  const rows: TensorRow[] = [];
+  const totals: Record<
+    string,
+    { tensors: number; params: number; bytes: number }
+  > = {};
+  let params = 0, bytes = 0;
+  for (const name of model.tensors.names()) {
+    const info = model.tensors.info(name);
+    const n = elementCount(info.shape, `tensor "${name}"`);
+    params += n;
+    bytes += info.byteLength;
+    const t = totals[info.dtype] ??= { tensors: 0, params: 0, bytes: 0 };
+    t.tensors++, t.params += n, t.bytes += info.byteLength;
+    if (keep(name)) {
+      rows.push({
+        name,
+        dtype: info.dtype,
+        shape: info.shape,
+        params: n,
+        bytes: info.byteLength,
+        offset: info.byteOffset ?? null,
+      });
+    }
+  }
+  return {
+    id: model.id,
+    metadata: summarize(model.metadata) as Record<string, unknown>,
+    config: model.config ?? null,
+    tensorCount: model.tensors.names().length,
+    params,
+    bytes,
+    totals,
+    tensors: rows,
+  };
+}
+
+/** Reads one file's headers into a report. */
+export async function inspectFile(
+  reg: Registry,
+  path: string,
+  pattern: string | undefined,
+): Promise<InspectReport> {
+  const opened = await openModel(reg, path);
+  try {
+    const keep = tensorFilter(pattern);
+    return {
+      path,
+      format: opened.format.name,
+      size: opened.source.size,
+      models: opened.file.models.map((m) => modelReport(m, keep)),
+    };
+  } finally {
+    opened.close();
+  }
+}
+
+function count(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(1)}K`;
+  return String(n);
+}
+
+function bytesText(n: number): string {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(2)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} B`;
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0].map((_, c) =>
+    Math.max(...rows.map((r) => r[c].length))
+  );
+  return rows.map((r) =>
+    r.map((cell, c) =>
+      c >= 3 ? cell.padStart(widths[c]) : cell.padEnd(widths[c])
+    ).join("  ").trimEnd()
+  );
+}
+
+/** Human-readable lines for a report. */
+export function formatReport(r: InspectReport): string[] {
+  const out = [`${r.path}: ${r.format}, ${bytesText(r.size)}`];
+  for (const m of r.models) {
+    if (r.models.length > 1 || m.id) out.push(`model "${m.id}"`);
+    const meta = Object.entries(m.metadata);
+    if (meta.length) {
+      out.push("metadata:");
+      for (const [k, v] of meta) {
+        const text = typeof v === "string" ? v : JSON.stringify(v);
+        out.push(
+          `  ${k}: ${text.length > 160 ? `${text.slice(0, 160)}…` : text}`,
+        );
+      }
+    }
+    if (m.config) {
+      out.push(`network config: ${JSON.stringify(m.config).slice(0, 200)}`);
+    }
+    out.push(
+      `tensors: ${m.tensorCount}, ${count(m.params)} params, ${
+        bytesText(m.bytes)
+      }`,
+    );
+    if (m.tensors.length) {
+      out.push(
+        ...table([
+          ["name", "dtype", "shape", "params", "bytes", "offset"],
+          ...m.tensors.map((t) => [
+            t.name,
+            t.dtype,
+            `[${t.shape.join(", ")}]`,
+            String(t.params),
+            String(t.bytes),
+            t.offset === null ? "-" : String(t.offset),
+          ]),
+        ]).map((l) => `  ${l}`),
+      );
+    }
+    out.push("totals by dtype:");
+    for (const [d, t] of Object.entries(m.totals)) {
+      out.push(
+        `  ${d.padEnd(8)} ${String(t.tensors).padStart(6)} tensors ${
+          count(t.params).padStart(9)
+        } params ${bytesText(t.bytes).padStart(11)}`,
+      );
+    }
+  }
+  return out;
+}
+
+/** Checks one file: structure (by reading it), the format's own validation, and every tensor's bytes. */
+export async function validateFile(
+  reg: Registry,
+  path: string,
+): Promise<string[]> {
+  const problems: string[] = [];
+  let opened;
+  try {
+    opened = await openModel(reg, path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return [`file not found: ${path}`];
+    return [e instanceof Error ? e.message : String(e)];
+  }
+  try {
+    if (opened.format.validate) {
+      problems.push(...await opened.format.validate(opened.source));
+    }
+    for (const m of opened.file.models) {
+      for (const name of m.tensors.names()) {
+        try {
+          const info = m.tensors.info(name);
+          const need = byteLengthOf(
+            dtypeInfo(info.dtype),
+            elementCount(info.shape, `tensor "${name}"`),
+          );
+          const t = await m.tensors.load(name);
+          if (t.bytes.byteLength !== need) {
+            problems.push(
+              `tensor "${name}": ${info.dtype} [${
+                info.shape.join(", ")
+              }] needs ${need} bytes, has ${t.bytes.byteLength}`,
+            );
+          }
+        } catch (e) {
+          problems.push(
+            `tensor "${name}": ${e instanceof Error ? e.message : String(e)}`,
+          );
+        }
+      }
+    }
+  } finally {
+    opened.close();
+  }
+  return [...new Set(problems)];
+}

@@ -1,0 +1,19 @@
+/**
+ * Deno-side file access: byte sources over local files, atomic writes, and
+ * opening model files, folders or URLs through the registry.
+ *
+ * @example
+ * ```ts
+ * import { fileSource } from "./mod.ts";
+ * const path = await Deno.makeTempFile();
+ * await Deno.writeFile(path, new Uint8Array([1, 2, 3]));
+ * const src = await fileSource(path);
+ * console.assert(src.size === 3);
+ * src.close();
+ * ```
+ *
+ * @module
+ */
+
+export * from "./file.ts";
+export * from "./open.ts";

@@ -1,0 +1,203 @@
+/**
+ * Opening model files by path or URL with the registry: the format is
+ * detected from the leading bytes (magic), then from the extension; a folder
+ * (a sharded checkpoint, a Hugging Face model folder) is opened through the
+ * first format plugin whose `folderEntry` recognizes its file names.
+ *
+ * @module
+ */
+
+import { dirname, join } from "@std/path";
+import type {
+  FormatPlugin,
+  ReadOptions,
+  WriteOptions,
+} from "../core/plugin.ts";
+import type { ModelFile } from "../core/model.ts";
+import { type ByteSource, httpSource } from "../core/sources.ts";
+import type { Registry } from "../registry.ts";
+import { fileSource, writeFileAtomic } from "./file.ts";
+
+/** Leading bytes handed to each plugin's `detect`. */
+const DETECT_BYTES = 64;
+
+/** A model file opened for reading, with the source it reads from. */
+export interface OpenedModel {
+  /** The file as read (tensors load lazily). */
+  file: ModelFile;
+  /** The format plugin that read it. */
+  format: FormatPlugin;
+  /** The main source (its size is the file size). */
+  source: ByteSource;
+  /** The path or URL actually read (a folder resolves to one file inside it). */
+  path: string;
+  /** Closes every file handle opened for this model. */
+  close(): void;
+}
+
+/** Options of {@link openModel}. */
+export interface OpenModelOptions {
+  /** Skip detection and use this format. */
+  format?: string;
+  /** Extra options passed to the reader. */
+  read?: ReadOptions;
+}
+
+function isUrl(p: string): boolean {
+  return /^https?:\/\//i.test(p);
+}
+
+/**
+ * Opens a byte source for a local path or an `http(s)://` URL.
+ *
+ * @param pathOrUrl Where the file is.
+ * @returns The source.
+ *
+ * @example
+ * ```ts
+ * import { openSource } from "./open.ts";
+ * const path = await Deno.makeTempFile();
+ * await Deno.writeFile(path, new Uint8Array(4));
+ * const src = await openSource(path);
+ * console.assert(src.size === 4);
+ * src.close?.();
+ * ```
+ */
+export function openSource(pathOrUrl: string): Promise<ByteSource> {
+  return isUrl(pathOrUrl) ? httpSource(pathOrUrl) : fileSource(pathOrUrl);
+}
+
+/**
+ * Picks the format plugin for a source: magic bytes first, then the
+ * file extension.
+ *
+ * @param registry The registry.
+ * @param src The source.
+ * @returns The plugin.
+ * @throws {TypeError} When neither the bytes nor the extension match a
+ * registered format (the message lists them).
+ *
+ * @example
+ * ```ts
+ * import { detectFormat } from "./open.ts";
+ * import { createRegistry } from "../registry.ts";
+ * import { memorySource } from "../core/sources.ts";
+ * const reg = createRegistry().use({ kind: "format", name: "x", extensions: [".x"], detect: (h) => h[0] === 1 });
+ * console.assert((await detectFormat(reg, memorySource(new Uint8Array([1]), "a.bin"))).name === "x");
+ * ```
+ */
+export async function detectFormat(
+  registry: Registry,
+  src: ByteSource,
+): Promise<FormatPlugin> {
+  const head = await src.read(0, Math.min(DETECT_BYTES, src.size));
+  return registry.detect(head) ??
+    registry.formatForPath(src.name.replace(/[?#].*$/, ""));
+}
+
+/**
+ * Opens a model file, folder or URL and reads it (lazily: headers now,
+ * tensor bytes on demand).
+ *
+ * @param registry The registry whose format plugins may read it.
+ * @param pathOrUrl A file, a folder, or an `http(s)://` URL.
+ * @param options Format override and reader options.
+ * @returns The opened model; call `close()` when done.
+ *
+ * @example
+ * ```ts ignore
+ * import { openModel } from "./open.ts";
+ * import { defaultRegistry } from "../mod.ts";
+ * const m = await openModel(defaultRegistry(), "model.safetensors");
+ * console.log(m.file.models[0].tensors.names());
+ * m.close();
+ * ```
+ */
+export async function openModel(
+  registry: Registry,
+  pathOrUrl: string,
+  options: OpenModelOptions = {},
+): Promise<OpenedModel> {
+  let path = pathOrUrl;
+  if (!isUrl(path)) {
+    const st = await Deno.stat(path);
+    if (st.isDirectory) {
+      const names = [...Deno.readDirSync(path)].filter((e) => e.isFile).map((
+        e,
+      ) => e.name).sort();
+      let entry: string | undefined;
+      for (const f of registry.formats()) {
+        entry = f.folderEntry?.(names);
+        if (entry) break;
+      }
+      if (!entry) {
+        throw new TypeError(
+          `Cannot open folder ${path}: no registered format recognizes its files (${
+            names.slice(0, 10).join(", ")
+          }${names.length > 10 ? ", …" : ""})`,
+        );
+      }
+      path = join(path, entry);
+    }
+  }
+  const opened: ByteSource[] = [];
+  const source = await openSource(path);
+  opened.push(source);
+  const close = () => {
+    for (const s of opened) s.close?.();
+  };
+  try {
+    const format = options.format
+      ? registry.format(options.format)
+      : await detectFormat(registry, source);
+    if (!format.read) {
+      throw new TypeError(
+        `Format "${format.name}" cannot read files (it is write-only)`,
+      );
+    }
+    const resolve = async (rel: string): Promise<ByteSource> => {
+      const target = isUrl(path)
+        ? new URL(rel, path).href
+        : join(dirname(path), rel);
+      const s = await openSource(target);
+      opened.push(s);
+      return s;
+    };
+    const file = await format.read(source, { resolve, ...options.read });
+    file.format ??= format.name;
+    return { file, format, source, path, close };
+  } catch (e) {
+    close();
+    throw e;
+  }
+}
+
+/**
+ * Writes a model file with a format plugin, atomically (temporary file,
+ * then rename).
+ *
+ * @param format The plugin (must have `write`).
+ * @param file The model file.
+ * @param path Destination.
+ * @param options Writer options.
+ * @returns Bytes written.
+ *
+ * @example
+ * ```ts ignore
+ * import { writeModel } from "./open.ts";
+ * await writeModel(registry.format("safetensors"), file, "out.safetensors", { dtype: "F16" });
+ * ```
+ */
+export async function writeModel(
+  format: FormatPlugin,
+  file: ModelFile,
+  path: string,
+  options: WriteOptions = {},
+): Promise<number> {
+  if (!format.write) {
+    throw new TypeError(`Format "${format.name}" cannot write files`);
+  }
+  const result = format.write(file, options);
+  const data = result instanceof Promise ? await result : result;
+  return await writeFileAtomic(path, data);
+}
