@@ -21,6 +21,11 @@
 
 import type { LayerPlugin } from "../core/plugin.ts";
 import { dense } from "./dense.ts";
+import { embedding } from "./embedding.ts";
+import { layerNormLayer } from "./layer_norm.ts";
+import { rmsNormLayer } from "./rms_norm.ts";
+import { softmaxLayer } from "./softmax.ts";
+import { swiglu } from "./swiglu.ts";
 
 export * from "../core/network.ts";
 export {
@@ -41,4 +46,9 @@ export {
  */
 export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   dense,
+  softmaxLayer,
+  layerNormLayer,
+  rmsNormLayer,
+  embedding,
+  swiglu,
 ] as LayerPlugin<unknown>[];
