@@ -1,0 +1,96 @@
+/**
+ * Networks and the built-in layer plugins. {@link LAYER_PLUGINS} lists every
+ * built-in layer (the default registry holds them all); the network API
+ * (`parseNetwork`, `initNetwork`, `buildNetwork`, ...) is re-exported from
+ * `core/network.ts`.
+ *
+ * @example
+ * ```ts
+ * import { buildNetwork, initNetwork, LAYER_PLUGINS } from "./mod.ts";
+ * import { createRegistry } from "../registry.ts";
+ * import { floatTensor } from "../core/tensor.ts";
+ * const reg = createRegistry().use(LAYER_PLUGINS);
+ * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2, activation: "softmax" }] };
+ * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 42));
+ * const y = net.forward(floatTensor(new Float32Array(4).fill(1), [1, 4]));
+ * console.assert(Math.abs(y.data[0] + y.data[1] - 1) < 1e-6);
+ * ```
+ *
+ * @module
+ */
+
+import type { LayerPlugin } from "../core/plugin.ts";
+import { dense } from "./dense.ts";
+import { embedding } from "./embedding.ts";
+import { layerNormLayer } from "./layer_norm.ts";
+import { rmsNormLayer } from "./rms_norm.ts";
+import { softmaxLayer } from "./softmax.ts";
+import { swiglu } from "./swiglu.ts";
+import { sequential } from "./sequential.ts";
+import { residual } from "./residual.ts";
+import { kmeans } from "./kmeans.ts";
+import { parallel } from "./parallel.ts";
+
+export * from "../core/network.ts";
+export {
+  type ActivationName,
+  ACTIVATIONS,
+  dense,
+  type DenseConfig,
+} from "./dense.ts";
+export {
+  applySoftmax,
+  parseSoftmaxFields,
+  SOFTMAX_VARIANTS,
+  type SoftmaxConfig,
+  softmaxFieldsJSON,
+  softmaxLayer,
+  type SoftmaxVariant,
+} from "./softmax.ts";
+export { type LayerNormConfig, layerNormLayer } from "./layer_norm.ts";
+export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
+export { embedding, type EmbeddingConfig } from "./embedding.ts";
+export { swiglu, type SwigluConfig } from "./swiglu.ts";
+export { sequential, type SequentialConfig } from "./sequential.ts";
+export { residual, type ResidualConfig } from "./residual.ts";
+export {
+  DISTANCE_METRICS,
+  type DistanceMetric,
+  fitKMeans,
+  type FitOptions,
+  type FitResult,
+  kmeans,
+  KMEANS_OUTPUT_MODES,
+  type KMeansConfig,
+  type KMeansOutputMode,
+  kmeansPlusPlus,
+} from "./kmeans.ts";
+export {
+  COMBINE_MODES,
+  type CombineMode,
+  type GridPosition,
+  parallel,
+  type ParallelConfig,
+} from "./parallel.ts";
+
+/**
+ * Every built-in layer plugin, in listing order.
+ *
+ * @example
+ * ```ts
+ * import { LAYER_PLUGINS } from "./mod.ts";
+ * console.assert(LAYER_PLUGINS.some((p) => p.type === "dense"));
+ * ```
+ */
+export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
+  dense,
+  softmaxLayer,
+  layerNormLayer,
+  rmsNormLayer,
+  embedding,
+  swiglu,
+  sequential,
+  residual,
+  kmeans,
+  parallel,
+] as LayerPlugin<unknown>[];
