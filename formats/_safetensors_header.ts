@@ -9,7 +9,6 @@
  */
 
 import {
-  byteLengthOf,
   dtypeFromSafetensors,
   type DTypeInfo,
   type DTypeName,
@@ -63,6 +62,10 @@ export interface SafetensorsHeader {
   metadata?: Record<string, string>;
   /** The tensors in header order. */
   tensors: SafetensorsTensorEntry[];
+}
+
+function bytes(n: bigint): string {
+  return n === 1n ? "1 byte" : `${n} bytes`;
 }
 
 function fileLabel(name: string): string {
@@ -321,8 +324,8 @@ function validateHeader(
     if (p.begin > cursor) {
       throw new RangeError(
         `Invalid ${where}: data_offsets [${p.begin}, ${p.end}] leave a hole of ${
-          p.begin - cursor
-        } bytes after ${
+          bytes(p.begin - cursor)
+        } after ${
           previous === undefined
             ? "the start of the data section"
             : `tensor ${JSON.stringify(previous)}, which ends at ${cursor}`
@@ -415,17 +418,4 @@ function validateHeader(
     };
   });
   return { headerLength, dataOffset, dataLength, metadata, tensors };
-}
-
-/**
- * Bytes a tensor of this dtype and shape occupies (F4: two elements per byte).
- *
- * @param dtype The dtype.
- * @param shape The dimensions.
- * @returns The byte length.
- */
-export function storedByteLength(dtype: DTypeName, shape: number[]): number {
-  let n = 1;
-  for (const d of shape) n *= d;
-  return byteLengthOf(dtype, n);
 }

@@ -89,7 +89,7 @@ async function headerAfter(
  * SafeTensors file. A SafeTensors header length under the 100 MB limit has
  * zero bytes in its top half, which JSON text never contains.
  */
-function isJsonText(first: Uint8Array): boolean {
+export function isJsonText(first: Uint8Array): boolean {
   if (first.byteLength === 0) return false;
   let sawBrace = false;
   for (const b of first) {

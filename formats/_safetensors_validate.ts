@@ -11,6 +11,7 @@ import type { ByteSource } from "../core/sources.ts";
 import type { SafetensorsHeader } from "./_safetensors_header.ts";
 import {
   configFromMetadata,
+  isJsonText,
   parseSafetensorsIndex,
   quantFromMetadata,
   readSafetensorsHeader,
@@ -119,8 +120,7 @@ export async function validateSafetensors(
     const first = await src.read(0, Math.min(8, src.size)).catch(() =>
       new Uint8Array()
     );
-    const text = first.length > 0 && first.every((b) => b >= 0x09);
-    if (text) {
+    if (isJsonText(first)) {
       try {
         index = parseSafetensorsIndex(await src.read(0, src.size), src.name);
       } catch (e) {

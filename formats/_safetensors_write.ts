@@ -586,12 +586,12 @@ export async function writeSafetensorsShards(
  * import { memorySource } from "../core/sources.ts";
  * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1.5, -2]), [2])]);
- * const bytes = new Uint8Array(8 + 64 + 4);
- * let at = 0;
+ * const chunks: Uint8Array[] = [];
  * for await (const c of writeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] }, { dtype: "F16" })) {
- *   bytes.set(c, at);
- *   at += c.byteLength;
+ *   chunks.push(c);
  * }
+ * const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+ * chunks.reduce((at, c) => (bytes.set(c, at), at + c.byteLength), 0);
  * const back = await readSafetensors(memorySource(bytes));
  * console.assert(toFloat32(await back.models[0].tensors.load("w"))[1] === -2);
  * ```

@@ -423,7 +423,7 @@ conformanceTest(
           assert(
             err instanceof RangeError &&
               err.message.includes(
-                "data_offsets [1, 2] leave a hole of 1 bytes",
+                "data_offsets [1, 2] leave a hole of 1 byte",
               ),
             String(err),
           );

@@ -3,7 +3,6 @@ import {
   assertEquals,
   assertInstanceOf,
   assertRejects,
-  assertThrows,
 } from "@std/assert";
 import {
   detectSafetensors,
