@@ -224,9 +224,9 @@ try {
   console.log(
     `raw runs (ms): readFile ${
       base.map((x) => x.toFixed(0)).join(", ")
-    }; ours ${ours.map((x) => x.toFixed(0)).join(", ")}; widen ${
-      widen.map((x) => x.toFixed(0)).join(", ")
-    }`,
+    }; one read ${whole.map((x) => x.toFixed(0)).join(", ")}; ours ${
+      ours.map((x) => x.toFixed(0)).join(", ")
+    }; widen ${widen.map((x) => x.toFixed(0)).join(", ")}`,
   );
 } finally {
   await Deno.remove(dir, { recursive: true });

@@ -8,7 +8,10 @@
  */
 
 import type { ByteSource } from "../core/sources.ts";
-import type { SafetensorsHeader } from "./_safetensors_header.ts";
+import type {
+  SafetensorsHeader,
+  SafetensorsTensorEntry,
+} from "./_safetensors_header.ts";
 import {
   configFromMetadata,
   isJsonText,
@@ -70,6 +73,7 @@ interface Opened {
   file: string;
   src: ByteSource;
   header: SafetensorsHeader;
+  byName: Map<string, SafetensorsTensorEntry>;
 }
 
 /**
@@ -152,7 +156,9 @@ export async function validateSafetensors(
       continue;
     }
     try {
-      opened.push({ file, src, header: await readSafetensorsHeader(src) });
+      const header = await readSafetensorsHeader(src);
+      const byName = new Map(header.tensors.map((t) => [t.name, t]));
+      opened.push({ file, src, header, byName });
       report.files++;
     } catch (e) {
       add(file, kindOf(e), messageOf(e));
@@ -177,16 +183,15 @@ export async function validateSafetensors(
     }
   }
   if (index) {
-    const openedFiles = new Set(opened.map((o) => o.file));
+    const byFile = new Map(opened.map((o) => [o.file, o]));
     let total = 0;
     let complete = true;
     for (const [name, file] of index.weightMap) {
-      if (!openedFiles.has(file)) {
+      if (!byFile.has(file)) {
         complete = false; // already reported
         continue;
       }
-      const o = opened.find((x) => x.file === file)!;
-      const t = o.header.tensors.find((x) => x.name === name);
+      const t = byFile.get(file)!.byName.get(name);
       if (!t) {
         complete = false;
         add(
@@ -237,11 +242,7 @@ export async function validateSafetensors(
       add(o.file, kindOf(e), messageOf(e));
     }
     try {
-      quantFromMetadata(
-        meta,
-        new Map(o.header.tensors.map((t) => [t.name, t])),
-        o.file,
-      );
+      quantFromMetadata(meta, o.byName, o.file);
     } catch (e) {
       add(o.file, kindOf(e), messageOf(e));
     }
@@ -279,7 +280,7 @@ export async function validateSafetensors(
                 } is not 64 lowercase hex digits`,
                 name,
               );
-            } else if (!o.header.tensors.some((t) => t.name === name)) {
+            } else if (!o.byName.has(name)) {
               add(
                 o.file,
                 "TypeError",
