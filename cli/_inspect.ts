@@ -230,7 +230,11 @@ export async function validateFile(
   }
   try {
     if (opened.format.validate) {
-      problems.push(...await opened.format.validate(opened.source));
+      problems.push(
+        ...await opened.format.validate(opened.source, {
+          resolve: opened.resolve,
+        }),
+      );
     }
     for (const m of opened.file.models) {
       for (const name of m.tensors.names()) {

@@ -87,6 +87,7 @@ import type { FormatPlugin, OptionSpec } from "../core/plugin.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { SAFETENSORS_MAX_HEADER_BYTES } from "./_safetensors_header.ts";
 import { readSafetensors } from "./_safetensors_read.ts";
+import { validateSafetensors } from "./_safetensors_validate.ts";
 import {
   type SafetensorsWriteOptions,
   writeSafetensors,
@@ -270,6 +271,32 @@ const OPTIONS: readonly OptionSpec[] = [
 ];
 
 /**
+ * Picks the file to open in a checkpoint folder: an index
+ * (`model.safetensors.index.json` first), else the only `.safetensors` file.
+ *
+ * @param names File names in the folder.
+ * @returns The name to read, or `undefined` when the folder is not a
+ * SafeTensors checkpoint (or holds several files without an index).
+ *
+ * @example
+ * ```ts
+ * import { safetensorsFolderEntry } from "./safetensors.ts";
+ * console.assert(safetensorsFolderEntry(["config.json", "model.safetensors"]) === "model.safetensors");
+ * ```
+ */
+export function safetensorsFolderEntry(
+  names: readonly string[],
+): string | undefined {
+  if (names.includes("model.safetensors.index.json")) {
+    return "model.safetensors.index.json";
+  }
+  const index = names.find((n) => n.endsWith(".safetensors.index.json"));
+  if (index) return index;
+  const files = names.filter((n) => n.endsWith(".safetensors"));
+  return files.length === 1 ? files[0] : undefined;
+}
+
+/**
  * The SafeTensors format plugin: reads single files and sharded
  * checkpoints (through `options.resolve`), writes one file as a stream.
  *
@@ -294,7 +321,18 @@ export function safetensors(
       "SafeTensors (.safetensors, sharded index.json): lazy and ranged reads, streaming writes",
     extensions: [".safetensors"],
     detect: detectSafetensors,
+    folderEntry: safetensorsFolderEntry,
     read: (src, readOptions) => readSafetensors(src, readOptions),
+    validate: async (src, readOptions) => {
+      const report = await validateSafetensors(src, {
+        resolve: readOptions?.resolve,
+      });
+      return report.problems.map((p) =>
+        `${p.file}${
+          p.tensor === undefined ? "" : ` tensor "${p.tensor}"`
+        }: ${p.message}`
+      );
+    },
     write: (file, writeOptions) =>
       writeSafetensors(file, { ...options.write, ...writeOptions }),
     options: OPTIONS,

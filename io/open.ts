@@ -31,6 +31,8 @@ export interface OpenedModel {
   source: ByteSource;
   /** The path or URL actually read (a folder resolves to one file inside it). */
   path: string;
+  /** Opens a file beside the one read (shards), as handed to the reader. */
+  resolve(relativePath: string): Promise<ByteSource>;
   /** Closes every file handle opened for this model. */
   close(): void;
 }
@@ -165,7 +167,7 @@ export async function openModel(
     };
     const file = await format.read(source, { resolve, ...options.read });
     file.format ??= format.name;
-    return { file, format, source, path, close };
+    return { file, format, source, path, resolve, close };
   } catch (e) {
     close();
     throw e;

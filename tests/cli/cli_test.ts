@@ -293,3 +293,28 @@ Deno.test("cli: main help matches its snapshot (UPDATE_SNAPSHOTS=1 rewrites it)"
   }
   assertEquals(help, await Deno.readTextFile(snap));
 });
+
+Deno.test("cli: inspect and validate open a sharded SafeTensors folder as one model", async () => {
+  const { FIXTURES, fixture } = await import("../_helpers/fixtures.ts");
+  if (!FIXTURES) return;
+  const dir = fixture("safetensors/julia/sharded");
+  const ins = await run(["inspect", dir, "--json"]);
+  assertEquals(ins.code, 0, ins.err);
+  const rep = JSON.parse(ins.out);
+  assertEquals(rep.format, "safetensors");
+  const index = JSON.parse(
+    await Deno.readTextFile(join(dir, "model.safetensors.index.json")),
+  );
+  assertEquals(
+    rep.models[0].tensors.map((t: { name: string }) => t.name).sort(),
+    Object.keys(index.weight_map).sort(),
+  );
+  const val = await run(["validate", dir]);
+  assertEquals([val.code, val.out], [
+    0,
+    `${join(dir, "model.safetensors.index.json")}: valid`.replace(
+      /^.*: valid$/,
+      `${dir}: valid`,
+    ),
+  ]);
+});
