@@ -16,6 +16,8 @@
 
 import type { Plugin } from "./core/plugin.ts";
 import { createRegistry, type Registry } from "./registry.ts";
+import { multiHeadAttention } from "./layers/attention.ts";
+import { transformerBlock } from "./layers/transformer_block.ts";
 
 export * from "./core/mod.ts";
 export { createRegistry, type Registry } from "./registry.ts";
@@ -38,4 +40,7 @@ export function defaultRegistry(): Registry {
 }
 
 // Built-in plugins, in listing order. Each format/layer issue adds its plugin here.
-const BUILTIN_PLUGINS: Plugin[] = [];
+const BUILTIN_PLUGINS: Plugin[] = [
+  multiHeadAttention,
+  transformerBlock,
+];
