@@ -72,7 +72,11 @@ export interface FieldReader {
   /** A boolean, or the default when absent. */
   bool(field: string, fallback: boolean): boolean;
   /** One of `choices`, or the default when absent. */
-  choice<T extends string>(field: string, choices: readonly T[], fallback: T): T;
+  choice<T extends string>(
+    field: string,
+    choices: readonly T[],
+    fallback: T,
+  ): T;
 }
 
 const show = (v: unknown): string =>

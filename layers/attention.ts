@@ -97,9 +97,7 @@ function sequenceShape(
       }], expected [batch, seq, ${d}] or [seq, ${d}]`,
     );
   }
-  return s.length === 3
-    ? { batch: s[0], seq: s[1] }
-    : { batch: 1, seq: s[0] };
+  return s.length === 3 ? { batch: s[0], seq: s[1] } : { batch: 1, seq: s[0] };
 }
 
 /**
@@ -176,11 +174,18 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
     );
   },
   outputSize: (cfg) => cfg.d_model,
-  toJSON: (cfg) => ({ type: "multi_head_attention", ...attentionFieldsToJSON(cfg) }),
+  toJSON: (cfg) => ({
+    type: "multi_head_attention",
+    ...attentionFieldsToJSON(cfg),
+  }),
   params(cfg): ParamSpec[] {
     const out: ParamSpec[] = [];
     for (const p of projections(cfg)) {
-      out.push({ name: `${p.name}.weight`, shape: [p.out, p.in], init: "uniform" });
+      out.push({
+        name: `${p.name}.weight`,
+        shape: [p.out, p.in],
+        init: "uniform",
+      });
       if (p.bias) {
         out.push({ name: `${p.name}.bias`, shape: [p.out], init: "uniform" });
       }

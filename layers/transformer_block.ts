@@ -150,9 +150,17 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
     for (const p of multiHeadAttention.params(cfg)) {
       out.push({ ...p, name: `self_attn.${p.name}` });
     }
-    out.push({ name: "post_attention_layernorm.weight", shape: [d], init: "ones" });
+    out.push({
+      name: "post_attention_layernorm.weight",
+      shape: [d],
+      init: "ones",
+    });
     for (const p of mlpShapes(cfg)) {
-      out.push({ name: `${p.name}.weight`, shape: [p.out, p.in], init: "uniform" });
+      out.push({
+        name: `${p.name}.weight`,
+        shape: [p.out, p.in],
+        init: "uniform",
+      });
       if (cfg.mlp_bias) {
         out.push({ name: `${p.name}.bias`, shape: [p.out], init: "uniform" });
       }

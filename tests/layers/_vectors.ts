@@ -115,7 +115,9 @@ export function assertClose(
     const rel = Math.abs(actual[i] - e) / Math.max(Math.abs(e), 1e-2 * scale);
     if (!(rel <= rtol)) {
       throw new Error(
-        `${what}: element ${i} is ${actual[i]}, expected ${e} (relative error ${rel})`,
+        `${what}: element ${i} is ${
+          actual[i]
+        }, expected ${e} (relative error ${rel})`,
       );
     }
     worst = Math.max(worst, rel);

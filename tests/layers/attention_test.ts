@@ -125,31 +125,95 @@ Deno.test("mha: config errors name the path and field", () => {
     );
   const cases: [Record<string, unknown>, string, number?][] = [
     [{ d_model: 16 }, 'layers[3].branches[1]: "num_heads" is required'],
-    [{ d_model: 16, num_heads: 0 }, '"num_heads" must be a positive integer, got 0'],
-    [{ d_model: 16, num_heads: 4, num_kv_heads: 3 }, '"num_kv_heads" (3) must divide num_heads (4)'],
+    [
+      { d_model: 16, num_heads: 0 },
+      '"num_heads" must be a positive integer, got 0',
+    ],
+    [
+      { d_model: 16, num_heads: 4, num_kv_heads: 3 },
+      '"num_kv_heads" (3) must divide num_heads (4)',
+    ],
     [{ num_heads: 4 }, '"d_model" is required (no previous layer'],
-    [{ d_model: 16, num_heads: 4 }, '"d_model" is 16 but the previous layer outputs 32', 32],
-    [{ d_model: 18, num_heads: 4 }, '"head_dim" is required: d_model 18 is not a multiple of num_heads 4'],
-    [{ d_model: 12, num_heads: 4 }, '"head_dim" must be even when use_rope is true, got 3'],
-    [{ d_model: 16, num_heads: 4, num_kv_head: 2 }, '"num_kv_head" is not a field of multi_head_attention'],
-    [{ d_model: 16, num_heads: 4, rope_style: "gptj" }, '"rope_style" must be one of neox, interleaved; got "gptj"'],
-    [{ d_model: 16, num_heads: 4, causal: "yes" }, '"causal" must be true or false, got "yes"'],
-    [{ d_model: 16, num_heads: 4, rope_theta: -1 }, '"rope_theta" must be a finite number > 0, got -1'],
-    [{ d_model: 16, num_heads: 4, rope_scaling: { type: "yarn", factor: 4 } }, '"rope_scaling.rope_type" "yarn" is not supported'],
-    [{ d_model: 16, num_heads: 4, rope_scaling: { rope_type: "llama3", factor: 8 } }, '"rope_scaling.low_freq_factor" must be a number > 0, got undefined'],
-    [{ d_model: 16, num_heads: 4, rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 4, high_freq_factor: 1, original_max_position_embeddings: 8192 } }, '"rope_scaling.high_freq_factor" must be greater than low_freq_factor (4), got 1'],
-    [{ d_model: 16, num_heads: 4, sliding_window: 4, causal: false }, '"sliding_window" needs causal: true'],
-    [{ d_model: 16, num_heads: 4, sliding_window: 2.5 }, '"sliding_window" must be a positive integer, got 2.5'],
+    [
+      { d_model: 16, num_heads: 4 },
+      '"d_model" is 16 but the previous layer outputs 32',
+      32,
+    ],
+    [
+      { d_model: 18, num_heads: 4 },
+      '"head_dim" is required: d_model 18 is not a multiple of num_heads 4',
+    ],
+    [
+      { d_model: 12, num_heads: 4 },
+      '"head_dim" must be even when use_rope is true, got 3',
+    ],
+    [
+      { d_model: 16, num_heads: 4, num_kv_head: 2 },
+      '"num_kv_head" is not a field of multi_head_attention',
+    ],
+    [
+      { d_model: 16, num_heads: 4, rope_style: "gptj" },
+      '"rope_style" must be one of neox, interleaved; got "gptj"',
+    ],
+    [
+      { d_model: 16, num_heads: 4, causal: "yes" },
+      '"causal" must be true or false, got "yes"',
+    ],
+    [
+      { d_model: 16, num_heads: 4, rope_theta: -1 },
+      '"rope_theta" must be a finite number > 0, got -1',
+    ],
+    [
+      { d_model: 16, num_heads: 4, rope_scaling: { type: "yarn", factor: 4 } },
+      '"rope_scaling.rope_type" "yarn" is not supported',
+    ],
+    [{
+      d_model: 16,
+      num_heads: 4,
+      rope_scaling: { rope_type: "llama3", factor: 8 },
+    }, '"rope_scaling.low_freq_factor" must be a number > 0, got undefined'],
+    [
+      {
+        d_model: 16,
+        num_heads: 4,
+        rope_scaling: {
+          rope_type: "llama3",
+          factor: 8,
+          low_freq_factor: 4,
+          high_freq_factor: 1,
+          original_max_position_embeddings: 8192,
+        },
+      },
+      '"rope_scaling.high_freq_factor" must be greater than low_freq_factor (4), got 1',
+    ],
+    [
+      { d_model: 16, num_heads: 4, sliding_window: 4, causal: false },
+      '"sliding_window" needs causal: true',
+    ],
+    [
+      { d_model: 16, num_heads: 4, sliding_window: 2.5 },
+      '"sliding_window" must be a positive integer, got 2.5',
+    ],
   ];
   for (const [json, msg, inputSize] of cases) {
     assertThrows(p(json, inputSize), TypeError, msg);
   }
-  assertThrows(p({ d_model: 16 }), TypeError, "Invalid multi_head_attention config at layers[3].branches[1]");
+  assertThrows(
+    p({ d_model: 16 }),
+    TypeError,
+    "Invalid multi_head_attention config at layers[3].branches[1]",
+  );
 });
 
 Deno.test("mha: defaults, inference and toJSON round trip", () => {
   const cfg = multiHeadAttention.parse(
-    { type: "mha", num_heads: 4, bias: true, o_bias: false, rope_scaling: { type: "linear", factor: 2 } },
+    {
+      type: "mha",
+      num_heads: 4,
+      bias: true,
+      o_bias: false,
+      rope_scaling: { type: "linear", factor: 2 },
+    },
     ctx("layers[0]", 32),
   );
   assertEquals(cfg, {
@@ -170,17 +234,34 @@ Deno.test("mha: defaults, inference and toJSON round trip", () => {
   });
   const json = multiHeadAttention.toJSON(cfg);
   assertEquals(json.type, "multi_head_attention");
-  assertEquals(multiHeadAttention.parse(JSON.parse(JSON.stringify(json)), ctx()), cfg);
+  assertEquals(
+    multiHeadAttention.parse(JSON.parse(JSON.stringify(json)), ctx()),
+    cfg,
+  );
   assertEquals(multiHeadAttention.outputSize(cfg), 32);
   assertEquals(
-    multiHeadAttention.parse({ type: "mha", d_model: 8, num_heads: 2, rope_scaling: { rope_type: "default" } }, ctx()).rope_scaling,
+    multiHeadAttention.parse({
+      type: "mha",
+      d_model: 8,
+      num_heads: 2,
+      rope_scaling: { rope_type: "default" },
+    }, ctx()).rope_scaling,
     null,
   );
 });
 
 Deno.test("mha: params follow the naming convention", () => {
   const cfg = multiHeadAttention.parse(
-    { type: "mha", d_model: 32, num_heads: 4, num_kv_heads: 2, head_dim: 16, q_bias: true, k_bias: true, v_bias: true },
+    {
+      type: "mha",
+      d_model: 32,
+      num_heads: 4,
+      num_kv_heads: 2,
+      head_dim: 16,
+      q_bias: true,
+      k_bias: true,
+      v_bias: true,
+    },
     ctx(),
   );
   assertEquals(
@@ -210,13 +291,18 @@ Deno.test("mha: init is deterministic for a seed and fits params", () => {
   for (const s of specs) {
     const v = a.get(s.name)!;
     assertEquals(v.length, s.shape.reduce((x, y) => x * y, 1));
-    assertEquals(new Uint8Array(v.buffer), new Uint8Array(b.get(s.name)!.buffer));
+    assertEquals(
+      new Uint8Array(v.buffer),
+      new Uint8Array(b.get(s.name)!.buffer),
+    );
     assertNotEquals(v, c.get(s.name));
     const bound = 1 / Math.sqrt(16);
     assertEquals(v.every((x) => Math.abs(x) <= bound), true);
   }
   // The initialized weights build and run.
-  const tensors = new Map(specs.map((s) => [s.name, tensorFromF32(s.name, a.get(s.name)!, s.shape)]));
+  const tensors = new Map(
+    specs.map((s) => [s.name, tensorFromF32(s.name, a.get(s.name)!, s.shape)]),
+  );
   const y = multiHeadAttention.build(cfg, createScope(tensors)).forward(
     floatTensor(new Float32Array(3 * 16).fill(0.25), [3, 16]),
   );
@@ -233,7 +319,10 @@ Deno.test("mha: build names missing and misshapen weights by full path", () => {
     TypeError,
     'Missing weight "layers.2.o_proj.bias"',
   );
-  tensors.set("layers.2.o_proj.bias", tensorFromF32("layers.2.o_proj.bias", new Float32Array(8), [8]));
+  tensors.set(
+    "layers.2.o_proj.bias",
+    tensorFromF32("layers.2.o_proj.bias", new Float32Array(8), [8]),
+  );
   assertThrows(
     () => multiHeadAttention.build(cfg, createScope(tensors).at("layers.2")),
     TypeError,
