@@ -16,8 +16,7 @@
 
 import type { Plugin } from "./core/plugin.ts";
 import { createRegistry, type Registry } from "./registry.ts";
-import { multiHeadAttention } from "./layers/attention.ts";
-import { transformerBlock } from "./layers/transformer_block.ts";
+import { LAYER_PLUGINS } from "./layers/mod.ts";
 
 export * from "./core/mod.ts";
 export { createRegistry, type Registry } from "./registry.ts";
@@ -41,6 +40,5 @@ export function defaultRegistry(): Registry {
 
 // Built-in plugins, in listing order. Each format/layer issue adds its plugin here.
 const BUILTIN_PLUGINS: Plugin[] = [
-  multiHeadAttention,
-  transformerBlock,
+  ...LAYER_PLUGINS,
 ];

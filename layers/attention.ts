@@ -61,7 +61,6 @@ import {
   ATTENTION_FIELDS,
   type AttentionConfig,
   attentionFieldsToJSON,
-  fieldReader,
   parseAttentionFields,
 } from "./_attention_config.ts";
 
@@ -170,9 +169,11 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
     return parseAttentionFields(
       json,
       ctx,
-      fieldReader(json, ctx, ATTENTION_FIELDS),
+      "multi_head_attention",
+      ATTENTION_FIELDS,
     );
   },
+  inputSize: (cfg) => cfg.d_model,
   outputSize: (cfg) => cfg.d_model,
   toJSON: (cfg) => ({
     type: "multi_head_attention",

@@ -43,16 +43,17 @@ import type {
   ParamSpec,
   Scope,
 } from "../core/plugin.ts";
-import { type FloatTensor, floatTensor, type Tensor } from "../core/tensor.ts";
-import { linear } from "../kernels/linear.ts";
+import { type FloatTensor, floatTensor } from "../core/tensor.ts";
+import { rmsNorm } from "../kernels/norms.ts";
 import {
   ATTENTION_FIELDS,
   type AttentionConfig,
   attentionFieldsToJSON,
-  fieldReader,
   parseAttentionFields,
 } from "./_attention_config.ts";
+import { boolField, numberField, positiveInt } from "./_fields.ts";
 import { multiHeadAttention } from "./attention.ts";
+import { swiglu, type SwigluConfig } from "./swiglu.ts";
 
 /** Normalized transformer-block config: the attention fields plus the MLP and norms. */
 export interface TransformerBlockConfig extends AttentionConfig {
@@ -71,34 +72,20 @@ const BLOCK_FIELDS = [
   "mlp_bias",
 ];
 
-/** `x · w / √(mean(x²) + eps)` per row of `d` values, into a new array. */
-function rmsNormRows(
-  x: Float32Array,
-  d: number,
-  w: Float32Array,
-  eps: number,
-): Float32Array {
-  const out = new Float32Array(x.length);
-  for (let r = 0; r < x.length; r += d) {
-    let ss = 0;
-    for (let i = 0; i < d; i++) ss += x[r + i] * x[r + i];
-    const inv = 1 / Math.sqrt(ss / d + eps);
-    for (let i = 0; i < d; i++) out[r + i] = x[r + i] * inv * w[i];
-  }
-  return out;
-}
-
-function mlpShapes(cfg: TransformerBlockConfig): {
-  name: string;
-  out: number;
-  in: number;
-}[] {
-  const d = cfg.d_model, f = cfg.intermediate_size;
-  return [
-    { name: "mlp.gate_proj", out: f, in: d },
-    { name: "mlp.up_proj", out: f, in: d },
-    { name: "mlp.down_proj", out: d, in: f },
-  ];
+/** The block's MLP as a `swiglu` layer config (weights under `mlp.`). */
+function mlpConfig(cfg: TransformerBlockConfig): SwigluConfig {
+  return swiglu.parse({
+    type: "swiglu",
+    input_size: cfg.d_model,
+    intermediate_size: cfg.intermediate_size,
+    bias: cfg.mlp_bias,
+  }, {
+    path: "transformer_block.mlp",
+    inputSize: cfg.d_model,
+    parseChild: () => {
+      throw new TypeError("swiglu has no child layers");
+    },
+  });
 }
 
 /**
@@ -125,15 +112,22 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
   description:
     "Pre-norm Llama decoder layer: RMSNorm → attention → residual → RMSNorm → SwiGLU → residual",
   parse(json: LayerConfig, ctx): TransformerBlockConfig {
-    const r = fieldReader(json, ctx, BLOCK_FIELDS);
-    const attn = parseAttentionFields(json, ctx, r);
+    const attn = parseAttentionFields(
+      json,
+      ctx,
+      "transformer_block",
+      BLOCK_FIELDS,
+    );
     return {
       ...attn,
-      intermediate_size: r.posInt("intermediate_size"),
-      rms_norm_eps: r.posNumber("rms_norm_eps", 1e-6),
-      mlp_bias: r.bool("mlp_bias", false),
+      intermediate_size: positiveInt(json, "intermediate_size", ctx.path),
+      rms_norm_eps: numberField(json, "rms_norm_eps", ctx.path, 1e-6, {
+        above: 0,
+      }),
+      mlp_bias: boolField(json, "mlp_bias", ctx.path, false),
     };
   },
+  inputSize: (cfg) => cfg.d_model,
   outputSize: (cfg) => cfg.d_model,
   toJSON: (cfg) => ({
     type: "transformer_block",
@@ -155,15 +149,8 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
       shape: [d],
       init: "ones",
     });
-    for (const p of mlpShapes(cfg)) {
-      out.push({
-        name: `${p.name}.weight`,
-        shape: [p.out, p.in],
-        init: "uniform",
-      });
-      if (cfg.mlp_bias) {
-        out.push({ name: `${p.name}.bias`, shape: [p.out], init: "uniform" });
-      }
+    for (const p of swiglu.params(mlpConfig(cfg))) {
+      out.push({ ...p, name: `mlp.${p.name}` });
     }
     return out;
   },
@@ -175,28 +162,17 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
       out.set(`self_attn.${n}`, v);
     }
     out.set("post_attention_layernorm.weight", new Float32Array(d).fill(1));
-    for (const p of mlpShapes(cfg)) {
-      const bound = 1 / Math.sqrt(p.in);
-      const w = new Float32Array(p.out * p.in);
-      for (let i = 0; i < w.length; i++) w[i] = (2 * rng.next() - 1) * bound;
-      out.set(`${p.name}.weight`, w);
-      if (cfg.mlp_bias) {
-        const b = new Float32Array(p.out);
-        for (let i = 0; i < b.length; i++) b[i] = (2 * rng.next() - 1) * bound;
-        out.set(`${p.name}.bias`, b);
-      }
+    for (const [n, v] of swiglu.init!(mlpConfig(cfg), rng)) {
+      out.set(`mlp.${n}`, v);
     }
     return out;
   },
   build(cfg, weights: Scope): Layer {
-    const d = cfg.d_model, f = cfg.intermediate_size, eps = cfg.rms_norm_eps;
+    const d = cfg.d_model, eps = cfg.rms_norm_eps;
     const normIn = weights.getF32("input_layernorm.weight", [d]);
     const attn = multiHeadAttention.build(cfg, weights.at("self_attn"));
     const normPost = weights.getF32("post_attention_layernorm.weight", [d]);
-    const [gate, up, down] = mlpShapes(cfg).map((p) => ({
-      w: weights.get(`${p.name}.weight`, [p.out, p.in]) as Tensor,
-      b: cfg.mlp_bias ? weights.getF32(`${p.name}.bias`, [p.out]) : undefined,
-    }));
+    const mlp = swiglu.build(mlpConfig(cfg), weights.at("mlp"));
     return {
       forward(x: FloatTensor, state?: LayerState): FloatTensor {
         const s = x.shape;
@@ -209,19 +185,13 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
         }
         const rows = x.data.length / d;
         const a = attn.forward(
-          floatTensor(rmsNormRows(x.data, d, normIn, eps), [...s]),
+          floatTensor(rmsNorm(x.data, rows, d, normIn, eps), [...s]),
           state,
         ).data;
         const h = new Float32Array(x.data.length);
         for (let i = 0; i < h.length; i++) h[i] = x.data[i] + a[i];
-        const n = rmsNormRows(h, d, normPost, eps);
-        const g = linear(n, rows, gate.w, gate.b);
-        const u = linear(n, rows, up.w, up.b);
-        for (let i = 0; i < rows * f; i++) {
-          const gi = g[i];
-          g[i] = (gi / (1 + Math.exp(-gi))) * u[i];
-        }
-        const m = linear(g, rows, down.w, down.b);
+        const n = rmsNorm(h, rows, d, normPost, eps);
+        const m = mlp.forward(floatTensor(n, [...s])).data;
         for (let i = 0; i < h.length; i++) h[i] += m[i];
         return floatTensor(h, [...s]);
       },

@@ -123,55 +123,80 @@ Deno.test("mha: config errors name the path and field", () => {
       { type: "multi_head_attention", ...json },
       ctx("layers[3].branches[1]", inputSize),
     );
+  const at = "layers[3].branches[1]";
   const cases: [Record<string, unknown>, string, number?][] = [
-    [{ d_model: 16 }, 'layers[3].branches[1]: "num_heads" is required'],
+    [{ d_model: 16 }, `${at}.num_heads: required: expected a positive integer`],
     [
       { d_model: 16, num_heads: 0 },
-      '"num_heads" must be a positive integer, got 0',
+      `${at}.num_heads: expected a positive integer, got 0`,
     ],
     [
       { d_model: 16, num_heads: 4, num_kv_heads: 3 },
-      '"num_kv_heads" (3) must divide num_heads (4)',
+      `${at}.num_kv_heads: expected a divisor of num_heads (4), got 3`,
     ],
-    [{ num_heads: 4 }, '"d_model" is required (no previous layer'],
+    [
+      { num_heads: 4 },
+      `${at}.d_model: required: no previous layer to infer it from`,
+    ],
     [
       { d_model: 16, num_heads: 4 },
-      '"d_model" is 16 but the previous layer outputs 32',
+      `${at}.d_model: expected 32 (the previous layer's output size), got 16`,
       32,
     ],
     [
       { d_model: 18, num_heads: 4 },
-      '"head_dim" is required: d_model 18 is not a multiple of num_heads 4',
+      `${at}.head_dim: required: d_model 18 is not a multiple of num_heads 4`,
     ],
     [
       { d_model: 12, num_heads: 4 },
-      '"head_dim" must be even when use_rope is true, got 3',
+      `${at}.head_dim: expected an even size when use_rope is true, got 3`,
     ],
     [
       { d_model: 16, num_heads: 4, num_kv_head: 2 },
-      '"num_kv_head" is not a field of multi_head_attention',
+      `${at}.num_kv_head: unknown field for a "multi_head_attention" layer`,
     ],
     [
       { d_model: 16, num_heads: 4, rope_style: "gptj" },
-      '"rope_style" must be one of neox, interleaved; got "gptj"',
+      `${at}.rope_style: expected one of neox, interleaved, got "gptj"`,
     ],
     [
       { d_model: 16, num_heads: 4, causal: "yes" },
-      '"causal" must be true or false, got "yes"',
+      `${at}.causal: expected true or false, got "yes"`,
     ],
     [
       { d_model: 16, num_heads: 4, rope_theta: -1 },
-      '"rope_theta" must be a finite number > 0, got -1',
+      `${at}.rope_theta: expected a number above 0, got -1`,
+    ],
+    [
+      { d_model: 16, num_heads: 4, rope_scaling: 2 },
+      `${at}.rope_scaling: expected null or an object, got 2`,
     ],
     [
       { d_model: 16, num_heads: 4, rope_scaling: { type: "yarn", factor: 4 } },
-      '"rope_scaling.rope_type" "yarn" is not supported',
+      `${at}.rope_scaling.rope_type: expected one of default, linear, llama3, got "yarn"`,
     ],
-    [{
-      d_model: 16,
-      num_heads: 4,
-      rope_scaling: { rope_type: "llama3", factor: 8 },
-    }, '"rope_scaling.low_freq_factor" must be a number > 0, got undefined'],
+    [
+      {
+        d_model: 16,
+        num_heads: 4,
+        rope_scaling: { rope_type: "llama3", factor: 8 },
+      },
+      `${at}.rope_scaling.low_freq_factor: expected a number above 0, got nothing`,
+    ],
+    [
+      {
+        d_model: 16,
+        num_heads: 4,
+        rope_scaling: {
+          rope_type: "llama3",
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 0.5,
+        },
+      },
+      `${at}.rope_scaling.original_max_position_embeddings: expected a positive integer, got 0.5`,
+    ],
     [
       {
         d_model: 16,
@@ -184,25 +209,24 @@ Deno.test("mha: config errors name the path and field", () => {
           original_max_position_embeddings: 8192,
         },
       },
-      '"rope_scaling.high_freq_factor" must be greater than low_freq_factor (4), got 1',
+      `${at}.rope_scaling.high_freq_factor: expected a number above low_freq_factor (4), got 1`,
     ],
     [
       { d_model: 16, num_heads: 4, sliding_window: 4, causal: false },
-      '"sliding_window" needs causal: true',
+      `${at}.sliding_window: expected null when causal is false, got 4`,
     ],
     [
       { d_model: 16, num_heads: 4, sliding_window: 2.5 },
-      '"sliding_window" must be a positive integer, got 2.5',
+      `${at}.sliding_window: expected a positive integer, got 2.5`,
+    ],
+    [
+      { d_model: 16, num_heads: 4, q_bias: 1 },
+      `${at}.q_bias: expected true or false, got 1`,
     ],
   ];
   for (const [json, msg, inputSize] of cases) {
     assertThrows(p(json, inputSize), TypeError, msg);
   }
-  assertThrows(
-    p({ d_model: 16 }),
-    TypeError,
-    "Invalid multi_head_attention config at layers[3].branches[1]",
-  );
 });
 
 Deno.test("mha: defaults, inference and toJSON round trip", () => {

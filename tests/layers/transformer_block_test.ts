@@ -122,22 +122,22 @@ Deno.test("transformer_block: config errors name the path and field", () => {
   assertThrows(
     p({ d_model: 16, num_heads: 2 }),
     TypeError,
-    'Invalid transformer_block config at layers[7]: "intermediate_size" is required',
+    "layers[7].intermediate_size: required: expected a positive integer",
   );
   assertThrows(
     p({ d_model: 16, num_heads: 2, intermediate_size: 32, rms_norm_eps: 0 }),
     TypeError,
-    '"rms_norm_eps" must be a finite number > 0, got 0',
+    "layers[7].rms_norm_eps: expected a number above 0, got 0",
   );
   assertThrows(
     p({ d_model: 16, num_heads: 2, intermediate_size: 32, hidden_act: "gelu" }),
     TypeError,
-    '"hidden_act" is not a field of transformer_block',
+    'layers[7].hidden_act: unknown field for a "transformer_block" layer',
   );
   assertThrows(
     p({ d_model: 16, num_heads: 3, intermediate_size: 32 }),
     TypeError,
-    'layers[7]: "head_dim" is required: d_model 16 is not a multiple of num_heads 3',
+    "layers[7].head_dim: required: d_model 16 is not a multiple of num_heads 3",
   );
 });
 
