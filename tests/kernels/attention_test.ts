@@ -1,6 +1,6 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { appendKv, attend, createKvCache } from "../../kernels/attention.ts";
-import { assertClose } from "../layers/_vectors.ts";
+import { assertClose } from "../layers/_attention_vectors.ts";
 
 // Hand-computed cases: head size 1 and scale 1 make scores = q·k.
 

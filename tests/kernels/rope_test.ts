@@ -5,7 +5,7 @@ import {
   type RopeScaling,
   ropeTable,
 } from "../../kernels/rope.ts";
-import { assertClose, VECTORS } from "../layers/_vectors.ts";
+import { assertClose, VECTORS } from "../layers/_attention_vectors.ts";
 
 const R = VECTORS.rope;
 

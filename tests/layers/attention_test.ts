@@ -13,7 +13,7 @@ import {
   ctx,
   type LayerCase,
   VECTORS,
-} from "./_vectors.ts";
+} from "./_attention_vectors.ts";
 
 const RTOL = 1e-5;
 
