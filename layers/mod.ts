@@ -26,6 +26,10 @@ import { layerNormLayer } from "./layer_norm.ts";
 import { rmsNormLayer } from "./rms_norm.ts";
 import { softmaxLayer } from "./softmax.ts";
 import { swiglu } from "./swiglu.ts";
+import { sequential } from "./sequential.ts";
+import { residual } from "./residual.ts";
+import { kmeans } from "./kmeans.ts";
+import { parallel } from "./parallel.ts";
 import { multiHeadAttention } from "./attention.ts";
 import { transformerBlock } from "./transformer_block.ts";
 
@@ -64,6 +68,10 @@ export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   rmsNormLayer,
   embedding,
   swiglu,
+  sequential,
+  residual,
+  kmeans,
+  parallel,
   multiHeadAttention,
   transformerBlock,
 ] as LayerPlugin<unknown>[];
