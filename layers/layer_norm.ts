@@ -24,10 +24,16 @@ import type { LayerPlugin } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
 import { layerNorm } from "../kernels/norms.ts";
 import { boolField, checkFeatures, rowsOf } from "./_fields.ts";
-import { type NormBase, parseNorm } from "./_norm.ts";
+import { parseNorm } from "./_norm.ts";
 
 /** Normalized config of a `layer_norm` layer. */
-export interface LayerNormConfig extends NormBase {
+export interface LayerNormConfig {
+  /** Where the layer sits, for messages. */
+  path: string;
+  /** Features normalized together (the last dimension). */
+  size: number;
+  /** Added to the variance under the square root. */
+  epsilon: number;
   /** Whether the layer adds a learned `bias`. */
   bias: boolean;
 }

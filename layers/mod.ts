@@ -41,6 +41,40 @@ export {
   type DenseConfig,
 } from "./dense.ts";
 export {
+  applySoftmax,
+  parseSoftmaxFields,
+  SOFTMAX_VARIANTS,
+  type SoftmaxConfig,
+  softmaxFieldsJSON,
+  softmaxLayer,
+  type SoftmaxVariant,
+} from "./softmax.ts";
+export { type LayerNormConfig, layerNormLayer } from "./layer_norm.ts";
+export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
+export { embedding, type EmbeddingConfig } from "./embedding.ts";
+export { swiglu, type SwigluConfig } from "./swiglu.ts";
+export { sequential, type SequentialConfig } from "./sequential.ts";
+export { residual, type ResidualConfig } from "./residual.ts";
+export {
+  DISTANCE_METRICS,
+  type DistanceMetric,
+  fitKMeans,
+  type FitOptions,
+  type FitResult,
+  kmeans,
+  KMEANS_OUTPUT_MODES,
+  type KMeansConfig,
+  type KMeansOutputMode,
+  kmeansPlusPlus,
+} from "./kmeans.ts";
+export {
+  COMBINE_MODES,
+  type CombineMode,
+  type GridPosition,
+  parallel,
+  type ParallelConfig,
+} from "./parallel.ts";
+export {
   type AttentionConfig,
   type KvCache,
   multiHeadAttention,

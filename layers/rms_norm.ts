@@ -23,10 +23,17 @@ import type { LayerPlugin } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
 import { rmsNorm } from "../kernels/norms.ts";
 import { checkFeatures, rowsOf } from "./_fields.ts";
-import { type NormBase, parseNorm } from "./_norm.ts";
+import { parseNorm } from "./_norm.ts";
 
 /** Normalized config of an `rms_norm` layer. */
-export type RmsNormConfig = NormBase;
+export interface RmsNormConfig {
+  /** Where the layer sits, for messages. */
+  path: string;
+  /** Features normalized together (the last dimension). */
+  size: number;
+  /** Added to the mean square under the square root. */
+  epsilon: number;
+}
 
 /**
  * The `rms_norm` layer plugin (alias `rmsnorm`).

@@ -48,7 +48,6 @@ import {
   checkFeatures,
   choiceField,
   fieldError,
-  type Fields,
   layerFields,
   numberField,
   optPositiveInt,
@@ -143,7 +142,7 @@ function agree(
  * ```
  */
 export function parseSoftmaxFields(
-  o: Fields,
+  o: Record<string, unknown>,
   path: string,
   inferred: number | undefined,
 ): SoftmaxConfig {
