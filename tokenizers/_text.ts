@@ -134,3 +134,15 @@ export function bytePiece(b: number): string {
 
 /** The character SentencePiece vocabularies use for a space (`▁`, U+2581). */
 export const SPM_SPACE = "\u2581";
+
+/** Bytes of a byte-level token; characters outside the byte alphabet keep their UTF-8. */
+export function byteLevelBytes(text: string): Uint8Array {
+  const out: number[] = [];
+  for (const ch of text) {
+    const c = ch.charCodeAt(0);
+    const b = ch.length === 1 && c < CHAR_TO_BYTE.length ? CHAR_TO_BYTE[c] : -1;
+    if (b >= 0) out.push(b);
+    else out.push(...utf8(ch));
+  }
+  return Uint8Array.from(out);
+}

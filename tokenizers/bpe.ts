@@ -14,7 +14,7 @@
  */
 
 import { MAX_SYMBOLS, PairMerger, pairKey } from "./_merge.ts";
-import { BYTE_TO_CHAR, ByteBuffer, bytePiece, utf8Append } from "./_text.ts";
+import { BYTE_TO_CHAR, ByteBuffer, bytePiece, CHAR_TO_BYTE, utf8Append } from "./_text.ts";
 
 /** What a {@link BpeModel} is built from. */
 export interface BpeModelSpec {
@@ -36,6 +36,8 @@ export interface BpeModelSpec {
 
 /** Entries kept in the per-model word cache before it is cleared. */
 const WORD_CACHE_LIMIT = 50_000;
+/** Longer words are not cached (a SentencePiece-style word can be a whole text). */
+const CACHED_WORD_LENGTH = 256;
 
 /**
  * A BPE model: turns one pre-tokenized word into token ids.
@@ -124,6 +126,22 @@ export class BpeModel {
    * @param out Receives the ids.
    */
   encodeWord(word: string, out: number[]): void {
+    this.#cached(word, out, false);
+  }
+
+  /**
+   * Appends the ids of one word already written in the byte alphabet
+   * (byte-level models; what the Hugging Face `ByteLevel` pre-tokenizer
+   * produces).
+   *
+   * @param word The word, one byte-alphabet character per byte.
+   * @param out Receives the ids.
+   */
+  encodeMapped(word: string, out: number[]): void {
+    this.#cached(word, out, true);
+  }
+
+  #cached(word: string, out: number[], mapped: boolean): void {
     if (word.length === 0) return;
     const cached = this.#cache.get(word);
     if (cached !== undefined) {
@@ -131,16 +149,26 @@ export class BpeModel {
       return;
     }
     const start = out.length;
-    if (this.#spec.byteLevel) this.#encodeBytes(word, out);
+    if (this.#spec.byteLevel) this.#encodeBytes(word, out, mapped);
     else this.#encodeChars(word, out);
+    if (word.length > CACHED_WORD_LENGTH) return;
     if (this.#cache.size >= WORD_CACHE_LIMIT) this.#cache.clear();
     this.#cache.set(word, Int32Array.from(out.slice(start)));
   }
 
-  #encodeBytes(word: string, out: number[]): void {
+  #encodeBytes(word: string, out: number[], mapped: boolean): void {
     const buf = this.#buf;
     buf.length = 0;
-    utf8Append(word, buf);
+    if (mapped) {
+      for (let i = 0; i < word.length; i++) {
+        const c = word.charCodeAt(i);
+        const b = c < CHAR_TO_BYTE.length ? CHAR_TO_BYTE[c] : -1;
+        if (b >= 0) buf.push(b);
+        else utf8Append(word, buf, i, i + 1);
+      }
+    } else {
+      utf8Append(word, buf);
+    }
     const n = buf.length;
     const bytes = buf.bytes;
     if (this.#spec.ignoreMerges) {

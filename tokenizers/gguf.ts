@@ -10,7 +10,7 @@ import { BpeModel } from "./bpe.ts";
 import { ggufPreTokenizer, patternSteps, runSteps } from "./pre_tokenize.ts";
 import { SpmModel } from "./spm.ts";
 import { assembleTokenizer, TokenAttr, type Tokenizer } from "./tokenizer.ts";
-import { CHAR_TO_BYTE, SPM_SPACE, utf8 } from "./_text.ts";
+import { byteLevelBytes, SPM_SPACE, utf8 } from "./_text.ts";
 import { bertWords, WordPieceModel } from "./wordpiece.ts";
 
 /**
@@ -40,11 +40,11 @@ const TOKEN_TYPES: Record<number, number> = {
 };
 
 function unwrap(v: unknown): unknown {
-  // readers may wrap values as { type, value }
-  if (
-    v !== null && typeof v === "object" && !Array.isArray(v) &&
-    !ArrayBuffer.isView(v) && "value" in v
-  ) return (v as { value: unknown }).value;
+  // typed readers wrap values: entries as { value }, arrays as { type, items }
+  if (v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v)) {
+    if ("items" in v) return (v as { items: unknown }).items;
+    if ("value" in v) return unwrap((v as { value: unknown }).value);
+  }
   return v;
 }
 
@@ -275,16 +275,4 @@ export function tokenizerFromGguf(
     },
     normalBytes: (id) => byteLevelBytes(tokens[id]),
   });
-}
-
-/** Bytes of a byte-level token; characters outside the byte alphabet keep their UTF-8. */
-export function byteLevelBytes(text: string): Uint8Array {
-  const out: number[] = [];
-  for (const ch of text) {
-    const c = ch.charCodeAt(0);
-    const b = ch.length === 1 && c < CHAR_TO_BYTE.length ? CHAR_TO_BYTE[c] : -1;
-    if (b >= 0) out.push(b);
-    else out.push(...utf8(ch));
-  }
-  return Uint8Array.from(out);
 }
