@@ -61,7 +61,9 @@ export class PairMerger {
    */
   merge(syms: Int32Array, n: number): number {
     if (n < 2) return n;
-    return n <= SMALL_WORD ? this.#mergeSmall(syms, n) : this.#mergeHeap(syms, n);
+    return n <= SMALL_WORD
+      ? this.#mergeSmall(syms, n)
+      : this.#mergeHeap(syms, n);
   }
 
   #mergeSmall(s: Int32Array, n: number): number {

@@ -13,8 +13,14 @@
  * @module
  */
 
-import { MAX_SYMBOLS, PairMerger, pairKey } from "./_merge.ts";
-import { BYTE_TO_CHAR, ByteBuffer, bytePiece, CHAR_TO_BYTE, utf8Append } from "./_text.ts";
+import { MAX_SYMBOLS, pairKey, PairMerger } from "./_merge.ts";
+import {
+  BYTE_TO_CHAR,
+  ByteBuffer,
+  bytePiece,
+  CHAR_TO_BYTE,
+  utf8Append,
+} from "./_text.ts";
 
 /** What a {@link BpeModel} is built from. */
 export interface BpeModelSpec {
@@ -93,7 +99,9 @@ export class BpeModel {
     this.#merger = new PairMerger(pairs, costs, results);
     for (let b = 0; b < 256; b++) {
       if (spec.byteLevel) this.#byteSym[b] = this.#intern(BYTE_TO_CHAR[b]);
-      const id = this.#symId.get(spec.byteLevel ? BYTE_TO_CHAR[b] : bytePiece(b));
+      const id = this.#symId.get(
+        spec.byteLevel ? BYTE_TO_CHAR[b] : bytePiece(b),
+      );
       if (id !== undefined && id < this.vocabSize) this.#byteTok[b] = id;
     }
   }
@@ -221,9 +229,13 @@ export class BpeModel {
         buf.length = 0;
         utf8Append(ch, buf);
         let ok = true;
-        for (let j = 0; j < buf.length; j++) ok &&= this.#byteTok[buf.bytes[j]] >= 0;
+        for (let j = 0; j < buf.length; j++) {
+          ok &&= this.#byteTok[buf.bytes[j]] >= 0;
+        }
         if (ok) {
-          for (let j = 0; j < buf.length; j++) syms[n++] = this.#byteTok[buf.bytes[j]];
+          for (let j = 0; j < buf.length; j++) {
+            syms[n++] = this.#byteTok[buf.bytes[j]];
+          }
           continue;
         }
       }
@@ -257,7 +269,9 @@ export class BpeModel {
   }
 
   #scratch(n: number): Int32Array {
-    if (this.#syms.length < n) this.#syms = new Int32Array(Math.max(n, 2 * this.#syms.length));
+    if (this.#syms.length < n) {
+      this.#syms = new Int32Array(Math.max(n, 2 * this.#syms.length));
+    }
     return this.#syms;
   }
 }

@@ -18,7 +18,9 @@ import { bertWords, WordPieceModel } from "./wordpiece.ts";
  * or a `Map`). Arrays may be plain arrays or typed arrays; 64-bit integers
  * may be `bigint`.
  */
-export type GgufMetadata = Record<string, unknown> | ReadonlyMap<string, unknown>;
+export type GgufMetadata =
+  | Record<string, unknown>
+  | ReadonlyMap<string, unknown>;
 
 /** Options of {@link tokenizerFromGguf}. */
 export interface GgufTokenizerOptions {
@@ -27,7 +29,11 @@ export interface GgufTokenizerOptions {
 }
 
 /** The `tokenizer.ggml.model` values {@link tokenizerFromGguf} reads. */
-export const GGUF_TOKENIZER_MODELS: readonly string[] = ["llama", "gpt2", "bert"];
+export const GGUF_TOKENIZER_MODELS: readonly string[] = [
+  "llama",
+  "gpt2",
+  "bert",
+];
 
 /** GGUF `token_type` numbers to {@link TokenAttr} flags. */
 const TOKEN_TYPES: Record<number, number> = {
@@ -41,7 +47,10 @@ const TOKEN_TYPES: Record<number, number> = {
 
 function unwrap(v: unknown): unknown {
   // typed readers wrap values: entries as { value }, arrays as { type, items }
-  if (v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v)) {
+  if (
+    v !== null && typeof v === "object" && !Array.isArray(v) &&
+    !ArrayBuffer.isView(v)
+  ) {
     if ("items" in v) return (v as { items: unknown }).items;
     if ("value" in v) return unwrap((v as { value: unknown }).value);
   }
@@ -118,12 +127,18 @@ export function tokenizerFromGguf(
   const list = <T>(key: string, kind: "string" | "number"): T[] | undefined => {
     const v = get(key);
     if (v === undefined) return undefined;
-    if (!Array.isArray(v) && !ArrayBuffer.isView(v)) throw bad(key, `an array of ${kind}s`, v);
-    const arr = Array.isArray(v) ? v : Array.from(v as unknown as ArrayLike<number>);
+    if (!Array.isArray(v) && !ArrayBuffer.isView(v)) {
+      throw bad(key, `an array of ${kind}s`, v);
+    }
+    const arr = Array.isArray(v)
+      ? v
+      : Array.from(v as unknown as ArrayLike<number>);
     for (let i = 0; i < arr.length; i++) {
       const t = typeof arr[i];
       if (t !== kind && !(kind === "number" && t === "bigint")) {
-        throw new TypeError(`${where}: ${key}[${i}] must be a ${kind}, found ${t}`);
+        throw new TypeError(
+          `${where}: ${key}[${i}] must be a ${kind}, found ${t}`,
+        );
       }
     }
     return (kind === "number" ? arr.map(Number) : arr) as T[];
@@ -131,7 +146,9 @@ export function tokenizerFromGguf(
 
   const model = str("tokenizer.ggml.model");
   if (model === undefined) {
-    throw new TypeError(`${where} has no tokenizer (tokenizer.ggml.model is missing)`);
+    throw new TypeError(
+      `${where} has no tokenizer (tokenizer.ggml.model is missing)`,
+    );
   }
   if (!GGUF_TOKENIZER_MODELS.includes(model)) {
     throw new TypeError(
@@ -141,7 +158,9 @@ export function tokenizerFromGguf(
     );
   }
   const tokens = list<string>("tokenizer.ggml.tokens", "string");
-  if (!tokens) throw bad("tokenizer.ggml.tokens", "an array of strings", undefined);
+  if (!tokens) {
+    throw bad("tokenizer.ggml.tokens", "an array of strings", undefined);
+  }
   const n = tokens.length;
   const types = list<number>("tokenizer.ggml.token_type", "number");
   if (types && types.length < n) {
@@ -150,7 +169,9 @@ export function tokenizerFromGguf(
     );
   }
   const attrs = new Uint8Array(n);
-  for (let i = 0; i < n; i++) attrs[i] = types ? TOKEN_TYPES[types[i]] ?? 0 : TokenAttr.NORMAL;
+  for (let i = 0; i < n; i++) {
+    attrs[i] = types ? TOKEN_TYPES[types[i]] ?? 0 : TokenAttr.NORMAL;
+  }
 
   // special ids: llama.cpp's per-model defaults, then the file's values
   const defaults: Record<string, number | undefined> = model === "llama"
@@ -166,7 +187,10 @@ export function tokenizerFromGguf(
     if (v !== undefined && v >= 0 && v < n) id = v;
     return id;
   };
-  const bos = special("bos_token_id", "bos");
+  // BERT files name their BOS (CLS) cls_token_id
+  const bos = model === "bert" && num("tokenizer.ggml.bos_token_id") === undefined
+    ? special("cls_token_id", "bos")
+    : special("bos_token_id", "bos");
   const eos = special("eos_token_id", "eos");
   const unk = special("unknown_token_id", "unk");
   const sep = special("seperator_token_id", "sep");
@@ -177,7 +201,8 @@ export function tokenizerFromGguf(
   const eog = [eot, eom].filter((x): x is number => x !== undefined);
 
   if (model === "llama") {
-    const scores = list<number>("tokenizer.ggml.scores", "number") ?? new Array(n).fill(0);
+    const scores = list<number>("tokenizer.ggml.scores", "number") ??
+      new Array(n).fill(0);
     const spm = new SpmModel({ tokens, scores, unk });
     const addSpacePrefix = bool("tokenizer.ggml.add_space_prefix") ?? true;
     return assembleTokenizer({
@@ -196,7 +221,10 @@ export function tokenizerFromGguf(
       chatTemplate,
       encodeText(text, out) {
         // llama.cpp puts the space in front of every text run
-        const escaped = ((addSpacePrefix ? " " : "") + text).replaceAll(" ", SPM_SPACE);
+        const escaped = ((addSpacePrefix ? " " : "") + text).replaceAll(
+          " ",
+          SPM_SPACE,
+        );
         spm.encode(escaped, out);
       },
       normalBytes: (id) => utf8(tokens[id].replaceAll(SPM_SPACE, " ")),
@@ -205,7 +233,9 @@ export function tokenizerFromGguf(
 
   if (model === "bert") {
     if (unk === undefined) {
-      throw new TypeError(`${where}: a WordPiece vocabulary needs an unknown token`);
+      throw new TypeError(
+        `${where}: a WordPiece vocabulary needs an unknown token`,
+      );
     }
     const wp = new WordPieceModel({
       tokens,
@@ -244,7 +274,9 @@ export function tokenizerFromGguf(
   const merges = rawMerges.map((m, i): [string, string] => {
     const sp = m.indexOf(" ", 1);
     if (sp < 0) {
-      throw new TypeError(`${where}: tokenizer.ggml.merges[${i}] = "${m}" has no space`);
+      throw new TypeError(
+        `${where}: tokenizer.ggml.merges[${i}] = "${m}" has no space`,
+      );
     }
     return [m.slice(0, sp), m.slice(sp + 1)];
   });

@@ -55,7 +55,11 @@ export interface HfAddedToken {
 /** The parts of a `tokenizer.json` this module reads (other fields are ignored). */
 export interface TokenizerJson {
   /** The model: `{ type: "BPE" | "WordPiece", vocab, merges?, ... }`. */
-  model: { type?: string; vocab: Record<string, number>; [field: string]: unknown };
+  model: {
+    type?: string;
+    vocab: Record<string, number>;
+    [field: string]: unknown;
+  };
   /** Added tokens. */
   added_tokens?: HfAddedToken[];
   /** Normalizer config or null. */
@@ -116,7 +120,9 @@ export interface HfTokenizerOptions {
 type Json = Record<string, unknown>;
 
 const obj = (v: unknown): Json | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v) ? v as Json : undefined;
+  v !== null && typeof v === "object" && !Array.isArray(v)
+    ? v as Json
+    : undefined;
 
 const escapeRe = (s: string) => s.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
 
@@ -162,7 +168,9 @@ export function tokenizerFromJson(
   if (!model) throw fail("has no model object");
   const type = model.type ?? ("merges" in model ? "BPE" : undefined);
   if (type !== "BPE" && type !== "WordPiece") {
-    throw fail(`model type "${type}" is not supported (supported: BPE, WordPiece)`);
+    throw fail(
+      `model type "${type}" is not supported (supported: BPE, WordPiece)`,
+    );
   }
   const vocab = obj(model.vocab);
   if (!vocab) throw fail("model.vocab must be an object of token -> id");
@@ -182,14 +190,20 @@ export function tokenizerFromJson(
   const byteFallback = model.byte_fallback === true;
   for (const [text, id] of Object.entries(vocab) as [string, number][]) {
     tokens[id] = text;
-    attrs[id] = byteFallback && parseBytePiece(text) >= 0 ? TokenAttr.BYTE : TokenAttr.NORMAL;
+    attrs[id] = byteFallback && parseBytePiece(text) >= 0
+      ? TokenAttr.BYTE
+      : TokenAttr.NORMAL;
   }
   const modelTokens = tokens.slice(); // what the model itself knows
   const lstrip = new Set<number>();
   const rstrip = new Set<number>();
   for (const a of added) {
     if (!Number.isInteger(a.id) || typeof a.content !== "string") {
-      throw fail(`added_tokens entry ${JSON.stringify(a)} needs an integer id and a content string`);
+      throw fail(
+        `added_tokens entry ${
+          JSON.stringify(a)
+        } needs an integer id and a content string`,
+      );
     }
     tokens[a.id] = a.content;
     attrs[a.id] = a.special ? TokenAttr.CONTROL : TokenAttr.USER_DEFINED;
@@ -200,14 +214,23 @@ export function tokenizerFromJson(
   tokens.forEach((t, i) => {
     if (t !== "" && !idOf.has(t)) idOf.set(t, i);
   });
-  const lookup = (text: string | undefined, what: string): number | undefined => {
+  const lookup = (
+    text: string | undefined,
+    what: string,
+  ): number | undefined => {
     if (text === undefined) return undefined;
     const id = idOf.get(text);
-    if (id === undefined) throw fail(`${what} "${text}" is not in the vocabulary`);
+    if (id === undefined) {
+      throw fail(`${what} "${text}" is not in the vocabulary`);
+    }
     return id;
   };
-  const unk = typeof model.unk_token === "string" ? idOf.get(model.unk_token) : undefined;
-  if (unk !== undefined && attrs[unk] === TokenAttr.NORMAL) attrs[unk] = TokenAttr.UNKNOWN;
+  const unk = typeof model.unk_token === "string"
+    ? idOf.get(model.unk_token)
+    : undefined;
+  if (unk !== undefined && attrs[unk] === TokenAttr.NORMAL) {
+    attrs[unk] = TokenAttr.UNKNOWN;
+  }
 
   const normalize = buildNormalizer(json.normalizer, fail);
   const pre = buildPreTokenizer(json.pre_tokenizer, fail);
@@ -229,7 +252,9 @@ export function tokenizerFromJson(
   const eog: number[] = [];
   if (typeof gen.bos_token_id === "number") bos = gen.bos_token_id;
   if (gen.eos_token_id !== undefined) {
-    const ids = Array.isArray(gen.eos_token_id) ? gen.eos_token_id : [gen.eos_token_id];
+    const ids = Array.isArray(gen.eos_token_id)
+      ? gen.eos_token_id
+      : [gen.eos_token_id];
     if (ids.length > 0) eos = ids[0];
     eog.push(...ids);
   }
@@ -237,14 +262,17 @@ export function tokenizerFromJson(
   let chatTemplate: string | undefined;
   if (typeof cfg.chat_template === "string") chatTemplate = cfg.chat_template;
   else if (Array.isArray(cfg.chat_template)) {
-    const t = cfg.chat_template.find((x) => x.name === "default") ?? cfg.chat_template[0];
+    const t = cfg.chat_template.find((x) => x.name === "default") ??
+      cfg.chat_template[0];
     chatTemplate = t?.template;
   }
 
   let encodeWord: (w: string, out: number[]) => void;
   let normalBytes: (id: number) => Uint8Array;
   if (type === "WordPiece") {
-    if (unk === undefined) throw fail("a WordPiece model needs model.unk_token in the vocabulary");
+    if (unk === undefined) {
+      throw fail("a WordPiece model needs model.unk_token in the vocabulary");
+    }
     const prefix = typeof model.continuing_subword_prefix === "string"
       ? model.continuing_subword_prefix
       : "##";
@@ -259,7 +287,11 @@ export function tokenizerFromJson(
     });
     encodeWord = (w, out) => wp.encodeWord(w, out);
     normalBytes = (id) =>
-      utf8(tokens[id].startsWith(prefix) ? tokens[id].slice(prefix.length) : " " + tokens[id]);
+      utf8(
+        tokens[id].startsWith(prefix)
+          ? tokens[id].slice(prefix.length)
+          : " " + tokens[id],
+      );
   } else {
     for (const k of ["continuing_subword_prefix", "end_of_word_suffix"]) {
       if (typeof model[k] === "string" && model[k] !== "") {
@@ -268,12 +300,18 @@ export function tokenizerFromJson(
     }
     const rawMerges = Array.isArray(model.merges) ? model.merges : [];
     const merges = rawMerges.map((m, i): [string, string] => {
-      if (Array.isArray(m) && m.length === 2) return [String(m[0]), String(m[1])];
+      if (Array.isArray(m) && m.length === 2) {
+        return [String(m[0]), String(m[1])];
+      }
       if (typeof m === "string") {
         const sp = m.indexOf(" ", 1);
         if (sp > 0) return [m.slice(0, sp), m.slice(sp + 1)];
       }
-      throw fail(`model.merges[${i}] = ${JSON.stringify(m)} is neither "a b" nor ["a", "b"]`);
+      throw fail(
+        `model.merges[${i}] = ${
+          JSON.stringify(m)
+        } is neither "a b" nor ["a", "b"]`,
+      );
     });
     const bpe = new BpeModel({
       tokens: modelTokens,
@@ -287,9 +325,10 @@ export function tokenizerFromJson(
     encodeWord = pre.byteLevel
       ? (w, out) => bpe.encodeMapped(w, out)
       : (w, out) => bpe.encodeWord(w, out);
-    normalBytes = byteLevel
-      ? (id) => byteLevelBytes(tokens[id])
-      : (id) => utf8(dec.spaceChar ? tokens[id].replaceAll(dec.spaceChar, " ") : tokens[id]);
+    normalBytes = byteLevel ? (id) => byteLevelBytes(tokens[id]) : (id) =>
+      utf8(
+        dec.spaceChar ? tokens[id].replaceAll(dec.spaceChar, " ") : tokens[id],
+      );
   }
 
   return assembleTokenizer({
@@ -311,7 +350,9 @@ export function tokenizerFromJson(
     chatTemplate,
     encodeText(text, out, atStart) {
       const normalized = normalize(text);
-      for (const w of runSteps(pre.steps, normalized, atStart)) encodeWord(w, out);
+      for (const w of runSteps(pre.steps, normalized, atStart)) {
+        encodeWord(w, out);
+      }
     },
     normalBytes,
   });
@@ -336,8 +377,18 @@ function buildNormalizer(cfg: unknown, fail: Fail): (s: string) => string {
       const left = c.strip_left !== false;
       const right = c.strip_right !== false;
       return (s) => {
-        if (left) s = s.replace(/^[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u, "");
-        if (right) s = s.replace(/[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/u, "");
+        if (left) {
+          s = s.replace(
+            /^[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u,
+            "",
+          );
+        }
+        if (right) {
+          s = s.replace(
+            /[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/u,
+            "",
+          );
+        }
         return s;
       };
     }
@@ -362,7 +413,9 @@ function buildNormalizer(cfg: unknown, fail: Fail): (s: string) => string {
     }
     case "BertNormalizer": {
       const lower = c.lowercase !== false;
-      const strip = typeof c.strip_accents === "boolean" ? c.strip_accents : lower;
+      const strip = typeof c.strip_accents === "boolean"
+        ? c.strip_accents
+        : lower;
       const clean = c.clean_text !== false;
       const chinese = c.handle_chinese_chars !== false;
       return (s) => bertNormalize(s, { lower, strip, clean, chinese });
@@ -450,8 +503,14 @@ function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
     case "ByteLevel": {
       const prefix = c.add_prefix_space === true;
       const steps: PreTokenizeStep[] = [];
-      if (prefix) steps.push((pieces) => pieces.map((p) => (p.startsWith(" ") ? p : " " + p)));
-      if (c.use_regex !== false) steps.push(splitStep(toJsRegExp(GPT2_PATTERN)));
+      if (prefix) {
+        steps.push((pieces) =>
+          pieces.map((p) => (p.startsWith(" ") ? p : " " + p))
+        );
+      }
+      if (c.use_regex !== false) {
+        steps.push(splitStep(toJsRegExp(GPT2_PATTERN)));
+      }
       // later steps, and the model, see the byte alphabet (`Ġ` for a space)
       steps.push((pieces) => pieces.map(toByteAlphabet));
       return { steps, byteLevel: true };
@@ -463,20 +522,35 @@ function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         : typeof pat.String === "string"
         ? escapeRe(pat.String)
         : undefined;
-      if (source === undefined) throw fail("Split pre-tokenizer needs pattern.String or pattern.Regex");
+      if (source === undefined) {
+        throw fail("Split pre-tokenizer needs pattern.String or pattern.Regex");
+      }
       return {
-        steps: [splitStep(toJsRegExp(source), behaviorOf(c.behavior, fail), c.invert === true)],
+        steps: [
+          splitStep(
+            toJsRegExp(source),
+            behaviorOf(c.behavior, fail),
+            c.invert === true,
+          ),
+        ],
         byteLevel: false,
       };
     }
     case "Digits": // Rust's char::is_numeric: Nd, Nl and No
       return {
-        steps: [splitStep(toJsRegExp(c.individual_digits ? "\\p{N}" : "\\p{N}+"))],
+        steps: [
+          splitStep(toJsRegExp(c.individual_digits ? "\\p{N}" : "\\p{N}+")),
+        ],
         byteLevel: false,
       };
     case "Punctuation":
       return {
-        steps: [splitStep(toJsRegExp("[\\p{P}$+<=>^`|~]"), behaviorOf(c.behavior, fail))],
+        steps: [
+          splitStep(
+            toJsRegExp("[\\p{P}$+<=>^`|~]"),
+            behaviorOf(c.behavior, fail),
+          ),
+        ],
         byteLevel: false,
       };
     case "Whitespace":
@@ -485,10 +559,18 @@ function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         byteLevel: false,
       };
     case "WhitespaceSplit":
-      return { steps: [splitStep(toJsRegExp("\\s+"), "Removed")], byteLevel: false };
+      return {
+        steps: [splitStep(toJsRegExp("\\s+"), "Removed")],
+        byteLevel: false,
+      };
     case "CharDelimiterSplit":
       return {
-        steps: [splitStep(toJsRegExp(escapeRe(String(c.delimiter ?? " "))), "Removed")],
+        steps: [
+          splitStep(
+            toJsRegExp(escapeRe(String(c.delimiter ?? " "))),
+            "Removed",
+          ),
+        ],
         byteLevel: false,
       };
     case "BertPreTokenizer":
@@ -512,7 +594,8 @@ function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         steps: [(pieces, first) => {
           const out = pieces.map((p, i) => {
             let s = p.replaceAll(" ", rep);
-            const prepend = scheme === "always" || (scheme === "first" && first && i === 0);
+            const prepend = scheme === "always" ||
+              (scheme === "first" && first && i === 0);
             if (prepend && !s.startsWith(rep)) s = rep + s;
             return s;
           });
@@ -549,7 +632,9 @@ function readPostProcessor(
         const st = obj(specials[name]);
         const ids = st && Array.isArray(st.ids) ? st.ids : undefined;
         const id = ids && ids.length === 1 ? Number(ids[0]) : idOf.get(name);
-        if (id === undefined) throw fail(`post_processor special token "${name}" has no id`);
+        if (id === undefined) {
+          throw fail(`post_processor special token "${name}" has no id`);
+        }
         return id;
       };
       const info: PostInfo = {};
@@ -578,7 +663,10 @@ function readPostProcessor(
       return {};
     case "Sequence": {
       const list = Array.isArray(c.processors) ? c.processors : [];
-      return Object.assign({}, ...list.map((p) => readPostProcessor(p, fail, idOf)));
+      return Object.assign(
+        {},
+        ...list.map((p) => readPostProcessor(p, fail, idOf)),
+      );
     }
     default:
       throw fail(`post_processor "${c.type}" is not supported`);
@@ -615,8 +703,11 @@ function readDecoder(cfg: unknown, fail: Fail): DecoderInfo {
       }
       case "Replace": {
         const pat = obj(c.pattern) ?? {};
-        if (typeof pat.String === "string" && c.content === " ") info.spaceChar = pat.String;
-        else throw fail(`decoder Replace ${JSON.stringify(c.pattern)} is not supported`);
+        if (typeof pat.String === "string" && c.content === " ") {
+          info.spaceChar = pat.String;
+        } else {throw fail(
+            `decoder Replace ${JSON.stringify(c.pattern)} is not supported`,
+          );}
         break;
       }
       case "Strip":

@@ -15,7 +15,8 @@
  * White space as Oniguruma and Python `regex` see it (Unicode `White_Space`):
  * JavaScript's `\s` differs (it adds U+FEFF and drops U+0085).
  */
-const WS = "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const WS =
+  "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 
 /** Characters that keep a backslash in a JavaScript `u`-mode pattern. */
 const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
@@ -46,8 +47,7 @@ export function toJsPattern(pattern: string): string {
   const groups: boolean[] = []; // per open '(': is it a (?i: group
   let afterQuantifier = false;
   const cps = Array.from(pattern);
-  const lit = (ch: string) =>
-    `\\u{${ch.codePointAt(0)!.toString(16)}}`;
+  const lit = (ch: string) => `\\u{${ch.codePointAt(0)!.toString(16)}}`;
   const letterBoth = (ch: string) => {
     const lo = ch.toLowerCase();
     const up = ch.toUpperCase();
@@ -77,7 +77,9 @@ export function toJsPattern(pattern: string): string {
           out += "\\P{Nd}";
           break;
         case "w":
-          out += inClass ? "\\p{L}\\p{M}\\p{Nd}\\p{Pc}" : "[\\p{L}\\p{M}\\p{Nd}\\p{Pc}]";
+          out += inClass
+            ? "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
+            : "[\\p{L}\\p{M}\\p{Nd}\\p{Pc}]";
           break;
         case "W":
           out += inClass ? "\\W" : "[^\\p{L}\\p{M}\\p{Nd}\\p{Pc}]";
@@ -112,7 +114,10 @@ export function toJsPattern(pattern: string): string {
             neg = !neg;
             name = name.slice(1);
           }
-          if (/^(Han|Hiragana|Katakana|Hangul|Latin|Greek|Cyrillic|Arabic|Hebrew|Thai)$/.test(name)) {
+          if (
+            /^(Han|Hiragana|Katakana|Hangul|Latin|Greek|Cyrillic|Arabic|Hebrew|Thai)$/
+              .test(name)
+          ) {
             name = `Script=${name}`;
           }
           out += `\\${neg ? "P" : "p"}{${name}}`;
@@ -430,14 +435,18 @@ const PRE: Record<string, [readonly string[], boolean?, boolean?]> = {
   "viking": [[BLOOM, "\\p{N}"]],
   "tekken": [[TEKKEN], true, true],
   "gpt-4o": [[GPT4O]],
-  "chameleon": [[
-    "<sentinel:[0-9]+>",
-    "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
-    "([\\t\\n]|    |  )",
-    "\\p{N}",
-    "[\\p{P}!-/:-@\\[-`{-~]",
-    GPT2_PATTERN,
-  ], false, true],
+  "chameleon": [
+    [
+      "<sentinel:[0-9]+>",
+      "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+      "([\\t\\n]|    |  )",
+      "\\p{N}",
+      "[\\p{P}!-/:-@\\[-`{-~]",
+      GPT2_PATTERN,
+    ],
+    false,
+    true,
+  ],
   "bailingmoe": [[
     "'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
   ]],

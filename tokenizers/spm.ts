@@ -10,7 +10,7 @@
  * @module
  */
 
-import { MAX_SYMBOLS, PairMerger, pairKey } from "./_merge.ts";
+import { MAX_SYMBOLS, pairKey, PairMerger } from "./_merge.ts";
 import { ByteBuffer, bytePiece, utf8Append } from "./_text.ts";
 
 /** What an {@link SpmModel} is built from. */
@@ -71,7 +71,9 @@ export class SpmModel {
       if (!create || text.length !== (cp > 0xffff ? 2 : 1)) return -1;
       const next = this.#symText.length;
       if (next >= MAX_SYMBOLS) {
-        throw new RangeError(`SentencePiece vocabulary too large: ${next} symbols`);
+        throw new RangeError(
+          `SentencePiece vocabulary too large: ${next} symbols`,
+        );
       }
       this.#symText.push(text);
       ids.set(text, next);

@@ -255,14 +255,19 @@ class VocabTokenizer implements Tokenizer {
     this.#pieces = new Array(this.vocabSize);
     const eog = new Set<number>();
     if (this.eos !== undefined) eog.add(this.eos);
-    for (const id of parts.eog ?? []) if (check("end-of-generation", id) !== undefined) eog.add(id);
+    for (const id of parts.eog ?? []) {
+      if (check("end-of-generation", id) !== undefined) eog.add(id);
+    }
     const specials: SpecialToken[] = [];
     const { tokens, attrs } = parts;
     for (let id = 0; id < tokens.length; id++) {
       const a = attrs[id];
       const text = tokens[id];
       if (EOG_TEXTS.has(text)) eog.add(id);
-      if (text === "" || !(a & (TokenAttr.CONTROL | TokenAttr.UNKNOWN | TokenAttr.USER_DEFINED))) {
+      if (
+        text === "" ||
+        !(a & (TokenAttr.CONTROL | TokenAttr.UNKNOWN | TokenAttr.USER_DEFINED))
+      ) {
         continue;
       }
       const type = a & TokenAttr.USER_DEFINED
@@ -326,7 +331,9 @@ class VocabTokenizer implements Tokenizer {
         if (bestId < 0) continue;
         let left = i;
         if (parts.lstrip?.has(bestId)) {
-          while (left > textStart && IS_SPACE.has(text.charCodeAt(left - 1))) left--;
+          while (left > textStart && IS_SPACE.has(text.charCodeAt(left - 1))) {
+            left--;
+          }
         }
         if (left > textStart) {
           parts.encodeText(text.slice(textStart, left), out, textStart === 0);
@@ -340,14 +347,18 @@ class VocabTokenizer implements Tokenizer {
         i = right - 1;
       }
     }
-    if (textStart < n) parts.encodeText(text.slice(textStart), out, textStart === 0);
+    if (textStart < n) {
+      parts.encodeText(text.slice(textStart), out, textStart === 0);
+    }
     if (addEos) {
       if (this.eos === undefined) {
         throw new TypeError("Cannot add EOS: this tokenizer has no EOS token");
       }
       out.push(this.eos);
     }
-    if (addSpecial && parts.addSep && this.sep !== undefined) out.push(this.sep);
+    if (addSpecial && parts.addSep && this.sep !== undefined) {
+      out.push(this.sep);
+    }
     return out;
   }
 

@@ -36,7 +36,8 @@ export interface BertNormalizeOptions {
   splitChinese?: boolean;
 }
 
-const WHITE = /[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
+const WHITE =
+  /[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
 const CONTROL = /\p{C}/u;
 const PUNCT = /[\p{P}$+<=>^`|~]/u;
 const MARK = /\p{Mn}/u;
@@ -61,7 +62,10 @@ function isChinese(cp: number): boolean {
  * console.assert(bertWords("Héllo, World!").join("|") === "hello|,|world|!");
  * ```
  */
-export function bertWords(text: string, opts: BertNormalizeOptions = {}): string[] {
+export function bertWords(
+  text: string,
+  opts: BertNormalizeOptions = {},
+): string[] {
   const lower = opts.lowercase ?? true;
   const strip = opts.stripAccents ?? lower;
   const chinese = opts.splitChinese ?? true;
