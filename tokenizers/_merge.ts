@@ -7,24 +7,136 @@
  * @module
  */
 
-/** Symbol ids must stay below this so that a pair packs into one number. */
+/** Most symbols (vocabulary plus merge results) a model may intern; a hostile-size limit. */
 export const MAX_SYMBOLS = 1 << 26;
 
-/** The packed key of the pair (a, b); both must be in [0, MAX_SYMBOLS). */
-export function pairKey(a: number, b: number): number {
-  return a * MAX_SYMBOLS + b;
+/**
+ * An open-addressing hash table from a pair of symbol ids to an entry
+ * index, stored in typed arrays (much faster than a `Map` with packed
+ * 52-bit keys, which V8 stores as heap numbers).
+ */
+export class PairTable {
+  #a: Int32Array;
+  #b: Int32Array;
+  #v: Int32Array;
+  #mask: number;
+  #size = 0;
+
+  /** Creates a table sized for about `expected` pairs. */
+  constructor(expected = 16) {
+    let cap = 16;
+    while (cap < expected * 2) cap *= 2;
+    this.#a = new Int32Array(cap).fill(-1);
+    this.#b = new Int32Array(cap);
+    this.#v = new Int32Array(cap);
+    this.#mask = cap - 1;
+  }
+
+  /** Number of pairs held. */
+  get size(): number {
+    return this.#size;
+  }
+
+  static #hash(a: number, b: number): number {
+    let h = Math.imul(a ^ Math.imul(b, 0x85ebca77), 0x9e3779b1);
+    h ^= h >>> 15;
+    return h;
+  }
+
+  /** Adds (a, b) -> v unless the pair is present; returns whether it was added. */
+  add(a: number, b: number, v: number): boolean {
+    if ((this.#size + 1) * 2 > this.#a.length) this.#grow();
+    const mask = this.#mask;
+    let i = PairTable.#hash(a, b) & mask;
+    for (;;) {
+      const ka = this.#a[i];
+      if (ka === -1) break;
+      if (ka === a && this.#b[i] === b) return false;
+      i = (i + 1) & mask;
+    }
+    this.#a[i] = a;
+    this.#b[i] = b;
+    this.#v[i] = v;
+    this.#size++;
+    return true;
+  }
+
+  /** The value of (a, b), or -1. */
+  get(a: number, b: number): number {
+    const mask = this.#mask;
+    const ta = this.#a;
+    let i = PairTable.#hash(a, b) & mask;
+    for (;;) {
+      const ka = ta[i];
+      if (ka === -1) return -1;
+      if (ka === a && this.#b[i] === b) return this.#v[i];
+      i = (i + 1) & mask;
+    }
+  }
+
+  #grow(): void {
+    const [oa, ob, ov] = [this.#a, this.#b, this.#v];
+    const cap = oa.length * 2;
+    this.#a = new Int32Array(cap).fill(-1);
+    this.#b = new Int32Array(cap);
+    this.#v = new Int32Array(cap);
+    this.#mask = cap - 1;
+    this.#size = 0;
+    for (let i = 0; i < oa.length; i++) {
+      if (oa[i] !== -1) this.add(oa[i], ob[i], ov[i]);
+    }
+  }
+}
+
+/**
+ * The pairs of UTF-16 code units that sit next to each other inside any of
+ * `texts`. Between two characters whose pair is missing, no symbol can ever
+ * span, so a long sequence can be merged piece by piece, cut at those
+ * places, with the same result.
+ */
+export function adjacentUnits(texts: Iterable<string>): PairTable {
+  const t = new PairTable(1024);
+  for (const s of texts) {
+    for (let i = 1; i < s.length; i++) {
+      t.add(s.charCodeAt(i - 1), s.charCodeAt(i), 1);
+    }
+  }
+  return t;
+}
+
+/**
+ * Where `text` may be cut (see {@link adjacentUnits}): calls `segment` with
+ * consecutive [start, end) ranges covering the text, never splitting a
+ * surrogate pair.
+ */
+export function forEachSegment(
+  text: string,
+  joins: PairTable,
+  segment: (start: number, end: number) => void,
+): void {
+  let start = 0;
+  let prev = text.charCodeAt(0);
+  for (let i = 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0xdc00 || c > 0xdfff) && joins.get(prev, c) === -1) {
+      segment(start, i);
+      start = i;
+    }
+    prev = c;
+  }
+  segment(start, text.length);
 }
 
 /** Words up to this many symbols use the plain quadratic scan (no heap). */
-const SMALL_WORD = 10;
+const SMALL_WORD = 24;
 
 /**
- * Mergeable pairs: `pairs` maps a {@link pairKey} to an entry index;
+ * Mergeable pairs: `pairs` maps a pair of symbol ids to an entry index;
  * `costs[entry]` orders merges (lower first), `results[entry]` is the symbol
  * the pair becomes.
  */
 export class PairMerger {
-  readonly pairs: Map<number, number>;
+  readonly pairs: PairTable;
   readonly costs: Float64Array;
   readonly results: Int32Array;
 
@@ -40,7 +152,7 @@ export class PairMerger {
   #hSize = 0;
 
   constructor(
-    pairs: Map<number, number>,
+    pairs: PairTable,
     costs: Float64Array,
     results: Int32Array,
   ) {
@@ -52,8 +164,7 @@ export class PairMerger {
   /** The entry index for the pair (a, b), or -1. Negative ids never merge. */
   find(a: number, b: number): number {
     if (a < 0 || b < 0) return -1;
-    const e = this.pairs.get(a * MAX_SYMBOLS + b);
-    return e === undefined ? -1 : e;
+    return this.pairs.get(a, b);
   }
 
   /**
@@ -68,22 +179,27 @@ export class PairMerger {
 
   #mergeSmall(s: Int32Array, n: number): number {
     const costs = this.costs;
+    const results = this.results;
+    // pe[i]: the entry for the pair (s[i], s[i + 1]), or -1
+    const pe = this.#prev;
+    for (let i = 0; i + 1 < n; i++) pe[i] = this.find(s[i], s[i + 1]);
     for (;;) {
       let best = -1;
       let bestCost = Infinity;
-      let bestEntry = -1;
       for (let i = 0; i + 1 < n; i++) {
-        const e = this.find(s[i], s[i + 1]);
+        const e = pe[i];
         if (e >= 0 && costs[e] < bestCost) {
           best = i;
           bestCost = costs[e];
-          bestEntry = e;
         }
       }
       if (best < 0) return n;
-      s[best] = this.results[bestEntry];
+      s[best] = results[pe[best]];
       s.copyWithin(best + 1, best + 2, n);
+      pe.copyWithin(best + 1, best + 2, n - 1);
       n--;
+      if (best > 0) pe[best - 1] = this.find(s[best - 1], s[best]);
+      if (best + 1 < n) pe[best] = this.find(s[best], s[best + 1]);
     }
   }
 

@@ -13,7 +13,13 @@
  * @module
  */
 
-import { MAX_SYMBOLS, pairKey, PairMerger } from "./_merge.ts";
+import {
+  adjacentUnits,
+  forEachSegment,
+  MAX_SYMBOLS,
+  PairMerger,
+  PairTable,
+} from "./_merge.ts";
 import {
   BYTE_TO_CHAR,
   ByteBuffer,
@@ -38,12 +44,16 @@ export interface BpeModelSpec {
   unk?: number;
   /** Consecutive unknown characters give one `unk` (Hugging Face `fuse_unk`). */
   fuseUnk?: boolean;
+  /** Words remembered with their ids (0 turns the cache off). @default {50000} */
+  cacheSize?: number;
 }
 
 /** Entries kept in the per-model word cache before it is cleared. */
-const WORD_CACHE_LIMIT = 50_000;
+export const WORD_CACHE_SIZE = 50_000;
 /** Longer words are not cached (a SentencePiece-style word can be a whole text). */
 const CACHED_WORD_LENGTH = 256;
+/** Character-level words longer than this are merged segment by segment. */
+const SEGMENTED_WORD_LENGTH = 32;
 
 /**
  * A BPE model: turns one pre-tokenized word into token ids.
@@ -63,6 +73,9 @@ export class BpeModel {
   readonly #byteSym = new Int32Array(256);
   readonly #byteTok = new Int32Array(256).fill(-1);
   readonly #cache = new Map<string, Int32Array>();
+  readonly #cacheSize: number;
+  /** Character level: adjacent code units inside merge results, or undefined when segmenting is unsafe. */
+  readonly #joins: PairTable | undefined;
   #syms = new Int32Array(256);
   readonly #buf = new ByteBuffer();
 
@@ -82,21 +95,30 @@ export class BpeModel {
         this.#symId.set(tokens[i], i);
       }
     }
-    const pairs = new Map<number, number>();
     const n = spec.merges.length;
+    const pairs = new PairTable(n);
     const costs = new Float64Array(n);
     const results = new Int32Array(n);
     for (let r = 0; r < n; r++) {
       const [a, b] = spec.merges[r];
       const ia = this.#intern(a);
       const ib = this.#intern(b);
-      const key = pairKey(ia, ib);
-      if (pairs.has(key)) continue; // the first (highest) rank wins
-      pairs.set(key, r);
+      if (!pairs.add(ia, ib, r)) continue; // the first (highest) rank wins
       costs[r] = r;
       results[r] = this.#intern(a + b);
     }
     this.#merger = new PairMerger(pairs, costs, results);
+    this.#cacheSize = spec.cacheSize ?? WORD_CACHE_SIZE;
+    // segmenting is exact while merges only join characters (not byte pieces or unk)
+    const unkText = spec.unk !== undefined ? tokens[spec.unk] : undefined;
+    const plain = spec.merges.every(([a, b]) =>
+      !/^<0x[0-9A-Fa-f]{2}>$/.test(a) && !/^<0x[0-9A-Fa-f]{2}>$/.test(b) &&
+      a !== unkText &&
+      b !== unkText
+    );
+    this.#joins = !spec.byteLevel && plain
+      ? adjacentUnits(spec.merges.map(([a, b]) => a + b))
+      : undefined;
     for (let b = 0; b < 256; b++) {
       if (spec.byteLevel) this.#byteSym[b] = this.#intern(BYTE_TO_CHAR[b]);
       const id = this.#symId.get(
@@ -151,7 +173,31 @@ export class BpeModel {
 
   #cached(word: string, out: number[], mapped: boolean): void {
     if (word.length === 0) return;
-    const cached = this.#cache.get(word);
+    const cached = this.#cacheSize > 0 ? this.#cache.get(word) : undefined;
+    if (cached !== undefined) {
+      for (let i = 0; i < cached.length; i++) out.push(cached[i]);
+      return;
+    }
+    if (this.#joins && word.length > SEGMENTED_WORD_LENGTH) {
+      if (this.#spec.ignoreMerges) {
+        const id = this.tokenId(word);
+        if (id !== undefined) {
+          out.push(id);
+          return;
+        }
+      }
+      forEachSegment(
+        word,
+        this.#joins,
+        (s, e) => this.#cachedSegment(word.slice(s, e), out),
+      );
+      return;
+    }
+    this.#cachedSegment(word, out, mapped);
+  }
+
+  #cachedSegment(word: string, out: number[], mapped = false): void {
+    const cached = this.#cacheSize > 0 ? this.#cache.get(word) : undefined;
     if (cached !== undefined) {
       for (let i = 0; i < cached.length; i++) out.push(cached[i]);
       return;
@@ -159,8 +205,8 @@ export class BpeModel {
     const start = out.length;
     if (this.#spec.byteLevel) this.#encodeBytes(word, out, mapped);
     else this.#encodeChars(word, out);
-    if (word.length > CACHED_WORD_LENGTH) return;
-    if (this.#cache.size >= WORD_CACHE_LIMIT) this.#cache.clear();
+    if (this.#cacheSize === 0 || word.length > CACHED_WORD_LENGTH) return;
+    if (this.#cache.size >= this.#cacheSize) this.#cache.clear();
     this.#cache.set(word, Int32Array.from(out.slice(start)));
   }
 

@@ -26,6 +26,8 @@ export type GgufMetadata =
 export interface GgufTokenizerOptions {
   /** Where the metadata came from, for error messages. @default {"GGUF metadata"} */
   name?: string;
+  /** How many words (BPE) or segments (SentencePiece) to remember with their ids (0 turns the cache off). @default {50000} */
+  wordCache?: number;
 }
 
 /** The `tokenizer.ggml.model` values {@link tokenizerFromGguf} reads. */
@@ -188,9 +190,10 @@ export function tokenizerFromGguf(
     return id;
   };
   // BERT files name their BOS (CLS) cls_token_id
-  const bos = model === "bert" && num("tokenizer.ggml.bos_token_id") === undefined
-    ? special("cls_token_id", "bos")
-    : special("bos_token_id", "bos");
+  const bos =
+    model === "bert" && num("tokenizer.ggml.bos_token_id") === undefined
+      ? special("cls_token_id", "bos")
+      : special("bos_token_id", "bos");
   const eos = special("eos_token_id", "eos");
   const unk = special("unknown_token_id", "unk");
   const sep = special("seperator_token_id", "sep");
@@ -203,7 +206,12 @@ export function tokenizerFromGguf(
   if (model === "llama") {
     const scores = list<number>("tokenizer.ggml.scores", "number") ??
       new Array(n).fill(0);
-    const spm = new SpmModel({ tokens, scores, unk });
+    const spm = new SpmModel({
+      tokens,
+      scores,
+      unk,
+      cacheSize: options.wordCache,
+    });
     const addSpacePrefix = bool("tokenizer.ggml.add_space_prefix") ?? true;
     return assembleTokenizer({
       kind: "spm",
@@ -287,6 +295,7 @@ export function tokenizerFromGguf(
     merges,
     byteLevel: true,
     ignoreMerges: pre.ignoreMerges,
+    cacheSize: options.wordCache,
   });
   return assembleTokenizer({
     kind: "bpe",

@@ -115,6 +115,8 @@ export interface HfTokenizerOptions {
   generationConfig?: GenerationConfigJson;
   /** Where the JSON came from, for messages. @default {"tokenizer.json"} */
   name?: string;
+  /** BPE: how many words to remember with their ids (0 turns the cache off). @default {50000} */
+  wordCache?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -321,6 +323,7 @@ export function tokenizerFromJson(
       ignoreMerges: model.ignore_merges === true,
       unk,
       fuseUnk: model.fuse_unk === true,
+      cacheSize: options.wordCache,
     });
     encodeWord = pre.byteLevel
       ? (w, out) => bpe.encodeMapped(w, out)

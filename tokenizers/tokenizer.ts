@@ -227,6 +227,8 @@ class VocabTokenizer implements Tokenizer {
   readonly #parts: TokenizerParts;
   readonly #root: TrieNode = { next: new Map(), id: -1, always: false };
   readonly #first = new Set<number>();
+  #hasAlways = false;
+  #hasControl = false;
   readonly #pieces: (Uint8Array | undefined)[];
   #ids: Map<string, number> | undefined;
   readonly #decoder = new TextDecoder("utf-8", { ignoreBOM: true });
@@ -297,6 +299,8 @@ class VocabTokenizer implements Tokenizer {
     node.id = id;
     node.always = always;
     this.#first.add(text.charCodeAt(0));
+    if (always) this.#hasAlways = true;
+    else this.#hasControl = true;
   }
 
   encode(text: string, options: EncodeOptions = {}): number[] {
@@ -314,7 +318,7 @@ class VocabTokenizer implements Tokenizer {
     }
     let textStart = 0;
     const n = text.length;
-    if (this.#first.size > 0) {
+    if (this.#hasAlways || (parseSpecial && this.#hasControl)) {
       for (let i = 0; i < n; i++) {
         if (!this.#first.has(text.charCodeAt(i))) continue;
         // leftmost-longest match among the eligible special tokens

@@ -50,7 +50,9 @@ export const BPE_MERGES = [
 ];
 
 /** GGUF metadata of the byte-level BPE vocabulary. */
-export function bpeMetadata(extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function bpeMetadata(
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     "tokenizer.ggml.model": "gpt2",
     "tokenizer.ggml.pre": "gpt-2",
@@ -67,7 +69,9 @@ export function bpeMetadata(extra: Record<string, unknown> = {}): Record<string,
  * SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte pieces (ids 3..258),
  * then scored pieces.
  */
-export function spmMetadata(extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function spmMetadata(
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   const tokens = ["<unk>", "<s>", "</s>"];
   const types = [2, 3, 3];
   const scores = [0, 0, 0];

@@ -3,7 +3,11 @@ import { tokenizerFromGguf } from "../../tokenizers/gguf.ts";
 import { bpeMetadata, spmMetadata } from "./_vocabs.ts";
 
 Deno.test("gguf loader: missing or unsupported keys are TypeErrors naming the key", () => {
-  assertThrows(() => tokenizerFromGguf({}, { name: "m.gguf" }), TypeError, "m.gguf has no tokenizer (tokenizer.ggml.model is missing)");
+  assertThrows(
+    () => tokenizerFromGguf({}, { name: "m.gguf" }),
+    TypeError,
+    "m.gguf has no tokenizer (tokenizer.ggml.model is missing)",
+  );
   assertThrows(
     () => tokenizerFromGguf({ "tokenizer.ggml.model": "t5" }),
     TypeError,
@@ -15,7 +19,8 @@ Deno.test("gguf loader: missing or unsupported keys are TypeErrors naming the ke
     "tokenizer.ggml.tokens must be an array of strings, found nothing",
   );
   assertThrows(
-    () => tokenizerFromGguf(bpeMetadata({ "tokenizer.ggml.merges": undefined })),
+    () =>
+      tokenizerFromGguf(bpeMetadata({ "tokenizer.ggml.merges": undefined })),
     TypeError,
     "tokenizer.ggml.merges must be an array of strings",
   );
@@ -30,7 +35,8 @@ Deno.test("gguf loader: missing or unsupported keys are TypeErrors naming the ke
     'Unknown GGUF pre-tokenizer "nope"',
   );
   assertThrows(
-    () => tokenizerFromGguf(bpeMetadata({ "tokenizer.ggml.token_type": [1, 1] })),
+    () =>
+      tokenizerFromGguf(bpeMetadata({ "tokenizer.ggml.token_type": [1, 1] })),
     RangeError,
     "tokenizer.ggml.token_type has 2 entries for 24 tokens",
   );
@@ -48,8 +54,12 @@ Deno.test("gguf loader: special ids out of range fall back to the defaults; bigi
     "tokenizer.ggml.bos_token_id": 1n,
     "tokenizer.chat_template": "<|im_start|>",
   });
-  md["tokenizer.ggml.scores"] = Float32Array.from(md["tokenizer.ggml.scores"] as number[]);
-  md["tokenizer.ggml.token_type"] = Int32Array.from(md["tokenizer.ggml.token_type"] as number[]);
+  md["tokenizer.ggml.scores"] = Float32Array.from(
+    md["tokenizer.ggml.scores"] as number[],
+  );
+  md["tokenizer.ggml.token_type"] = Int32Array.from(
+    md["tokenizer.ggml.token_type"] as number[],
+  );
   const tok = tokenizerFromGguf(md);
   assertEquals([tok.bos, tok.eos, tok.pad], [1, 2, undefined]);
   assertEquals(tok.chatTemplate, "<|im_start|>");
@@ -59,7 +69,12 @@ Deno.test("gguf loader: special ids out of range fall back to the defaults; bigi
 Deno.test("gguf loader: typed reader entries ({ type, items }) are unwrapped", () => {
   const md = bpeMetadata();
   const wrapped = Object.fromEntries(
-    Object.entries(md).map(([k, v]) => [k, Array.isArray(v) ? { type: 8, items: v } : v]),
+    Object.entries(md).map((
+      [k, v],
+    ) => [k, Array.isArray(v) ? { type: 8, items: v } : v]),
   );
-  assertEquals(tokenizerFromGguf(wrapped).encode("lower", { addSpecial: false }), [18]);
+  assertEquals(
+    tokenizerFromGguf(wrapped).encode("lower", { addSpecial: false }),
+    [18],
+  );
 });

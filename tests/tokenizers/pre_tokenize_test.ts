@@ -10,7 +10,8 @@ import {
   toJsRegExp,
 } from "../../tokenizers/pre_tokenize.ts";
 
-const WS = "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const WS =
+  "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 
 Deno.test("toJsPattern: Oniguruma constructs become JavaScript u-mode source", () => {
   assertEquals(toJsPattern("(?i:'s|'t)"), "(?:'[sS]|'[tT])");
@@ -25,12 +26,23 @@ Deno.test("toJsPattern: Oniguruma constructs become JavaScript u-mode source", (
   assertEquals(toJsPattern("\\d\\p{Han}"), "\\p{Nd}\\p{Script=Han}");
   assertEquals(toJsPattern("[]a]"), "[\\]a]");
   assertThrows(() => toJsPattern("[abc"), SyntaxError, "Unclosed [");
-  assertThrows(() => toJsRegExp("(ab"), SyntaxError, 'Cannot compile pre-tokenizer pattern "(ab"');
+  assertThrows(
+    () => toJsRegExp("(ab"),
+    SyntaxError,
+    'Cannot compile pre-tokenizer pattern "(ab"',
+  );
 });
 
 Deno.test("GPT-2 pattern: words with their leading space, contractions, trailing white space", () => {
   const split = (s: string) => runSteps(patternSteps([GPT2_PATTERN]), s, true);
-  assertEquals(split("Hello world's  end\n"), ["Hello", " world", "'s", " ", " end", "\n"]);
+  assertEquals(split("Hello world's  end\n"), [
+    "Hello",
+    " world",
+    "'s",
+    " ",
+    " end",
+    "\n",
+  ]);
   assertEquals(split("a 123 ?!x"), ["a", " 123", " ?!", "x"]);
 });
 
@@ -44,7 +56,8 @@ Deno.test("Llama 3 pattern: digits in threes, case-insensitive contractions, new
 
 Deno.test("pattern lists split in sequence, each isolating its matches", () => {
   // falcon: punctuation runs first, then GPT-2 words, then digit triples
-  const split = (s: string) => runSteps(patternSteps(ggufPreTokenizer("falcon").patterns), s, true);
+  const split = (s: string) =>
+    runSteps(patternSteps(ggufPreTokenizer("falcon").patterns), s, true);
   assertEquals(split("a,b 12345"), ["a", ",", "b", " ", "123", "45"]);
 });
 
@@ -62,11 +75,20 @@ Deno.test("split behaviors follow the Hugging Face definitions", () => {
 });
 
 Deno.test("ggufPreTokenizer: aliases, default and unknown names", () => {
-  assertEquals(ggufPreTokenizer("smollm").patterns, ggufPreTokenizer("refact").patterns);
+  assertEquals(
+    ggufPreTokenizer("smollm").patterns,
+    ggufPreTokenizer("refact").patterns,
+  );
   assertEquals(ggufPreTokenizer(undefined).patterns.length, 4);
   assertEquals(ggufPreTokenizer("mpt").patterns, [GPT2_PATTERN]);
-  const err = assertThrows(() => ggufPreTokenizer("nope"), TypeError, 'Unknown GGUF pre-tokenizer "nope"');
+  const err = assertThrows(
+    () => ggufPreTokenizer("nope"),
+    TypeError,
+    'Unknown GGUF pre-tokenizer "nope"',
+  );
   assertEquals(err.message.includes("qwen2"), true);
   // every name compiles
-  for (const name of GGUF_PRE_NAMES) patternSteps(ggufPreTokenizer(name).patterns);
+  for (const name of GGUF_PRE_NAMES) {
+    patternSteps(ggufPreTokenizer(name).patterns);
+  }
 });

@@ -30,7 +30,10 @@ Deno.test("spm: characters that are not pieces become byte tokens", () => {
 Deno.test("spm: control text is plain text unless parseSpecial; a prefix space follows each special", () => {
   const tok = tokenizerFromGguf(spmMetadata());
   // parsed: <s>, then "abc" with its own space prefix
-  assertEquals(tok.encode("<s>abc", { addSpecial: false, parseSpecial: true }), [1, 265, 264]);
+  assertEquals(
+    tok.encode("<s>abc", { addSpecial: false, parseSpecial: true }),
+    [1, 265, 264],
+  );
   // not parsed: ▁ < s > a b c -> only bc merges; < s > are bytes 0x3C 0x73 0x3E
   assertEquals(
     tok.encode("<s>abc", { addSpecial: false }),
@@ -39,7 +42,9 @@ Deno.test("spm: control text is plain text unless parseSpecial; a prefix space f
 });
 
 Deno.test("spm: add_space_prefix false leaves the text as it is", () => {
-  const tok = tokenizerFromGguf(spmMetadata({ "tokenizer.ggml.add_space_prefix": false }));
+  const tok = tokenizerFromGguf(
+    spmMetadata({ "tokenizer.ggml.add_space_prefix": false }),
+  );
   // a b c -> bc -> [a, bc]
   assertEquals(tok.encode("abc", { addSpecial: false }), [260, 264]);
   assertEquals(tok.addSpacePrefix, false);
@@ -47,7 +52,10 @@ Deno.test("spm: add_space_prefix false leaves the text as it is", () => {
 });
 
 Deno.test("spm model: long texts (heap path) match the pairwise rule", () => {
-  const m = new SpmModel({ tokens: ["a", "b", "ab", "bb"], scores: [0, 0, -2, -1] });
+  const m = new SpmModel({
+    tokens: ["a", "b", "ab", "bb"],
+    scores: [0, 0, -2, -1],
+  });
   const out: number[] = [];
   // "abb" x 8: in each "abb", bb (-1) beats ab (-2) -> a bb ... and between
   // groups "ba" is no piece -> [a, bb] x 8
@@ -55,7 +63,10 @@ Deno.test("spm model: long texts (heap path) match the pairwise rule", () => {
   assertEquals(out, new Array(8).fill([0, 3]).flat());
   // astral characters are one symbol each and fall back to 4 bytes
   const out2: number[] = [];
-  new SpmModel({ tokens: ["<0xF0>", "<0x9F>", "<0xA6>", "<0x99>"], scores: [0, 0, 0, 0] })
+  new SpmModel({
+    tokens: ["<0xF0>", "<0x9F>", "<0xA6>", "<0x99>"],
+    scores: [0, 0, 0, 0],
+  })
     .encode("🦙", out2);
   assertEquals(out2, [0, 1, 2, 3]);
 });

@@ -12,7 +12,10 @@ function fullByteBpe() {
     "tokenizer.ggml.model": "gpt2",
     "tokenizer.ggml.pre": "llama-bpe",
     "tokenizer.ggml.tokens": tokens,
-    "tokenizer.ggml.token_type": tokens.map((_, i) => (i === tokens.length - 1 ? 3 : 1)),
+    "tokenizer.ggml.token_type": tokens.map((
+      _,
+      i,
+    ) => (i === tokens.length - 1 ? 3 : 1)),
     "tokenizer.ggml.merges": ["Ġ t", "h e", "Ġt he", "ä ¸"],
     "tokenizer.ggml.bos_token_id": 260,
     "tokenizer.ggml.eos_token_id": 260,
@@ -27,7 +30,17 @@ function randomText(seed: number, alphabet: string[], n: number): string {
   return s;
 }
 
-const ALPHABET = [..."the quick brown fox\n\t  ", "é", "中", "🦙", "👩‍💻", "'s", "123", "\r\n", "ß"];
+const ALPHABET = [
+  ..."the quick brown fox\n\t  ",
+  "é",
+  "中",
+  "🦙",
+  "👩‍💻",
+  "'s",
+  "123",
+  "\r\n",
+  "ß",
+];
 
 Deno.test("round trip: byte-level BPE with every byte decodes any text exactly", () => {
   const tok = fullByteBpe();
@@ -53,16 +66,35 @@ Deno.test("stream decoder: partial UTF-8 is held back until the character comple
   const tok = tokenizerFromGguf(spmMetadata());
   const ids = tok.encode("é🦙", { addSpecial: false });
   // ▁, C3 A9, F0 9F A6 99 as byte tokens (3 + byte)
-  assertEquals(ids, [259, 3 + 0xc3, 3 + 0xa9, 3 + 0xf0, 3 + 0x9f, 3 + 0xa6, 3 + 0x99]);
+  assertEquals(ids, [
+    259,
+    3 + 0xc3,
+    3 + 0xa9,
+    3 + 0xf0,
+    3 + 0x9f,
+    3 + 0xa6,
+    3 + 0x99,
+  ]);
   const sd = tok.createStreamDecoder();
-  assertEquals(ids.map((id) => sd.decodeToken(id)), ["", "", "é", "", "", "", "🦙"]);
+  assertEquals(ids.map((id) => sd.decodeToken(id)), [
+    "",
+    "",
+    "é",
+    "",
+    "",
+    "",
+    "🦙",
+  ]);
   assertEquals(sd.flush(), "");
   const cut = tok.createStreamDecoder();
   assertEquals(cut.decodeToken(3 + 0xf0) + cut.decodeToken(3 + 0x9f), "");
   assertEquals(cut.flush(), "\uFFFD");
   // leading space: dropped once, at the start of the stream only
   const sp = tok.createStreamDecoder();
-  assertEquals([1, 265, 259, 261].map((id) => sp.decodeToken(id)).join(""), "a b");
+  assertEquals(
+    [1, 265, 259, 261].map((id) => sp.decodeToken(id)).join(""),
+    "a b",
+  );
   const keep = tok.createStreamDecoder({ stripLeadingSpace: false });
   assertEquals([265].map((id) => keep.decodeToken(id)).join(""), " a");
 });
@@ -80,14 +112,26 @@ Deno.test("token lookups and bytes", () => {
 
 Deno.test("errors: ids outside the vocabulary, missing BOS, unknown sources", () => {
   const tok = tokenizerFromGguf(spmMetadata());
-  assertThrows(() => tok.decode([999]), RangeError, "Token id 999 is outside the vocabulary of 267 tokens");
+  assertThrows(
+    () => tok.decode([999]),
+    RangeError,
+    "Token id 999 is outside the vocabulary of 267 tokens",
+  );
   assertThrows(() => tok.tokenText(-1), RangeError, "Token id -1 is outside");
   const noBos = createTokenizer({
     model: { type: "BPE", vocab: { a: 0 }, merges: [] },
     pre_tokenizer: { type: "ByteLevel" },
   });
-  assertThrows(() => noBos.encode("a", { addBos: true }), TypeError, "Cannot add BOS: this tokenizer has no BOS token");
-  assertThrows(() => noBos.encode("a", { addEos: true }), TypeError, "Cannot add EOS");
+  assertThrows(
+    () => noBos.encode("a", { addBos: true }),
+    TypeError,
+    "Cannot add BOS: this tokenizer has no BOS token",
+  );
+  assertThrows(
+    () => noBos.encode("a", { addEos: true }),
+    TypeError,
+    "Cannot add EOS",
+  );
   assertThrows(
     () => createTokenizer({} as never, { name: "x.json" }),
     TypeError,
@@ -98,8 +142,13 @@ Deno.test("errors: ids outside the vocabulary, missing BOS, unknown sources", ()
 Deno.test("createTokenizer: GGUF metadata as object, Map, or a model with metadata", () => {
   const md = bpeMetadata();
   const a = createTokenizer(md).encode("lower newest!", { addSpecial: false });
-  const b = createTokenizer(new Map(Object.entries(md))).encode("lower newest!", { addSpecial: false });
-  const c = createTokenizer({ metadata: md }).encode("lower newest!", { addSpecial: false });
+  const b = createTokenizer(new Map(Object.entries(md))).encode(
+    "lower newest!",
+    { addSpecial: false },
+  );
+  const c = createTokenizer({ metadata: md }).encode("lower newest!", {
+    addSpecial: false,
+  });
   assertEquals(a, [18, 15, 17, 19]);
   assertEquals(b, a);
   assertEquals(c, a);

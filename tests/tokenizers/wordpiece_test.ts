@@ -3,7 +3,18 @@ import { tokenizerFromGguf } from "../../tokenizers/gguf.ts";
 import { tokenizerFromJson } from "../../tokenizers/hf.ts";
 import { bertWords } from "../../tokenizers/wordpiece.ts";
 
-const GGUF_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁un", "aff", "able", "▁!", "▁hello", "▁"];
+const GGUF_TOKENS = [
+  "[PAD]",
+  "[UNK]",
+  "[CLS]",
+  "[SEP]",
+  "▁un",
+  "aff",
+  "able",
+  "▁!",
+  "▁hello",
+  "▁",
+];
 
 function ggufBert() {
   return tokenizerFromGguf({
@@ -49,11 +60,24 @@ Deno.test("wordpiece (tokenizer.json): ## continuations and BertProcessing", () 
     "hello": 8,
   };
   const tok = tokenizerFromJson({
-    model: { type: "WordPiece", vocab, unk_token: "[UNK]", continuing_subword_prefix: "##" },
-    added_tokens: [0, 1, 2, 3].map((id) => ({ id, content: Object.keys(vocab)[id], special: true })),
+    model: {
+      type: "WordPiece",
+      vocab,
+      unk_token: "[UNK]",
+      continuing_subword_prefix: "##",
+    },
+    added_tokens: [0, 1, 2, 3].map((id) => ({
+      id,
+      content: Object.keys(vocab)[id],
+      special: true,
+    })),
     normalizer: { type: "BertNormalizer", lowercase: true },
     pre_tokenizer: { type: "BertPreTokenizer" },
-    post_processor: { type: "BertProcessing", cls: ["[CLS]", 2], sep: ["[SEP]", 3] },
+    post_processor: {
+      type: "BertProcessing",
+      cls: ["[CLS]", 2],
+      sep: ["[SEP]", 3],
+    },
     decoder: { type: "WordPiece", prefix: "##" },
   });
   assertEquals(tok.encode("UnAffable! hello"), [2, 4, 5, 6, 7, 8, 3]);
