@@ -70,3 +70,25 @@ Deno.test("spm model: long texts (heap path) match the pairwise rule", () => {
     .encode("🦙", out2);
   assertEquals(out2, [0, 1, 2, 3]);
 });
+
+Deno.test("spm: matches SentencePiece itself on a model it trained (tests/vectors/spm_tiny.json)", () => {
+  // made by tests/vectors/gen_spm_vectors.py with the sentencepiece library
+  const ref = JSON.parse(
+    Deno.readTextFileSync(new URL("../vectors/spm_tiny.json", import.meta.url)),
+  );
+  const tok = tokenizerFromGguf({
+    "tokenizer.ggml.model": "llama",
+    "tokenizer.ggml.tokens": ref.tokens,
+    "tokenizer.ggml.scores": ref.scores,
+    "tokenizer.ggml.token_type": ref.token_type,
+  });
+  assertEquals(ref.cases.length, 14);
+  ref.cases.forEach((c: { text: string; ids: number[] }, i: number) => {
+    assertEquals(
+      tok.encode(c.text, { addSpecial: false }),
+      c.ids,
+      JSON.stringify(c.text),
+    );
+    assertEquals(tok.decode(c.ids), ref.decoded[i]);
+  });
+});
