@@ -51,20 +51,31 @@
  * @module
  */
 
-import type { ModelFile } from "../core/model.ts";
+import type { ModelFile, NetworkConfig } from "../core/model.ts";
 import { lazyTensorIndex } from "../core/model.ts";
 import type { FormatPlugin } from "../core/plugin.ts";
 import type { ByteSource } from "../core/sources.ts";
 import type { Tensor } from "../core/tensor.ts";
 import {
-  GGUF_TYPE_NAMES,
-  type GgufArray,
   type GgufHeader,
   type GgufMetadataEntry,
   GgufType,
   type GgufValue,
 } from "./_gguf_types.ts";
 import { readGgufHeader } from "./_gguf_read.ts";
+import { ggufTypeDescriptor } from "./_gguf_desc.ts";
+import { type GgufWriteOptions, writeGguf } from "./_gguf_write.ts";
+export { ggufTypeDescriptor } from "./_gguf_desc.ts";
+export {
+  GGUF_WRITE_DEFAULTS,
+  type GgufQuantType,
+  type GgufTensorPlan,
+  type GgufWriteOptions,
+  MAX_GGML_NAME_BYTES,
+  planGguf,
+  writeGguf,
+  writeGgufBytes,
+} from "./_gguf_write.ts";
 
 export {
   DEFAULT_ALIGNMENT,
@@ -111,33 +122,6 @@ export function ggufPlainValue(value: GgufValue): unknown {
   if (typeof value !== "object") return value;
   if (value.type !== GgufType.ARRAY) return value.items;
   return value.items.map((v) => ggufPlainValue(v));
-}
-
-/**
- * The type descriptor of a value: the type name for scalars, `ARRAY<T>` for
- * arrays (for nested arrays `T` describes the first item).
- *
- * @param type The value's GGUF type.
- * @param value The value (needed for arrays).
- * @returns The descriptor, e.g. `"UINT32"` or `"ARRAY<ARRAY<INT32>>"`.
- *
- * @example
- * ```ts
- * import { ggufTypeDescriptor, GgufType } from "./gguf.ts";
- * const d = ggufTypeDescriptor(GgufType.ARRAY, { type: GgufType.FLOAT32, items: [] });
- * console.assert(d === "ARRAY<FLOAT32>");
- * ```
- */
-export function ggufTypeDescriptor(type: GgufType, value: GgufValue): string {
-  if (type !== GgufType.ARRAY) return GGUF_TYPE_NAMES[type];
-  const arr = value as GgufArray;
-  if (arr.type !== GgufType.ARRAY) {
-    return `ARRAY<${GGUF_TYPE_NAMES[arr.type]}>`;
-  }
-  const first = arr.items[0];
-  return `ARRAY<${
-    first === undefined ? "ARRAY" : ggufTypeDescriptor(GgufType.ARRAY, first)
-  }>`;
 }
 
 /**
@@ -279,10 +263,20 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
     byteLength: t.byteLength,
     byteOffset: header.dataOffset + t.offset,
   }));
+  let config: NetworkConfig | undefined;
+  const stored = metadata["modelhost.config"];
+  if (typeof stored === "string") {
+    try {
+      config = JSON.parse(stored);
+    } catch {
+      config = undefined;
+    }
+  }
   return {
     format: "gguf",
     models: [{
       id: typeof name === "string" && name !== "" ? name : "model",
+      ...(config ? { config } : {}),
       metadata,
       tensors: lazyTensorIndex(
         infos,
@@ -345,8 +339,39 @@ export function isGguf(head: Uint8Array): boolean {
 export const gguf: FormatPlugin = {
   kind: "format",
   name: "gguf",
-  description: "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors",
+  description:
+    "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors, quantize on write",
   extensions: [".gguf"],
   detect: isGguf,
   read: (src) => readGguf(src),
+  write: (file, options) => writeGguf(file, options as GgufWriteOptions),
+  options: [
+    {
+      name: "quantize",
+      type: "string",
+      description:
+        "quantize 2-D weights on write (llama.cpp --pure rules; 1-D tensors and norms stay)",
+      choices: [
+        "Q8_0",
+        "Q4_0",
+        "Q4_1",
+        "Q5_0",
+        "Q5_1",
+        "Q2_K",
+        "Q3_K",
+        "Q4_K",
+        "Q5_K",
+        "Q6_K",
+        "F16",
+        "BF16",
+        "F32",
+      ],
+    },
+    {
+      name: "alignment",
+      type: "number",
+      description: "alignment of tensor data (power of two)",
+      default: 32,
+    },
+  ],
 };
