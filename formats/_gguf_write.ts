@@ -588,7 +588,12 @@ function planTensor(
 /** The bytes a tensor is written with, per its plan. */
 function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
   let bytes: Uint8Array;
-  if (p.action === "copy" && !t.quant) {
+  if (t.quant && p.to === t.dtype) {
+    throw new TypeError(
+      `Cannot write tensor "${p.name}" to GGUF: its ${t.dtype} codes carry a scale/zero point that GGUF cannot store; write it as F32 (typeFor) or quantize it`,
+    );
+  }
+  if (p.action === "copy") {
     bytes = t.bytes;
   } else {
     const values = toFloat32(t);

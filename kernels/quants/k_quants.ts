@@ -450,6 +450,7 @@ function makeQkx2Quants(
   mins: Float32Array,
   mi: number,
   Laux: Int32Array,
+  xm: Float32Array,
   rmin: number,
   rdelta: number,
   nstep: number,
@@ -474,14 +475,15 @@ function makeQkx2Quants(
     return 0;
   }
   // Note: `min` changes inside the search below and later candidates use the
-  // updated value, as in ggml.
+  // updated value, as in ggml. `xm` caches x - min for the current min.
+  for (let i = 0; i < n; i++) xm[i] = x[s + i] - min;
   let iscale = fround(nmax / fround(max - min));
   let scale = fround(1 / iscale);
   let bestError = 0;
   for (let i = 0; i < n; i++) {
     const xi = x[s + i];
-    const l = nearestInt(fround(iscale * fround(xi - min)));
-    const li = Math.max(0, Math.min(nmax, l));
+    const l = nearestInt(fround(iscale * xm[i]));
+    const li = l < 0 ? 0 : l > nmax ? nmax : l;
     L[lo + i] = li;
     let diff = fround(fround(fround(scale * li) + min) - xi);
     diff = useMad ? Math.abs(diff) : fround(diff * diff);
@@ -499,14 +501,17 @@ function makeQkx2Quants(
     let sumL2 = 0;
     let sumXL = 0;
     for (let i = 0; i < n; i++) {
-      const xi = x[s + i];
-      let l = nearestInt(fround(iscale * fround(xi - min)));
-      l = Math.max(0, Math.min(nmax, l));
+      const v = fround(iscale * xm[i]);
+      // nearestInt, inlined for the common range.
+      let l = v <= 4194303 && v >= -4194303
+        ? fround(v + 12582912) - 12582912
+        : nearestInt(v);
+      l = l < 0 ? 0 : l > nmax ? nmax : l;
       Laux[i] = l;
       const wl = fround(weights[i] * l);
       sumL = fround(sumL + wl);
       sumL2 = fround(sumL2 + fround(wl * l));
-      sumXL = fround(sumXL + fround(wl * xi));
+      sumXL = fround(sumXL + fround(wl * x[s + i]));
     }
     const D = fround(fround(sumW * sumL2) - fround(sumL * sumL));
     if (D > 0) {
@@ -521,18 +526,31 @@ function makeQkx2Quants(
         thisScale = fround(sumXL / sumL2);
       }
       let curError = 0;
-      for (let i = 0; i < n; i++) {
-        let diff = fround(
-          fround(fround(thisScale * Laux[i]) + thisMin) - x[s + i],
-        );
-        diff = useMad ? Math.abs(diff) : fround(diff * diff);
-        curError = fround(curError + fround(weights[i] * diff));
+      if (useMad) {
+        for (let i = 0; i < n; i++) {
+          const diff = fround(
+            fround(fround(thisScale * Laux[i]) + thisMin) - x[s + i],
+          );
+          curError = fround(curError + fround(weights[i] * Math.abs(diff)));
+        }
+      } else {
+        for (let i = 0; i < n; i++) {
+          const diff = fround(
+            fround(fround(thisScale * Laux[i]) + thisMin) - x[s + i],
+          );
+          curError = fround(
+            curError + fround(weights[i] * fround(diff * diff)),
+          );
+        }
       }
       if (curError < bestError) {
         for (let i = 0; i < n; i++) L[lo + i] = Laux[i];
         bestError = curError;
         scale = thisScale;
-        min = thisMin;
+        if (thisMin !== min) {
+          min = thisMin;
+          for (let i = 0; i < n; i++) xm[i] = x[s + i] - min;
+        }
       }
     }
   }
@@ -571,6 +589,7 @@ export function quantizeQ2_K(x: Float32Array): Uint8Array {
   const out = new Uint8Array(nb * 84);
   const L = new Int32Array(256);
   const Laux = new Int32Array(16);
+  const xm = new Float32Array(16);
   const weights = new Float32Array(16);
   const mins = new Float32Array(16);
   const scales = new Float32Array(16);
@@ -591,6 +610,7 @@ export function quantizeQ2_K(x: Float32Array): Uint8Array {
         mins,
         j,
         Laux,
+        xm,
         -0.5,
         F_0_1,
         15,
@@ -745,9 +765,10 @@ function quantizeK4Scales(
     mins: Float32Array;
     scales: Float32Array;
     sm: Int32Array;
+    xm: Float32Array;
   },
 ): void {
-  const { L, Laux, weights, mins, scales, sm } = t;
+  const { L, Laux, weights, mins, scales, sm, xm } = t;
   let maxScale = 0;
   let maxMin = 0;
   for (let j = 0; j < 8; j++) {
@@ -771,6 +792,7 @@ function quantizeK4Scales(
       mins,
       j,
       Laux,
+      xm,
       rmin,
       rdelta,
       nstep,
@@ -810,6 +832,7 @@ function k4Scratch() {
     mins: new Float32Array(8),
     scales: new Float32Array(8),
     sm: new Int32Array(2),
+    xm: new Float32Array(32),
   };
 }
 

@@ -87,7 +87,11 @@ Deno.test("gguf reader: every metadata type, nested arrays, alignment and tensor
   const types = m.metadata["gguf.types"] as Record<string, string>;
   assertEquals(
     [types["test.u8"], types["test.arr_str"], types["test.arr_nested"]],
-    ["UINT8", "ARRAY<STRING>", "ARRAY<ARRAY<UINT8>|ARRAY<STRING>|ARRAY<ARRAY<INT16>>>"],
+    [
+      "UINT8",
+      "ARRAY<STRING>",
+      "ARRAY<ARRAY<UINT8>|ARRAY<STRING>|ARRAY<ARRAY<INT16>>>",
+    ],
   );
   assertEquals(ggufValue(h, "test.arr_str"), ["a", "", "Ġthe", "日本", "🙂"]);
 });
