@@ -48,6 +48,31 @@
  * console.assert(t.shape[0] === 2 && new Float32Array(t.bytes.slice().buffer)[1] === -2);
  * ```
  *
+ * @example Write, quantizing 2-D weights to Q8_0 (norms and 1-D tensors stay F32)
+ * ```ts
+ * import { readGguf, writeGgufBytes, type GgufTensorPlan } from "./gguf.ts";
+ * import { memorySource } from "../core/sources.ts";
+ * import { memoryTensorIndex } from "../core/model.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ *
+ * const w = Float32Array.from({ length: 64 * 32 }, (_, i) => Math.sin(i));
+ * const file = {
+ *   models: [{
+ *     id: "tiny",
+ *     metadata: { "general.architecture": "llama", "llama.block_count": 1 },
+ *     tensors: memoryTensorIndex([
+ *       tensorFromF32("blk.0.attn_q.weight", w, [32, 64]),
+ *       tensorFromF32("blk.0.attn_norm.weight", new Float32Array(64).fill(1), [64]),
+ *     ]),
+ *   }],
+ * };
+ * let plan: GgufTensorPlan[] = [];
+ * const bytes = await writeGgufBytes(file, { quantize: "Q8_0", onPlan: (p) => (plan = p) });
+ * console.assert(plan[0].to === "Q8_0" && plan[1].to === "F32");
+ * const back = await readGguf(memorySource(bytes));
+ * console.assert(back.models[0].metadata["llama.block_count"] === 1);
+ * ```
+ *
  * @module
  */
 

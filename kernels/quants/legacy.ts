@@ -18,7 +18,6 @@ import {
   checkValues,
   f32ToHalfBits,
   HALF_TO_F32,
-  roundAway,
 } from "./_common.ts";
 
 const fround = Math.fround;
@@ -169,11 +168,11 @@ export function dequantizeQ5_1(src: Uint8Array, count: number): Float32Array {
 export function dequantizeQ8_0(src: Uint8Array, count: number): Float32Array {
   const nb = checkBlocks("Q8_0", src, count, 32, 34);
   const out = new Float32Array(count);
+  const s8 = new Int8Array(src.buffer, src.byteOffset, src.byteLength);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 34, y += 32) {
     const d = HALF_TO_F32[src[o] | (src[o + 1] << 8)];
-    for (let j = 0; j < 32; j++) {
-      out[y + j] = ((src[o + 2 + j] << 24) >> 24) * d;
-    }
+    const q = o + 2;
+    for (let j = 0; j < 32; j++) out[y + j] = s8[q + j] * d;
   }
   return out;
 }
@@ -247,8 +246,11 @@ export function quantizeQ4_0(x: Float32Array): Uint8Array {
     for (let j = 0; j < 16; j++) {
       const x0 = fround(x[s + j] * id);
       const x1 = fround(x[s + 16 + j] * id);
-      const q0 = Math.min(15, Math.trunc(fround(x0 + 8.5)));
-      const q1 = Math.min(15, Math.trunc(fround(x1 + 8.5)));
+      // (int8_t) truncation; x/d + 8.5 lies in [0, 17) for finite input.
+      const t0 = fround(x0 + 8.5) | 0;
+      const t1 = fround(x1 + 8.5) | 0;
+      const q0 = t0 < 15 ? t0 : 15;
+      const q1 = t1 < 15 ? t1 : 15;
       out[o + 2 + j] = (q0 & 255) | ((q1 << 4) & 255);
     }
   }
@@ -431,7 +433,9 @@ export function quantizeQ8_0(x: Float32Array): Uint8Array {
     out[o] = h & 255;
     out[o + 1] = h >> 8;
     for (let j = 0; j < 32; j++) {
-      out[o + 2 + j] = roundAway(fround(x[s + j] * id)) & 255;
+      // roundf: halves away from zero.
+      const v = fround(x[s + j] * id);
+      out[o + 2 + j] = v < 0 ? -Math.round(-v) : Math.round(v);
     }
   }
   return out;
