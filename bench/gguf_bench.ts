@@ -6,7 +6,7 @@
  * deno bench -A bench/gguf_bench.ts
  */
 
-import { gguf as hfGguf } from "npm:@huggingface/gguf@0.1.18";
+import { gguf as hfGguf } from "@huggingface/gguf";
 import { parseGgufHeader, readGgufHeader } from "../formats/gguf.ts";
 import { memorySource } from "../core/sources.ts";
 import { dequantize, quantize } from "../kernels/quants.ts";

@@ -347,3 +347,43 @@ Deno.test("gguf plugin: detect by magic, extension, read through the registry co
     'No tensor named "nope"',
   );
 });
+
+Deno.test("gguf reader: 3000 seeded mutations and truncations of a valid file give typed errors only", async () => {
+  const { createRng } = await import("../../core/rng.ts");
+  const original = await Deno.readFile(`${VEC}/gguf_all_types.gguf`);
+  const rng = createRng(20240611);
+  const allowed = [RangeError, TypeError, SyntaxError];
+  let parsed = 0;
+  for (let k = 0; k < 3000; k++) {
+    let bytes = original.slice();
+    if (k % 3 === 0) {
+      bytes = bytes.slice(0, rng.int(bytes.length));
+    } else {
+      const flips = 1 + rng.int(4);
+      for (let f = 0; f < flips; f++) {
+        // Bias toward the header, where the counts and lengths are.
+        const at = rng.int(k % 2 ? 1344 : 64);
+        bytes[at] = k % 5 === 0 ? 0xff : rng.int(256);
+      }
+    }
+    try {
+      const file = await readGguf(memorySource(bytes, `fuzz-${k}.gguf`));
+      for (const name of file.models[0].tensors.names()) {
+        await file.models[0].tensors.load(name);
+      }
+      parsed++;
+    } catch (e) {
+      if (!allowed.some((c) => e instanceof c)) throw e;
+      // Messages name the file.
+      if (
+        !(e as Error).message.includes(`fuzz-${k}.gguf`) &&
+        !(e instanceof UnsupportedDTypeError)
+      ) {
+        throw new Error(`error without the file name: ${(e as Error).message}`);
+      }
+    }
+  }
+  if (parsed === 0 || parsed === 3000) {
+    throw new Error(`parsed ${parsed} of 3000`);
+  }
+});
