@@ -121,6 +121,12 @@ export {
   MAX_TENSOR_NAME_BYTES,
 } from "./_gguf_types.ts";
 export {
+  DEQUANTIZE_TYPES,
+  dequantize,
+  quantize,
+  QUANTIZE_TYPES,
+} from "../kernels/quants.ts";
+export {
   parseGgufHeader,
   readGgufHeader,
   type ReadGgufHeaderOptions,
