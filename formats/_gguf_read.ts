@@ -161,6 +161,7 @@ function readStringArray(
   const lens = new Int32Array(count);
   let p = w.pos - w.base;
   let total = 0;
+  let maxLen = 0;
   const first = p;
   // Past the window, ask for the whole array at once, estimated from the
   // bytes per item seen so far, instead of growing a window at a time.
@@ -194,11 +195,50 @@ function readStringArray(
     starts[i] = p + 8;
     lens[i] = lo;
     total += lo;
+    if (lo > maxLen) maxLen = lo;
     p += 8 + lo;
   }
   w.pos = w.base + p;
 
   const out = new Array<string>(count);
+  if (maxLen < 128 && count > 0) {
+    // Every length prefix is then 8 ASCII bytes: the payload decodes as one
+    // text in which each prefix is 8 code units and separates the strings.
+    let text: string | undefined;
+    try {
+      text = utf8Fatal.decode(buf.subarray(first, p));
+    } catch {
+      text = undefined;
+    }
+    if (text !== undefined) {
+      if (text.length === p - first) {
+        // Pure ASCII: units are bytes.
+        for (let i = 0; i < count; i++) {
+          const a = starts[i] - first;
+          out[i] = text.substring(a, a + lens[i]);
+        }
+        return out;
+      }
+      let u = 0;
+      for (let i = 0; i < count; i++) {
+        u += 8;
+        const a = u;
+        const s = starts[i];
+        const e = s + lens[i];
+        for (let j = s; j < e; j++) {
+          const b = buf[j];
+          // UTF-16 units of valid UTF-8: one per lead byte, two for 4-byte sequences.
+          u += ((b & 0xc0) !== 0x80 ? 1 : 0) + (b >= 0xf0 ? 1 : 0);
+        }
+        out[i] = text.substring(a, u);
+      }
+      if (u === text.length) return out;
+    }
+    for (let i = 0; i < count; i++) {
+      out[i] = utf8.decode(buf.subarray(starts[i], starts[i] + lens[i]));
+    }
+    return out;
+  }
   const cat = new Uint8Array(total + count);
   const ends = new Int32Array(count);
   let q = 0;

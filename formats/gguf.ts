@@ -48,23 +48,59 @@
  * console.assert(t.shape[0] === 2 && new Float32Array(t.bytes.slice().buffer)[1] === -2);
  * ```
  *
+ * @example Write, quantizing 2-D weights to Q8_0 (norms and 1-D tensors stay F32)
+ * ```ts
+ * import { readGguf, writeGgufBytes, type GgufTensorPlan } from "./gguf.ts";
+ * import { memorySource } from "../core/sources.ts";
+ * import { memoryTensorIndex } from "../core/model.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ *
+ * const w = Float32Array.from({ length: 64 * 32 }, (_, i) => Math.sin(i));
+ * const file = {
+ *   models: [{
+ *     id: "tiny",
+ *     metadata: { "general.architecture": "llama", "llama.block_count": 1 },
+ *     tensors: memoryTensorIndex([
+ *       tensorFromF32("blk.0.attn_q.weight", w, [32, 64]),
+ *       tensorFromF32("blk.0.attn_norm.weight", new Float32Array(64).fill(1), [64]),
+ *     ]),
+ *   }],
+ * };
+ * let plan: GgufTensorPlan[] = [];
+ * const bytes = await writeGgufBytes(file, { quantize: "Q8_0", onPlan: (p) => (plan = p) });
+ * console.assert(plan[0].to === "Q8_0" && plan[1].to === "F32");
+ * const back = await readGguf(memorySource(bytes));
+ * console.assert(back.models[0].metadata["llama.block_count"] === 1);
+ * ```
+ *
  * @module
  */
 
-import type { ModelFile } from "../core/model.ts";
+import type { ModelFile, NetworkConfig } from "../core/model.ts";
 import { lazyTensorIndex } from "../core/model.ts";
 import type { FormatPlugin } from "../core/plugin.ts";
 import type { ByteSource } from "../core/sources.ts";
 import type { Tensor } from "../core/tensor.ts";
 import {
-  GGUF_TYPE_NAMES,
-  type GgufArray,
   type GgufHeader,
   type GgufMetadataEntry,
   GgufType,
   type GgufValue,
 } from "./_gguf_types.ts";
-import { readGgufHeader } from "./_gguf_read.ts";
+import { readGgufHeader, type ReadGgufHeaderOptions } from "./_gguf_read.ts";
+import { ggufTypeDescriptor } from "./_gguf_desc.ts";
+import { type GgufWriteOptions, writeGguf } from "./_gguf_write.ts";
+export { ggufTypeDescriptor } from "./_gguf_desc.ts";
+export {
+  GGUF_WRITE_DEFAULTS,
+  type GgufQuantType,
+  type GgufTensorPlan,
+  type GgufWriteOptions,
+  MAX_GGML_NAME_BYTES,
+  planGguf,
+  writeGguf,
+  writeGgufBytes,
+} from "./_gguf_write.ts";
 
 export {
   DEFAULT_ALIGNMENT,
@@ -84,6 +120,12 @@ export {
   MAX_STRING_BYTES,
   MAX_TENSOR_NAME_BYTES,
 } from "./_gguf_types.ts";
+export {
+  dequantize,
+  DEQUANTIZE_TYPES,
+  quantize,
+  QUANTIZE_TYPES,
+} from "../kernels/quants.ts";
 export {
   parseGgufHeader,
   readGgufHeader,
@@ -111,33 +153,6 @@ export function ggufPlainValue(value: GgufValue): unknown {
   if (typeof value !== "object") return value;
   if (value.type !== GgufType.ARRAY) return value.items;
   return value.items.map((v) => ggufPlainValue(v));
-}
-
-/**
- * The type descriptor of a value: the type name for scalars, `ARRAY<T>` for
- * arrays (for nested arrays `T` describes the first item).
- *
- * @param type The value's GGUF type.
- * @param value The value (needed for arrays).
- * @returns The descriptor, e.g. `"UINT32"` or `"ARRAY<ARRAY<INT32>>"`.
- *
- * @example
- * ```ts
- * import { ggufTypeDescriptor, GgufType } from "./gguf.ts";
- * const d = ggufTypeDescriptor(GgufType.ARRAY, { type: GgufType.FLOAT32, items: [] });
- * console.assert(d === "ARRAY<FLOAT32>");
- * ```
- */
-export function ggufTypeDescriptor(type: GgufType, value: GgufValue): string {
-  if (type !== GgufType.ARRAY) return GGUF_TYPE_NAMES[type];
-  const arr = value as GgufArray;
-  if (arr.type !== GgufType.ARRAY) {
-    return `ARRAY<${GGUF_TYPE_NAMES[arr.type]}>`;
-  }
-  const first = arr.items[0];
-  return `ARRAY<${
-    first === undefined ? "ARRAY" : ggufTypeDescriptor(GgufType.ARRAY, first)
-  }>`;
 }
 
 /**
@@ -279,10 +294,20 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
     byteLength: t.byteLength,
     byteOffset: header.dataOffset + t.offset,
   }));
+  let config: NetworkConfig | undefined;
+  const stored = metadata["modelhost.config"];
+  if (typeof stored === "string") {
+    try {
+      config = JSON.parse(stored);
+    } catch {
+      config = undefined;
+    }
+  }
   return {
     format: "gguf",
     models: [{
       id: typeof name === "string" && name !== "" ? name : "model",
+      ...(config ? { config } : {}),
       metadata,
       tensors: lazyTensorIndex(
         infos,
@@ -296,6 +321,7 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
  * Reads a GGUF file's header and returns it as a lazy {@link ModelFile}.
  *
  * @param src The file.
+ * @param options Window size of the header reads (see {@link readGgufHeader}).
  * @returns The model file.
  * @throws {SyntaxError} Bad magic, unsupported version, big-endian file, unknown value type, duplicates.
  * @throws {RangeError} Counts, lengths, dims or offsets the file cannot hold.
@@ -310,8 +336,11 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
  * console.assert(file.models[0].tensors.names().length === 0);
  * ```
  */
-export async function readGguf(src: ByteSource): Promise<ModelFile> {
-  return ggufModelFile(src, await readGgufHeader(src));
+export async function readGguf(
+  src: ByteSource,
+  options: ReadGgufHeaderOptions = {},
+): Promise<ModelFile> {
+  return ggufModelFile(src, await readGgufHeader(src, options));
 }
 
 /**
@@ -345,8 +374,44 @@ export function isGguf(head: Uint8Array): boolean {
 export const gguf: FormatPlugin = {
   kind: "format",
   name: "gguf",
-  description: "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors",
+  description:
+    "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors, quantize on write",
   extensions: [".gguf"],
   detect: isGguf,
-  read: (src) => readGguf(src),
+  read: (src, options) =>
+    readGguf(src, {
+      ...(typeof options?.initialRead === "number"
+        ? { initialRead: options.initialRead }
+        : {}),
+    }),
+  write: (file, options) => writeGguf(file, options as GgufWriteOptions),
+  options: [
+    {
+      name: "quantize",
+      type: "string",
+      description:
+        "quantize 2-D weights on write (llama.cpp --pure rules; 1-D tensors and norms stay)",
+      choices: [
+        "Q8_0",
+        "Q4_0",
+        "Q4_1",
+        "Q5_0",
+        "Q5_1",
+        "Q2_K",
+        "Q3_K",
+        "Q4_K",
+        "Q5_K",
+        "Q6_K",
+        "F16",
+        "BF16",
+        "F32",
+      ],
+    },
+    {
+      name: "alignment",
+      type: "number",
+      description: "alignment of tensor data (power of two)",
+      default: 32,
+    },
+  ],
 };

@@ -87,7 +87,11 @@ Deno.test("gguf reader: every metadata type, nested arrays, alignment and tensor
   const types = m.metadata["gguf.types"] as Record<string, string>;
   assertEquals(
     [types["test.u8"], types["test.arr_str"], types["test.arr_nested"]],
-    ["UINT8", "ARRAY<STRING>", "ARRAY<ARRAY<UINT8>>"],
+    [
+      "UINT8",
+      "ARRAY<STRING>",
+      "ARRAY<ARRAY<UINT8>|ARRAY<STRING>|ARRAY<ARRAY<INT16>>>",
+    ],
   );
   assertEquals(ggufValue(h, "test.arr_str"), ["a", "", "Ġthe", "日本", "🙂"]);
 });
@@ -342,4 +346,86 @@ Deno.test("gguf plugin: detect by magic, extension, read through the registry co
     RangeError,
     'No tensor named "nope"',
   );
+});
+
+Deno.test("gguf reader: 3000 seeded mutations and truncations of a valid file give typed errors only", async () => {
+  const { createRng } = await import("../../core/rng.ts");
+  const original = await Deno.readFile(`${VEC}/gguf_all_types.gguf`);
+  const rng = createRng(20240611);
+  const allowed = [RangeError, TypeError, SyntaxError];
+  let parsed = 0;
+  for (let k = 0; k < 3000; k++) {
+    let bytes = original.slice();
+    if (k % 3 === 0) {
+      bytes = bytes.slice(0, rng.int(bytes.length));
+    } else {
+      const flips = 1 + rng.int(4);
+      for (let f = 0; f < flips; f++) {
+        // Bias toward the header, where the counts and lengths are.
+        const at = rng.int(k % 2 ? 1344 : 64);
+        bytes[at] = k % 5 === 0 ? 0xff : rng.int(256);
+      }
+    }
+    try {
+      const file = await readGguf(memorySource(bytes, `fuzz-${k}.gguf`));
+      for (const name of file.models[0].tensors.names()) {
+        await file.models[0].tensors.load(name);
+      }
+      parsed++;
+    } catch (e) {
+      if (!allowed.some((c) => e instanceof c)) throw e;
+      // Messages name the file.
+      if (
+        !(e as Error).message.includes(`fuzz-${k}.gguf`) &&
+        !(e instanceof UnsupportedDTypeError)
+      ) {
+        throw new Error(`error without the file name: ${(e as Error).message}`);
+      }
+    }
+  }
+  if (parsed === 0 || parsed === 3000) {
+    throw new Error(`parsed ${parsed} of 3000`);
+  }
+});
+
+Deno.test("gguf reader over HTTP ranges: the header and one tensor travel, the rest of the file does not", async () => {
+  // The Python-built file, then 8 MiB of a third tensor we never load.
+  const head = await Deno.readFile(`${VEC}/gguf_all_types.gguf`);
+  const data = new Uint8Array(head.length + 8 * 1024 * 1024);
+  data.set(head);
+  const ac = new AbortController();
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen() {},
+  }, (req) => {
+    if (req.method === "HEAD") {
+      return new Response(null, {
+        headers: { "content-length": String(data.length) },
+      });
+    }
+    const m = req.headers.get("range")!.match(/^bytes=(\d+)-(\d+)$/)!;
+    const start = Number(m[1]);
+    const end = Math.min(Number(m[2]), data.length - 1);
+    return new Response(data.slice(start, end + 1), {
+      status: 206,
+      headers: { "content-range": `bytes ${start}-${end}/${data.length}` },
+    });
+  });
+  try {
+    const { httpSource } = await import("../../core/sources.ts");
+    const src = await httpSource(`http://127.0.0.1:${server.addr.port}/m.gguf`);
+    const file = await readGguf(src, { initialRead: 4096 });
+    const t = await file.models[0].tensors.load("q.weight");
+    assertEquals(t.bytes.length, 34);
+    if (src.bytesTransferred > 4096 + 34) {
+      throw new Error(
+        `transferred ${src.bytesTransferred} bytes of ${data.length}`,
+      );
+    }
+  } finally {
+    ac.abort();
+    await server.finished;
+  }
 });

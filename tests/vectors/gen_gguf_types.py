@@ -88,6 +88,7 @@ data_offset = (len(head) + ALIGN - 1) // ALIGN * ALIGN
 out = bytearray(head + bytes(data_offset - len(head)))
 for off, raw in datas:
     out += bytes(data_offset + off - len(out)) + raw
+out += bytes(-len(out) % ALIGN)  # like gguf-py and ggml, pad after the last tensor too
 with open(os.path.join(HERE, 'gguf_all_types.gguf'), 'wb') as f:
     f.write(out)
 expected = {
