@@ -8,6 +8,7 @@
  */
 
 import { UnsupportedDTypeError } from "./errors.ts";
+import { f4e2m1, f8e4m3, f8e5m2 } from "./_minifloat.ts";
 
 /** Every dtype name modelhost knows, including those it can only name. */
 export type DTypeName =
@@ -400,6 +401,7 @@ export const DTYPES: readonly DTypeInfo[] = [
     blockSize: 1,
     blockBytes: 1,
     exactInF32: true,
+    ...f8e4m3,
   }),
   row({
     name: "F8_E5M2",
@@ -408,6 +410,7 @@ export const DTYPES: readonly DTypeInfo[] = [
     blockSize: 1,
     blockBytes: 1,
     exactInF32: true,
+    ...f8e5m2,
   }),
   row({
     name: "F4",
@@ -416,6 +419,7 @@ export const DTYPES: readonly DTypeInfo[] = [
     blockSize: 2,
     blockBytes: 1,
     exactInF32: true,
+    ...f4e2m1,
   }),
   row({ name: "Q4_0", kind: "quant", gguf: 2, blockSize: 32, blockBytes: 18 }),
   row({ name: "Q4_1", kind: "quant", gguf: 3, blockSize: 32, blockBytes: 20 }),

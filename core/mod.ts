@@ -17,6 +17,7 @@ export * from "./dtypes.ts";
 export * from "./errors.ts";
 export * from "./model.ts";
 export * from "./plugin.ts";
+export * from "./quantize.ts";
 export * from "./rng.ts";
 export * from "./scope.ts";
 export * from "./sources.ts";
