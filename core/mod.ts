@@ -16,6 +16,7 @@
 export * from "./dtypes.ts";
 export * from "./errors.ts";
 export * from "./model.ts";
+export * from "./network.ts";
 export * from "./plugin.ts";
 export * from "./quantize.ts";
 export * from "./rng.ts";

@@ -83,13 +83,29 @@ export interface LayerState {
   [key: string]: unknown;
 }
 
+/**
+ * What the layer's container knows about the call, beside the input: passed
+ * as the third argument of {@link Layer.forward}.
+ */
+export interface ForwardContext {
+  /**
+   * The input of the layer that ran just before this one in execution order
+   * (what a `residual` layer without sub-layers adds to its input).
+   */
+  previousInput?: FloatTensor;
+}
+
 /** A built layer, bound to its weights. */
 export interface Layer {
   /**
    * Runs the layer. `x` has the feature dimension last; leading dimensions
    * are batch (and sequence, for sequence layers).
    */
-  forward(x: FloatTensor, state?: LayerState): FloatTensor;
+  forward(
+    x: FloatTensor,
+    state?: LayerState,
+    context?: ForwardContext,
+  ): FloatTensor;
 }
 
 /**
@@ -117,8 +133,32 @@ export interface ParseContext {
   readonly path: string;
   /** Feature size of the input (the previous layer's output), when known. */
   readonly inputSize?: number;
+  /**
+   * Feature size of the input of the layer that runs just before this one
+   * (what a `residual` layer without sub-layers adds), when known.
+   */
+  readonly previousInputSize?: number;
+  /**
+   * The output size the container needs from this layer (a mixture gate
+   * must output one logit per expert), when it needs one. Layers whose
+   * output size is a config field use it as the default.
+   */
+  readonly expectedOutputSize?: number;
   /** Parses a nested layer definition with the registry's plugins. */
-  parseChild(json: unknown, path: string, inputSize?: number): ParsedLayer;
+  parseChild(
+    json: unknown,
+    path: string,
+    inputSize?: number,
+    options?: ChildParseOptions,
+  ): ParsedLayer;
+}
+
+/** Extra facts a container passes when it parses a child layer. */
+export interface ChildParseOptions {
+  /** See {@link ParseContext.previousInputSize}. */
+  previousInputSize?: number;
+  /** See {@link ParseContext.expectedOutputSize}. */
+  expectedOutputSize?: number;
 }
 
 /** A parsed layer: its plugin and its normalized config. */
@@ -127,6 +167,12 @@ export interface ParsedLayer<C = unknown> {
   readonly plugin: LayerPlugin<C>;
   /** The normalized config (defaults filled, sizes inferred). */
   readonly cfg: C;
+  /** Where the layer sits (`layers[5].branches[1]`), when parsed in a network. */
+  readonly path?: string;
+  /** Feature size of its input, when known. */
+  readonly inputSize?: number;
+  /** Feature size of its output, when known. */
+  readonly outputSize?: number;
 }
 
 /**
@@ -145,6 +191,11 @@ export interface LayerPlugin<C = unknown> {
   readonly description?: string;
   /** Validates JSON, fills defaults, infers sizes; throws `TypeError` naming `ctx.path` and the field. */
   parse(json: LayerConfig, ctx: ParseContext): C;
+  /**
+   * The feature size this layer expects when its config fixes it (a dense
+   * layer's `input_size`); lets a network infer its own input size.
+   */
+  inputSize?(cfg: C): number | undefined;
   /** The feature size this layer outputs, when it is known from the config. */
   outputSize(cfg: C, inputSize?: number): number | undefined;
   /** The normalized config as JSON (what a saved network stores). */
