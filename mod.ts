@@ -17,6 +17,7 @@
 import type { Plugin } from "./core/plugin.ts";
 import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
+import { bundleFormat } from "./formats/bundle.ts";
 
 export * from "./core/mod.ts";
 export { createRegistry, type Registry } from "./registry.ts";
@@ -41,4 +42,5 @@ export function defaultRegistry(): Registry {
 // Built-in plugins, in listing order. Each format/layer issue adds its plugin here.
 const BUILTIN_PLUGINS: Plugin[] = [
   ...LAYER_PLUGINS,
+  bundleFormat,
 ];
