@@ -46,32 +46,30 @@ export function base64ByteLength(text: string): number {
 }
 
 /**
- * Decodes base64 into a new buffer of exactly `expected` bytes.
+ * Decodes base64 into `target`, which must be exactly as long as the data.
  *
  * @param text The base64 text.
- * @param expected The byte length the caller needs.
- * @returns The bytes, or `undefined` when the text holds another number of
- * bytes (the caller reports both counts).
+ * @param target Where the bytes go.
+ * @returns False when the text holds another number of bytes than
+ * `target.length` (the caller reports both counts).
  * @throws {SyntaxError} When the text is not base64.
  */
-export function fromBase64Exact(
-  text: string,
-  expected: number,
-): Uint8Array | undefined {
+export function fromBase64Into(text: string, target: Uint8Array): boolean {
   if (NATIVE_BASE64) {
-    const out = new Uint8Array(expected);
-    const r = (out as unknown as NativeBase64).setFromBase64(text);
-    if (r.read !== text.length || r.written !== expected) {
-      // Either the text holds more bytes than `expected` (decoding stopped
-      // early) or fewer. Decode the rest to tell a bad character from a
-      // length mismatch: a bad character throws here.
+    const r = (target as unknown as NativeBase64).setFromBase64(text);
+    if (r.read !== text.length || r.written !== target.length) {
+      // Either the text holds more bytes than the target (decoding stopped
+      // early) or fewer. Decode it all so a bad character throws rather
+      // than reads as a length mismatch.
       fromBase64(text);
-      return undefined;
+      return false;
     }
-    return out;
+    return true;
   }
   const out = fromBase64(text);
-  return out.length === expected ? out : undefined;
+  if (out.length !== target.length) return false;
+  target.set(out);
+  return true;
 }
 
 /**

@@ -138,23 +138,33 @@ export function canonicalJson(value: unknown, path = "value"): string {
 
 /** String values at least this long are sliced out before `JSON.parse`. */
 const LONG_STRING = 4096;
-const PLACEHOLDER = "\u0000";
+/** The placeholder prefix as JSON text (an escaped NUL). */
+const PLACEHOLDER_ESCAPE = "\\u0000";
 const BACKSLASH = 92, COLON = 58;
 
 function isJsonSpace(c: number): boolean {
   return c === 32 || c === 10 || c === 13 || c === 9;
 }
 
+/** A JSON text with its long string values cut out. */
+export interface SplitJson {
+  /** The text with each long value replaced by a placeholder string. */
+  skeleton: string;
+  /** The raw (still escaped) contents of the cut strings, by placeholder index. */
+  blobs: string[];
+}
+
 /**
- * Parses JSON text like `JSON.parse`, except that long string values are
- * taken out of the text first and put back as slices of it afterwards. The
- * result is the same value `JSON.parse` returns.
+ * Cuts string values of at least 4096 characters out of a JSON text,
+ * leaving `"\u0000<index>"` placeholders. Only values (strings after a
+ * colon) are cut, never keys.
  *
  * @param text The JSON text.
- * @returns The parsed value.
- * @throws {SyntaxError} With `JSON.parse`'s message when the text is not JSON.
+ * @returns The skeleton and the cut strings, or `undefined` when nothing was
+ * cut or the text already holds a `\u0000` escape a placeholder could be
+ * confused with.
  */
-export function parseJsonWithLongStrings(text: string): unknown {
+export function splitLongStrings(text: string): SplitJson | undefined {
   const pieces: string[] = [];
   const blobs: string[] = [];
   let last = 0;
@@ -176,24 +186,39 @@ export function parseJsonWithLongStrings(text: string): unknown {
     if (e < 0) break; // unterminated: JSON.parse reports it
     if (e - q - 1 >= LONG_STRING && precededByColon(text, q)) {
       const piece = text.slice(last, q);
-      if (piece.includes("\\u0000")) return JSON.parse(text); // placeholder could clash
-      pieces.push(piece, `"${PLACEHOLDER}${blobs.length}"`);
+      if (piece.includes(PLACEHOLDER_ESCAPE)) return undefined;
+      pieces.push(piece, `"${PLACEHOLDER_ESCAPE}${blobs.length}"`);
       blobs.push(text.slice(q + 1, e));
       last = e + 1;
     }
     pos = e + 1;
   }
-  if (blobs.length === 0) return JSON.parse(text);
+  if (blobs.length === 0) return undefined;
   const tail = text.slice(last);
-  if (tail.includes("\\u0000")) return JSON.parse(text);
+  if (tail.includes(PLACEHOLDER_ESCAPE)) return undefined;
   pieces.push(tail);
+  return { skeleton: pieces.join(""), blobs };
+}
+
+/**
+ * Parses JSON text like `JSON.parse`, except that long string values are
+ * taken out of the text first and put back as slices of it afterwards. The
+ * result is the same value `JSON.parse` returns.
+ *
+ * @param text The JSON text.
+ * @returns The parsed value.
+ * @throws {SyntaxError} With `JSON.parse`'s message when the text is not JSON.
+ */
+export function parseJsonWithLongStrings(text: string): unknown {
+  const split = splitLongStrings(text);
+  if (!split) return JSON.parse(text);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(pieces.join(""));
+    parsed = JSON.parse(split.skeleton);
   } catch {
     return JSON.parse(text); // throws with positions in the caller's text
   }
-  return restore(parsed, blobs);
+  return restoreLongStrings(parsed, split.blobs);
 }
 
 function precededByColon(text: string, q: number): boolean {
@@ -202,28 +227,55 @@ function precededByColon(text: string, q: number): boolean {
   return i >= 0 && text.charCodeAt(i) === COLON;
 }
 
-function blobValue(raw: string): string {
-  // Escapes or raw control characters need the real JSON string parser.
+/**
+ * The value of a JSON string from its raw text between the quotes.
+ *
+ * @param raw The text between the quotes, escapes included.
+ * @returns The string value.
+ * @throws {SyntaxError} When the raw text is not a valid JSON string body.
+ */
+export function unescapeJsonString(raw: string): string {
+  // Escapes need the real JSON string parser.
   if (raw.indexOf("\\") >= 0) return JSON.parse(`"${raw}"`) as string;
   return raw;
 }
 
-function restore(v: unknown, blobs: string[]): unknown {
+/**
+ * The blob index a placeholder string stands for, or -1 for any other value.
+ *
+ * @param v A value from the parsed skeleton.
+ * @param blobs The cut strings.
+ * @returns The index into `blobs`, or -1.
+ */
+export function placeholderIndex(v: unknown, blobs: readonly string[]): number {
+  if (typeof v !== "string" || v.length < 2 || v.charCodeAt(0) !== 0) {
+    return -1;
+  }
+  const i = Number(v.slice(1));
+  return Number.isInteger(i) && i >= 0 && i < blobs.length ? i : -1;
+}
+
+/**
+ * Puts the cut strings back into a parsed skeleton (or part of one), in place.
+ *
+ * @param v The parsed value.
+ * @param blobs The cut strings.
+ * @returns The value with every placeholder replaced by its string.
+ */
+export function restoreLongStrings(
+  v: unknown,
+  blobs: readonly string[],
+): unknown {
   if (typeof v === "string") {
-    if (v.length > 1 && v.charCodeAt(0) === 0) {
-      const i = Number(v.slice(1));
-      if (Number.isInteger(i) && i >= 0 && i < blobs.length) {
-        return blobValue(blobs[i]);
-      }
-    }
-    return v;
+    const i = placeholderIndex(v, blobs);
+    return i < 0 ? v : unescapeJsonString(blobs[i]);
   }
   if (typeof v !== "object" || v === null) return v;
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) v[i] = restore(v[i], blobs);
+    for (let i = 0; i < v.length; i++) v[i] = restoreLongStrings(v[i], blobs);
     return v;
   }
   const rec = v as Record<string, unknown>;
-  for (const k of Object.keys(rec)) rec[k] = restore(rec[k], blobs);
+  for (const k of Object.keys(rec)) rec[k] = restoreLongStrings(rec[k], blobs);
   return v;
 }

@@ -62,10 +62,18 @@ import type {
 import { quantize } from "../core/quantize.ts";
 import type { ByteSource } from "../core/sources.ts";
 import { type QuantParams, type Tensor, toFloat32 } from "../core/tensor.ts";
-import { base64ByteLength, fromBase64Exact, toBase64 } from "./_base64.ts";
 import {
-  parseJsonWithLongStrings,
+  base64ByteLength,
+  fromBase64,
+  fromBase64Into,
+  toBase64,
+} from "./_base64.ts";
+import {
+  placeholderIndex,
   PlainString,
+  restoreLongStrings,
+  splitLongStrings,
+  unescapeJsonString,
   writeCanonical,
 } from "./_json.ts";
 import { type LoomReadOptions, readLoomModel } from "./loom.ts";
@@ -548,7 +556,11 @@ export async function saveBundle(
   models: readonly BundleModelInput[] | ModelFile,
   options: SaveBundleOptions = {},
 ): Promise<string> {
-  return (await saveBundleChunks(models, options)).join("");
+  // Concatenation, not join: the engine links the pieces instead of copying
+  // ~1.33 bytes per weight byte; the copy happens when the text is used.
+  let text = "";
+  for (const p of await saveBundleChunks(models, options)) text += p;
+  return text;
 }
 
 // ---------------------------------------------------------------- reading
@@ -578,10 +590,29 @@ function textOf(input: string | Uint8Array): string {
   }
 }
 
-function parseDocument(text: string): Record<string, unknown> {
+/**
+ * A parsed bundle whose long strings (tensor data) are still slices of the
+ * text: `blobs[i]` is the raw text of placeholder i. Everything but tensor
+ * data is restored to plain strings before use.
+ */
+interface Doc {
+  readonly doc: Record<string, unknown>;
+  readonly blobs: readonly string[];
+}
+
+function parseDocument(text: string): Doc {
   let doc: unknown;
+  let blobs: readonly string[] = [];
   try {
-    doc = parseJsonWithLongStrings(text);
+    const split = splitLongStrings(text);
+    if (split) {
+      try {
+        doc = JSON.parse(split.skeleton);
+        blobs = split.blobs;
+      } catch {
+        doc = JSON.parse(text); // throws with positions in the caller's text
+      }
+    } else doc = JSON.parse(text);
   } catch (e) {
     throw new SyntaxError(
       `Cannot read bundle: not JSON (${(e as Error).message})`,
@@ -594,11 +625,10 @@ function parseDocument(text: string): Record<string, unknown> {
       }`,
     );
   }
-  if (doc.type !== BUNDLE_TYPE) {
+  const type = restoreLongStrings(doc.type, blobs);
+  if (type !== BUNDLE_TYPE) {
     throw new TypeError(
-      `Cannot read bundle: "type" is ${
-        shown(doc.type)
-      }, expected "${BUNDLE_TYPE}"`,
+      `Cannot read bundle: "type" is ${shown(type)}, expected "${BUNDLE_TYPE}"`,
     );
   }
   if (
@@ -607,27 +637,28 @@ function parseDocument(text: string): Record<string, unknown> {
   ) {
     throw new TypeError(
       `Cannot read bundle: unknown version ${
-        shown(doc.version)
+        shown(restoreLongStrings(doc.version, blobs))
       } (this reader knows version ${BUNDLE_VERSION}, and ${LOOM_VERSION} for Loom's multi-precision bundles)`,
     );
   }
   if (!Array.isArray(doc.models)) {
     throw new TypeError(
-      `Cannot read bundle: "models" must be an array, got ${shown(doc.models)}`,
-    );
-  }
-  return doc;
-}
-
-function modelId(entry: unknown, i: number): string {
-  if (!isObject(entry) || typeof entry.id !== "string") {
-    throw new TypeError(
-      `Cannot read bundle: models[${i}] needs a string "id", got ${
-        shown(isObject(entry) ? entry.id : entry)
+      `Cannot read bundle: "models" must be an array, got ${
+        shown(restoreLongStrings(doc.models, blobs))
       }`,
     );
   }
-  return entry.id;
+  return { doc, blobs };
+}
+
+function modelId(d: Doc, entry: unknown, i: number): string {
+  const id = isObject(entry) ? restoreLongStrings(entry.id, d.blobs) : entry;
+  if (typeof id !== "string") {
+    throw new TypeError(
+      `Cannot read bundle: models[${i}] needs a string "id", got ${shown(id)}`,
+    );
+  }
+  return id;
 }
 
 function readShape(modelId: string, name: string, v: unknown): number[] {
@@ -644,19 +675,34 @@ function readShape(modelId: string, name: string, v: unknown): number[] {
   return v as number[];
 }
 
-function decodeData(
+/** One tensor's data, checked and sized, waiting to be decoded. */
+interface Pending {
+  readonly name: string;
+  readonly dtype: DTypeName;
+  readonly shape: number[];
+  /** Raw base64 text (a slice of the document). */
+  readonly text: string;
+  readonly bytes: number;
+  readonly what: string;
+}
+
+/** Checks a data field against dtype × shape without decoding it. */
+function pendingData(
+  d: Doc,
   modelId: string,
   name: string,
   dtype: DTypeName,
   shape: number[],
   data: unknown,
   what = "data",
-): Uint8Array {
-  if (typeof data !== "string") {
+): Pending {
+  const i = placeholderIndex(data, d.blobs);
+  const text = i >= 0 ? d.blobs[i] : data;
+  if (typeof text !== "string") {
     throw new TypeError(
       `Cannot read ${
         where(modelId, name)
-      }: "${what}" must be a base64 string, got ${shown(data)}`,
+      }: "${what}" must be a base64 string, got ${shown(text)}`,
     );
   }
   const count = elementCount(shape, where(modelId, name));
@@ -666,42 +712,110 @@ function decodeData(
   } catch (e) {
     throw rewrap(e, `Cannot read ${where(modelId, name)}`);
   }
-  const mismatch = (have: number) =>
-    new RangeError(
-      `Cannot read ${where(modelId, name)}: ${dtype} [${
-        shape.join(", ")
-      }] needs ${need} bytes, "${what}" holds ${have}`,
-    );
-  // Refuse before allocating: the text bounds what it can hold.
-  const estimate = base64ByteLength(data);
-  if (estimate < need && !/\s/.test(data)) throw mismatch(estimate);
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = fromBase64Exact(data, need);
-  } catch (e) {
-    throw new SyntaxError(
-      `Cannot read ${where(modelId, name)}: "${what}" is not valid base64 (${
-        (e as Error).message
-      })`,
-    );
+  // Refuse before allocating: the text bounds how many bytes it holds.
+  const estimate = base64ByteLength(text);
+  if (estimate < need && !/[\s\\]/.test(text)) {
+    throw lengthError(modelId, name, dtype, shape, need, estimate, what);
   }
-  if (!bytes) throw mismatch(base64ByteLength(data.replace(/\s+/g, "")));
-  return bytes;
+  return { name, dtype, shape, text, bytes: need, what };
 }
 
-function readScale(
+function lengthError(
+  modelId: string,
+  name: string,
+  dtype: DTypeName,
+  shape: number[],
+  need: number,
+  have: number,
+  what: string,
+): RangeError {
+  return new RangeError(
+    `Cannot read ${where(modelId, name)}: ${dtype} [${
+      shape.join(", ")
+    }] needs ${need} bytes, "${what}" holds ${have}`,
+  );
+}
+
+/** Decodes one pending data field into `target` (exactly its length). */
+function decodePending(modelId: string, p: Pending, target: Uint8Array): void {
+  const bad = (e: unknown) =>
+    new SyntaxError(
+      `Cannot read ${
+        where(modelId, p.name)
+      }: "${p.what}" is not valid base64 (${(e as Error).message})`,
+    );
+  let text = p.text;
+  let ok: boolean;
+  try {
+    ok = fromBase64Into(text, target);
+  } catch (e) {
+    // JSON escapes are legal in any string, though no writer puts them in
+    // base64; undo them and try once more.
+    if (text.indexOf("\\") < 0) throw bad(e);
+    try {
+      text = unescapeJsonString(text);
+      ok = fromBase64Into(text, target);
+    } catch (e2) {
+      throw bad(e2);
+    }
+  }
+  if (!ok) {
+    let have: number;
+    try {
+      have = fromBase64(text).length;
+    } catch (e) {
+      throw bad(e);
+    }
+    throw lengthError(
+      modelId,
+      p.name,
+      p.dtype,
+      p.shape,
+      p.bytes,
+      have,
+      p.what,
+    );
+  }
+}
+
+/**
+ * Decodes pending fields into one shared buffer, as 8-byte aligned views;
+ * `done(i, view)` is called as each one is ready.
+ */
+function decodeAll(
+  modelId: string,
+  list: Pending[],
+  done: (i: number, view: Uint8Array) => void,
+): void {
+  let total = 0;
+  const offsets = list.map((p) => {
+    const off = total;
+    total += Math.ceil(p.bytes / 8) * 8;
+    return off;
+  });
+  const buffer = new ArrayBuffer(total);
+  list.forEach((p, i) => {
+    const view = new Uint8Array(buffer, offsets[i], p.bytes);
+    decodePending(modelId, p, view);
+    done(i, view);
+  });
+}
+
+function scaleEntry(
+  d: Doc,
   modelId: string,
   name: string,
   v: unknown,
   field: string,
-): number | Float32Array {
+): number | Pending {
   if (typeof v === "number") return v;
   if (isObject(v)) {
-    if (v.dtype !== "F32") {
+    const dtype = restoreLongStrings(v.dtype, d.blobs);
+    if (dtype !== "F32") {
       throw new TypeError(
         `Cannot read ${
           where(modelId, name)
-        }: "${field}" arrays must be F32, got ${shown(v.dtype)}`,
+        }: "${field}" arrays must be F32, got ${shown(dtype)}`,
       );
     }
     const shape = readShape(modelId, name, v.shape);
@@ -712,22 +826,36 @@ function readScale(
         }: "${field}" must be one-dimensional, got shape [${shape.join(", ")}]`,
       );
     }
-    const bytes = decodeData(modelId, name, "F32", shape, v.data, field);
-    return new Float32Array(bytes.buffer, bytes.byteOffset, shape[0]);
+    return pendingData(d, modelId, name, "F32", shape, v.data, field);
   }
   throw new TypeError(
     `Cannot read ${
       where(modelId, name)
-    }: "${field}" must be a number or an F32 array entry, got ${shown(v)}`,
+    }: "${field}" must be a number or an F32 array entry, got ${
+      shown(restoreLongStrings(v, d.blobs))
+    }`,
   );
 }
 
+/** Quantization fields of an entry, with array scales still pending. */
+interface PendingQuant {
+  scale: number | Pending;
+  zeroPoint?: number | Pending;
+  axis?: number;
+  blockSize?: number;
+}
+
+function lengthOf(x: number | Pending): number | undefined {
+  return typeof x === "number" ? undefined : x.shape[0];
+}
+
 function readQuant(
+  d: Doc,
   modelId: string,
   name: string,
   e: Record<string, unknown>,
   shape: number[],
-): QuantParams | undefined {
+): PendingQuant | undefined {
   if (e.scale === undefined) {
     if (e.zero_point !== undefined || e.block_size !== undefined) {
       throw new TypeError(
@@ -738,18 +866,17 @@ function readQuant(
     }
     return undefined;
   }
-  const scale = readScale(modelId, name, e.scale, "scale");
-  const zp = e.zero_point === undefined
-    ? undefined
-    : readScale(modelId, name, e.zero_point, "zero_point");
-  const q: QuantParams = { scale };
-  if (zp !== undefined) q.zeroPoint = zp;
+  const q: PendingQuant = {
+    scale: scaleEntry(d, modelId, name, e.scale, "scale"),
+  };
+  if (e.zero_point !== undefined) {
+    q.zeroPoint = scaleEntry(d, modelId, name, e.zero_point, "zero_point");
+  }
   const count = shape.reduce((a, b) => a * b, 1);
-  const arrays = [scale, zp].filter((x) =>
-    x instanceof Float32Array
-  ) as Float32Array[];
-  if (e.block_size !== undefined) {
-    const bs = e.block_size;
+  const lengths = [lengthOf(q.scale), q.zeroPoint && lengthOf(q.zeroPoint)]
+    .filter((x) => x !== undefined) as number[];
+  const bs = restoreLongStrings(e.block_size, d.blobs);
+  if (bs !== undefined) {
     if (typeof bs !== "number" || !Number.isSafeInteger(bs) || bs < 1) {
       throw new TypeError(
         `Cannot read ${
@@ -759,17 +886,17 @@ function readQuant(
     }
     q.blockSize = bs;
     const blocks = Math.ceil(count / bs);
-    for (const a of arrays) {
-      if (a.length !== blocks) {
+    for (const n of lengths) {
+      if (n !== blocks) {
         throw new TypeError(
           `Cannot read ${
             where(modelId, name)
-          }: ${count} values in blocks of ${bs} need ${blocks} scales, got ${a.length}`,
+          }: ${count} values in blocks of ${bs} need ${blocks} scales, got ${n}`,
         );
       }
     }
-  } else if (arrays.length > 0) {
-    const axis = e.axis ?? 0;
+  } else if (lengths.length > 0) {
+    const axis = restoreLongStrings(e.axis, d.blobs) ?? 0;
     if (
       typeof axis !== "number" || !Number.isInteger(axis) || axis < 0 ||
       axis >= shape.length
@@ -783,12 +910,12 @@ function readQuant(
       );
     }
     q.axis = axis;
-    for (const a of arrays) {
-      if (a.length !== shape[axis]) {
+    for (const n of lengths) {
+      if (n !== shape[axis]) {
         throw new TypeError(
           `Cannot read ${where(modelId, name)}: axis ${axis} has ${
             shape[axis]
-          } channels, got ${a.length} scales`,
+          } channels, got ${n} scales`,
         );
       }
     }
@@ -798,86 +925,140 @@ function readQuant(
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
-function readTensors(
+interface EntryPlan {
+  name: string;
+  dtype: DTypeName;
+  shape: number[];
+  data: Pending;
+  quant?: PendingQuant;
+  sha256?: string;
+}
+
+function planEntry(
+  d: Doc,
+  id: string,
+  name: string,
+  e: unknown,
+): EntryPlan {
+  if (!isObject(e)) {
+    throw new TypeError(
+      `Cannot read ${where(id, name)}: expected an entry object, got ${
+        shown(restoreLongStrings(e, d.blobs))
+      }`,
+    );
+  }
+  const dt = restoreLongStrings(e.dtype, d.blobs);
+  if (typeof dt !== "string") {
+    throw new TypeError(
+      `Cannot read ${where(id, name)}: "dtype" must be a string, got ${
+        shown(dt)
+      }`,
+    );
+  }
+  let dtype: DTypeName;
+  try {
+    dtype = dtypeInfo(dt).name;
+  } catch {
+    throw new UnsupportedDTypeError(
+      dt,
+      `${where(id, name)} has a dtype this reader does not know`,
+    );
+  }
+  const shape = readShape(id, name, e.shape);
+  const data = pendingData(d, id, name, dtype, shape, e.data);
+  const quant = readQuant(d, id, name, e, shape);
+  const sha = restoreLongStrings(e.sha256, d.blobs);
+  if (sha !== undefined && (typeof sha !== "string" || !SHA256_HEX.test(sha))) {
+    throw new TypeError(
+      `Cannot read ${
+        where(id, name)
+      }: "sha256" must be 64 lower-case hex digits, got ${shown(sha)}`,
+    );
+  }
+  return { name, dtype, shape, data, quant, sha256: sha };
+}
+
+async function readTensors(
+  d: Doc,
   id: string,
   weights: Record<string, unknown>,
   verify: boolean,
-  checks: Promise<void>[],
-): Tensor[] {
-  if (weights.encoding !== "base64") {
+): Promise<Tensor[]> {
+  const encoding = restoreLongStrings(weights.encoding, d.blobs);
+  if (encoding !== "base64") {
     throw new TypeError(
       `Cannot read model "${id}": weights.encoding must be "base64", got ${
-        shown(weights.encoding)
+        shown(encoding)
       }`,
     );
   }
   if (!isObject(weights.tensors)) {
     throw new TypeError(
       `Cannot read model "${id}": weights.tensors must be an object of tensor entries, got ${
-        shown(weights.tensors)
+        shown(restoreLongStrings(weights.tensors, d.blobs))
       }`,
     );
   }
-  const out: Tensor[] = [];
-  for (const [name, e] of Object.entries(weights.tensors)) {
-    if (!isObject(e)) {
-      throw new TypeError(
-        `Cannot read ${where(id, name)}: expected an entry object, got ${
-          shown(e)
-        }`,
-      );
+  // Check every entry before decoding any, then decode into one buffer.
+  const plans = Object.entries(weights.tensors).map(([name, e]) =>
+    planEntry(d, id, name, e)
+  );
+  const pending: Pending[] = [];
+  for (const p of plans) {
+    pending.push(p.data);
+    if (p.quant && typeof p.quant.scale !== "number") {
+      pending.push(p.quant.scale);
     }
-    if (typeof e.dtype !== "string") {
-      throw new TypeError(
-        `Cannot read ${where(id, name)}: "dtype" must be a string, got ${
-          shown(e.dtype)
-        }`,
-      );
+    if (p.quant?.zeroPoint && typeof p.quant.zeroPoint !== "number") {
+      pending.push(p.quant.zeroPoint);
     }
-    let dtype: DTypeName;
-    try {
-      dtype = dtypeInfo(e.dtype).name;
-    } catch {
-      throw new UnsupportedDTypeError(
-        e.dtype,
-        `${where(id, name)} has a dtype this reader does not know`,
-      );
-    }
-    const shape = readShape(id, name, e.shape);
-    const bytes = decodeData(id, name, dtype, shape, e.data);
-    const quant = readQuant(id, name, e, shape);
-    if (e.sha256 !== undefined) {
-      if (typeof e.sha256 !== "string" || !SHA256_HEX.test(e.sha256)) {
-        throw new TypeError(
-          `Cannot read ${
-            where(id, name)
-          }: "sha256" must be 64 lower-case hex digits, got ${shown(e.sha256)}`,
-        );
-      }
-      const expected = e.sha256;
-      if (verify) {
-        checks.push(
-          sha256(bytes).then((actual) => {
-            if (actual !== expected) {
-              throw new ChecksumError(id, name, expected, actual);
-            }
-          }),
-        );
-      }
-    }
-    out.push(
-      quant ? { name, dtype, shape, bytes, quant } : {
-        name,
-        dtype,
-        shape,
-        bytes,
-      },
-    );
   }
+  const decoded = new Map<Pending, Uint8Array>();
+  const checks: Promise<void>[] = [];
+  const hashOf = new Map<Pending, EntryPlan>();
+  if (verify) {
+    for (const p of plans) if (p.sha256 !== undefined) hashOf.set(p.data, p);
+  }
+  // Each hash starts as soon as its tensor is decoded, so it runs (off the
+  // main thread, where the platform does that) while the next one decodes.
+  decodeAll(id, pending, (i, view) => {
+    decoded.set(pending[i], view);
+    const plan = hashOf.get(pending[i]);
+    if (plan) {
+      const expected = plan.sha256!;
+      checks.push(
+        sha256(view).then((actual) => {
+          if (actual !== expected) {
+            throw new ChecksumError(id, plan.name, expected, actual);
+          }
+        }),
+      );
+    }
+  });
+  const f32 = (x: number | Pending): number | Float32Array => {
+    if (typeof x === "number") return x;
+    const b = decoded.get(x)!;
+    return new Float32Array(b.buffer, b.byteOffset, x.shape[0]);
+  };
+  const out: Tensor[] = [];
+  for (const p of plans) {
+    const bytes = decoded.get(p.data)!;
+    const t: Tensor = { name: p.name, dtype: p.dtype, shape: p.shape, bytes };
+    if (p.quant) {
+      const q: QuantParams = { scale: f32(p.quant.scale) };
+      if (p.quant.zeroPoint !== undefined) q.zeroPoint = f32(p.quant.zeroPoint);
+      if (p.quant.axis !== undefined) q.axis = p.quant.axis;
+      if (p.quant.blockSize !== undefined) q.blockSize = p.quant.blockSize;
+      t.quant = q;
+    }
+    out.push(t);
+  }
+  await Promise.all(checks);
   return out;
 }
 
 async function readModel(
+  d: Doc,
   entry: Record<string, unknown>,
   id: string,
   version: number,
@@ -887,48 +1068,51 @@ async function readModel(
   if (!isObject(weights)) {
     throw new TypeError(
       `Cannot read model "${id}": "weights" must be an object, got ${
-        shown(weights)
+        shown(restoreLongStrings(weights, d.blobs))
       }`,
     );
   }
   if (weights.fmt !== undefined) {
-    return readLoomModel(entry, id, options.loom);
+    return readLoomModel(
+      restoreLongStrings(entry, d.blobs) as Record<string, unknown>,
+      id,
+      options.loom,
+    );
   }
   if (version !== BUNDLE_VERSION) {
     throw new TypeError(
       `Cannot read model "${id}": unknown version ${version} for modelhost weights (version ${LOOM_VERSION} is only used by Loom's "fmt" weights)`,
     );
   }
-  if (entry.cfg !== undefined && !isObject(entry.cfg)) {
+  const cfg = restoreLongStrings(entry.cfg, d.blobs);
+  if (cfg !== undefined && !isObject(cfg)) {
     throw new TypeError(
-      `Cannot read model "${id}": "cfg" must be an object, got ${
-        shown(entry.cfg)
-      }`,
+      `Cannot read model "${id}": "cfg" must be an object, got ${shown(cfg)}`,
     );
   }
-  if (entry.metadata !== undefined && !isObject(entry.metadata)) {
+  const metadata = restoreLongStrings(entry.metadata, d.blobs);
+  if (metadata !== undefined && !isObject(metadata)) {
     throw new TypeError(
       `Cannot read model "${id}": "metadata" must be an object, got ${
-        shown(entry.metadata)
+        shown(metadata)
       }`,
     );
   }
-  const checks: Promise<void>[] = [];
-  const tensors = readTensors(id, weights, options.verify ?? true, checks);
-  await Promise.all(checks);
+  const tensors = await readTensors(d, id, weights, options.verify ?? true);
   const model: Model = {
     id,
-    metadata: (entry.metadata as Record<string, unknown>) ?? {},
+    metadata: metadata ?? {},
     tensors: memoryTensorIndex(tensors),
   };
-  if (entry.cfg !== undefined) model.config = entry.cfg as NetworkConfig;
+  if (cfg !== undefined) model.config = cfg as NetworkConfig;
   return model;
 }
 
 /**
  * Reads a bundle from its text or bytes. Tensors keep their stored dtype
  * (with their scales); `toFloat32` or a network built from them widens to
- * F32. Checksums are verified before this resolves.
+ * F32. The tensors of one model are views into one buffer. Checksums are
+ * verified before this resolves.
  *
  * @param input The JSON text, or its UTF-8 bytes.
  * @param id When given, only this model is decoded and returned.
@@ -961,9 +1145,9 @@ export async function loadBundle(
   id?: string,
   options: LoadBundleOptions = {},
 ): Promise<BundleFile> {
-  const doc = parseDocument(textOf(input));
-  const entries = doc.models as unknown[];
-  const ids = entries.map(modelId);
+  const d = parseDocument(textOf(input));
+  const entries = d.doc.models as unknown[];
+  const ids = entries.map((e, i) => modelId(d, e, i));
   const seen = new Set<string>();
   for (const x of ids) {
     if (seen.has(x)) {
@@ -982,11 +1166,11 @@ export async function loadBundle(
       );
     }
   }
-  const version = doc.version as number;
+  const version = d.doc.version as number;
   const models: Model[] = [];
   for (const [e, x] of chosen) {
     models.push(
-      await readModel(e as Record<string, unknown>, x, version, options),
+      await readModel(d, e as Record<string, unknown>, x, version, options),
     );
   }
   return { format: "bundle", version, models };
@@ -1008,8 +1192,8 @@ export async function loadBundle(
  * ```
  */
 export function bundleModelIds(input: string | Uint8Array): string[] {
-  const doc = parseDocument(textOf(input));
-  return (doc.models as unknown[]).map(modelId);
+  const d = parseDocument(textOf(input));
+  return (d.doc.models as unknown[]).map((e, i) => modelId(d, e, i));
 }
 
 // ---------------------------------------------------------------- plugin

@@ -20,8 +20,8 @@
 
 import type { ModelFile } from "../core/model.ts";
 import {
-  type BundleFile,
   bundleBytes,
+  type BundleFile,
   type BundleModelInput,
   loadBundle,
   type LoadBundleOptions,
@@ -91,7 +91,9 @@ export async function loadBundleFile(
   } catch (e) {
     if (e instanceof Error && e.message.startsWith("Cannot read bundle:")) {
       const Ctor = e.constructor as new (msg: string) => Error;
-      throw new Ctor(e.message.replace("Cannot read bundle:", `Cannot read ${path}:`));
+      throw new Ctor(
+        e.message.replace("Cannot read bundle:", `Cannot read ${path}:`),
+      );
     }
     throw e;
   }

@@ -30,7 +30,10 @@ import {
   loadBundle,
   saveBundle,
 } from "../../formats/bundle.ts";
-import { parseJsonWithLongStrings } from "../../formats/_json.ts";
+import {
+  parseJsonWithLongStrings,
+  splitLongStrings,
+} from "../../formats/_json.ts";
 import { defaultRegistry } from "../../mod.ts";
 
 // References written by tests/gen_bundle_vectors.py (NumPy 1.24, PyTorch 1.13).
@@ -89,7 +92,10 @@ Deno.test("writer: a bundle written by Python in the canonical form loads and sa
   assertStrictEquals(await saveBundle(file), V.python_bundle);
   // The same from bytes, and for one model picked by id.
   const bytes = new TextEncoder().encode(V.python_bundle);
-  assertStrictEquals(await saveBundle(await loadBundle(bytes)), V.python_bundle);
+  assertStrictEquals(
+    await saveBundle(await loadBundle(bytes)),
+    V.python_bundle,
+  );
   const dec = await loadBundle(V.python_bundle, "decoder");
   assertEquals(dec.models.length, 1);
   assertEquals(dec.models[0].config?.layers[0].activation, "tanh");
@@ -138,7 +144,10 @@ Deno.test("writer: keys are sorted in every object below the top level, and no w
   const doc = JSON.parse(text);
   assertEquals(Object.keys(doc), ["type", "version", "models"]);
   check(doc.models, "models");
-  assert(!/\s/.test(text.slice(0, -1)), "no whitespace before the final newline");
+  assert(
+    !/\s/.test(text.slice(0, -1)),
+    "no whitespace before the final newline",
+  );
   assertEquals(doc.models[0].metadata.provenance, { git_commit: "x", seed: 1 });
 });
 
@@ -163,7 +172,9 @@ Deno.test("writer: output depends only on the input; created is written only whe
 });
 
 Deno.test("F16 and BF16 storage holds exactly the codes NumPy and PyTorch produce", async () => {
-  for (const [dtype, ref] of [["F16", V.f16_bits], ["BF16", V.bf16_bits]] as const) {
+  for (
+    const [dtype, ref] of [["F16", V.f16_bits], ["BF16", V.bf16_bits]] as const
+  ) {
     const { back } = await roundTrip(tensor("x", INPUT), dtype);
     assertEquals(back.dtype, dtype);
     const codes = new Uint16Array(back.bytes.buffer, back.bytes.byteOffset, 64);
@@ -268,8 +279,16 @@ Deno.test("every storable dtype from F32: lossless ones exact, lossy ones within
 
 Deno.test("storage choices: per tensor by function, per channel I8, symmetric U8, F4 block size", async () => {
   const rng = createRng(5);
-  const w = tensor("layers.0.weight", new Float32Array(64).map(() => rng.normal()), [4, 16]);
-  const b = tensor("layers.0.bias", new Float32Array(4).map(() => rng.normal()), [4]);
+  const w = tensor(
+    "layers.0.weight",
+    new Float32Array(64).map(() => rng.normal()),
+    [4, 16],
+  );
+  const b = tensor(
+    "layers.0.bias",
+    new Float32Array(4).map(() => rng.normal()),
+    [4],
+  );
   const text = await saveBundle([{ id: "m", tensors: [w, b] }], {
     dtype: (info) =>
       info.name.endsWith(".bias")
@@ -308,8 +327,15 @@ Deno.test("reloaded networks compute exactly what the original computes (F32 bit
   };
   const weights = initNetwork(reg, cfg, 11);
   const original = buildNetwork(reg, cfg, weights);
-  const x = floatTensor(new Float32Array(24).map((_, i) => Math.sin(i)), [3, 8]);
-  const text = await saveBundle([{ id: "net", config: original.config, tensors: weights }]);
+  const x = floatTensor(new Float32Array(24).map((_, i) => Math.sin(i)), [
+    3,
+    8,
+  ]);
+  const text = await saveBundle([{
+    id: "net",
+    config: original.config,
+    tensors: weights,
+  }]);
   const [m] = (await loadBundle(text)).models;
   const again = buildNetwork(reg, m.config, await loadAllTensors(m.tensors));
   assertEquals(again.forward(x).data, original.forward(x).data);
@@ -345,7 +371,9 @@ Deno.test("multi-model: ids pick one model; a missing id lists the ids present",
 async function oneTensorBundle(): Promise<string> {
   return await saveBundle([{
     id: "enc",
-    tensors: [tensor("layers.0.weight", new Float32Array(128).fill(0.5), [16, 8])],
+    tensors: [
+      tensor("layers.0.weight", new Float32Array(128).fill(0.5), [16, 8]),
+    ],
   }]);
 }
 
@@ -381,18 +409,24 @@ Deno.test("bad input: not JSON, wrong type, unknown version — typed errors", a
     TypeError,
     'Cannot read model "enc": unknown version 2',
   );
-  await assertRejects(() => loadBundle("[1, 2]"), TypeError, "expected a JSON object");
+  await assertRejects(
+    () => loadBundle("[1, 2]"),
+    TypeError,
+    "expected a JSON object",
+  );
 });
 
 Deno.test("bad input: bad base64, wrong length, checksum mismatch, unknown dtype — each names model and tensor", async () => {
   const good = await oneTensorBundle();
   await assertRejects(
-    () => loadBundle(edit(good, (e) => e.data = "$" + (e.data as string).slice(1))),
+    () =>
+      loadBundle(edit(good, (e) => e.data = "$" + (e.data as string).slice(1))),
     SyntaxError,
     'tensor "layers.0.weight" of model "enc": "data" is not valid base64',
   );
   await assertRejects(
-    () => loadBundle(edit(good, (e) => e.data = (e.data as string).slice(0, -8))),
+    () =>
+      loadBundle(edit(good, (e) => e.data = (e.data as string).slice(0, -8))),
     RangeError,
     'tensor "layers.0.weight" of model "enc": F32 [16, 8] needs 512 bytes, "data" holds 507',
   );
@@ -429,7 +463,11 @@ Deno.test("bad input: bad base64, wrong length, checksum mismatch, unknown dtype
     '"shape" must be an array of non-negative integers',
   );
   await assertRejects(
-    () => loadBundle(edit(good, (e) => e.scale = { dtype: "F32", shape: [3], data: "AAAAAAAAAAAAAAAA" })),
+    () =>
+      loadBundle(
+        edit(good, (e) =>
+          e.scale = { dtype: "F32", shape: [3], data: "AAAAAAAAAAAAAAAA" }),
+      ),
     TypeError,
     "axis 0 has 16 channels, got 3 scales",
   );
@@ -445,7 +483,12 @@ Deno.test("bad input: a shape far larger than the data is refused before allocat
 });
 
 Deno.test("writer errors name the model and tensor", async () => {
-  const bad: Tensor = { name: "w", dtype: "F32", shape: [4], bytes: new Uint8Array(12) };
+  const bad: Tensor = {
+    name: "w",
+    dtype: "F32",
+    shape: [4],
+    bytes: new Uint8Array(12),
+  };
   await assertRejects(
     () => saveBundle([{ id: "m", tensors: [bad] }]),
     RangeError,
@@ -453,14 +496,18 @@ Deno.test("writer errors name the model and tensor", async () => {
   );
   await assertRejects(
     () =>
-      saveBundle([{ id: "m", tensors: [tensor("w", new Float32Array([NaN, 1]))] }], {
+      saveBundle([{
+        id: "m",
+        tensors: [tensor("w", new Float32Array([NaN, 1]))],
+      }], {
         dtype: "I8",
       }),
     TypeError,
     'Cannot store tensor "w" of model "m" as I8',
   );
   await assertRejects(
-    () => saveBundle([{ id: "m", metadata: { when: new Date(0) }, tensors: [] }]),
+    () =>
+      saveBundle([{ id: "m", metadata: { when: new Date(0) }, tensors: [] }]),
     TypeError,
     "metadata.when: a Date is not a JSON value",
   );
@@ -477,7 +524,7 @@ Deno.test("long-string parsing gives exactly what JSON.parse gives", () => {
   const long = "A".repeat(5000);
   const cases = [
     { a: long, b: [long, { c: long }], "\u0000": "\u00001", d: "x\u0000y" },
-    { escaped: "\"quoted\\" + long + "\n\u2028" + long, n: 1.5e-7 },
+    { escaped: '"quoted\\' + long + "\n\u2028" + long, n: 1.5e-7 },
     { [long]: long, key: long },
     [long, long],
     { a: "\\u0000" + long },
@@ -487,6 +534,12 @@ Deno.test("long-string parsing gives exactly what JSON.parse gives", () => {
       assertEquals(parseJsonWithLongStrings(text), JSON.parse(text));
     }
   }
+  // The fast path is taken: the skeleton is small and parses on its own.
+  const text = JSON.stringify({ a: long, b: { c: long }, d: "short" });
+  const split = splitLongStrings(text)!;
+  assertEquals(split.blobs, [long, long]);
+  assert(split.skeleton.length < 100, split.skeleton);
+  JSON.parse(split.skeleton);
   let threw: unknown;
   try {
     parseJsonWithLongStrings(`{"a": "${long}", "b": }`);
@@ -499,10 +552,20 @@ Deno.test("long-string parsing gives exactly what JSON.parse gives", () => {
 Deno.test("detect: our output and Loom's indented header are bundles; other JSON is not", async () => {
   const enc = new TextEncoder();
   assert(detectBundle(enc.encode(await oneTensorBundle())));
-  assert(detectBundle(enc.encode('{\n  "type": "modelhost/bundle",\n  "version": 2,')));
-  assert(detectBundle(enc.encode('\uFEFF{"version": 1, "type": "modelhost/bundle"}')));
+  assert(
+    detectBundle(
+      enc.encode('{\n  "type": "modelhost/bundle",\n  "version": 2,'),
+    ),
+  );
+  assert(
+    detectBundle(
+      enc.encode('\uFEFF{"version": 1, "type": "modelhost/bundle"}'),
+    ),
+  );
   assert(!detectBundle(enc.encode('{"type": "other"}')));
-  assert(!detectBundle(enc.encode('{"models": [], "type": "modelhost/bundle"}')));
+  assert(
+    !detectBundle(enc.encode('{"models": [], "type": "modelhost/bundle"}')),
+  );
   assert(!detectBundle(new Uint8Array([0x47, 0x47, 0x55, 0x46])));
 });
 
@@ -512,10 +575,14 @@ Deno.test("plugin: found by extension and by content; read and write match the s
   const text = await oneTensorBundle();
   const bytes = new TextEncoder().encode(text);
   assertEquals(reg.detect(bytes.subarray(0, 64))?.name, "bundle");
-  const file = await bundleFormat.read!(memorySource(bytes, "mem"), { id: "enc" });
+  const file = await bundleFormat.read!(memorySource(bytes, "mem"), {
+    id: "enc",
+  });
   assertEquals(file.models.map((m) => m.id), ["enc"]);
   const chunks: Uint8Array[] = [];
-  for await (const c of bundleFormat.write!(file) as AsyncIterable<Uint8Array>) {
+  for await (
+    const c of bundleFormat.write!(file) as AsyncIterable<Uint8Array>
+  ) {
     chunks.push(c);
   }
   const joined = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
@@ -528,10 +595,46 @@ Deno.test("saving accepts a TensorIndex, a Map or a list, and a ModelFile", asyn
   const a = tensor("a", new Float32Array([1, 2]));
   const b = tensor("b", new Float32Array([3]));
   const fromList = await saveBundle([{ id: "m", tensors: [b, a] }]);
-  const fromMap = await saveBundle([{ id: "m", tensors: new Map([["b", b], ["a", a]]) }]);
+  const fromMap = await saveBundle([{
+    id: "m",
+    tensors: new Map([["b", b], ["a", a]]),
+  }]);
   const fromIndex = await saveBundle({
     models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([a, b]) }],
   });
   assertStrictEquals(fromMap, fromList);
   assertStrictEquals(fromIndex, fromList);
+});
+
+Deno.test("long values: escaped base64, long scale arrays and long metadata strings read like JSON.parse would", async () => {
+  const rng = createRng(3);
+  const big = tensor("w", new Float32Array(65536).map(() => rng.normal()), [
+    256,
+    256,
+  ]);
+  const note = 'line\n"quoted" é \u2028 '.repeat(500); // escapes in a long string
+  const text = await saveBundle([{
+    id: "m",
+    metadata: { note },
+    tensors: [big],
+  }], {
+    dtype: "F4",
+  });
+  const [m] = (await loadBundle(text)).models;
+  assertEquals(m.metadata.note, note);
+  const t = await m.tensors.load("w");
+  assertEquals((t.quant!.scale as Float32Array).length, 2048);
+  assertStrictEquals(await saveBundle(await loadBundle(text)), text);
+  // A writer may escape any character of a JSON string, base64 included.
+  const half = tensor("h", new Float32Array(2048).fill(0.5));
+  const plain = await saveBundle([{ id: "m", tensors: [half] }]);
+  const escaped = plain.replace(/"data":"A/, '"data":"\\u0041');
+  assert(escaped !== plain && splitLongStrings(escaped)!.blobs.length === 1);
+  const e = await loadBundle(escaped);
+  assertEquals(toFloat32(await e.models[0].tensors.load("h")), toFloat32(half));
+  await assertRejects(
+    () => loadBundle(plain.replace(/"data":"A/, '"data":"\\u0024')),
+    SyntaxError,
+    'tensor "h" of model "m": "data" is not valid base64',
+  );
 });
