@@ -21,6 +21,15 @@
 
 import type { LayerPlugin } from "../core/plugin.ts";
 import { dense } from "./dense.ts";
+import { embedding } from "./embedding.ts";
+import { layerNormLayer } from "./layer_norm.ts";
+import { rmsNormLayer } from "./rms_norm.ts";
+import { softmaxLayer } from "./softmax.ts";
+import { swiglu } from "./swiglu.ts";
+import { sequential } from "./sequential.ts";
+import { residual } from "./residual.ts";
+import { kmeans } from "./kmeans.ts";
+import { parallel } from "./parallel.ts";
 
 export * from "../core/network.ts";
 export {
@@ -29,6 +38,40 @@ export {
   dense,
   type DenseConfig,
 } from "./dense.ts";
+export {
+  applySoftmax,
+  parseSoftmaxFields,
+  SOFTMAX_VARIANTS,
+  type SoftmaxConfig,
+  softmaxFieldsJSON,
+  softmaxLayer,
+  type SoftmaxVariant,
+} from "./softmax.ts";
+export { type LayerNormConfig, layerNormLayer } from "./layer_norm.ts";
+export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
+export { embedding, type EmbeddingConfig } from "./embedding.ts";
+export { swiglu, type SwigluConfig } from "./swiglu.ts";
+export { sequential, type SequentialConfig } from "./sequential.ts";
+export { residual, type ResidualConfig } from "./residual.ts";
+export {
+  DISTANCE_METRICS,
+  type DistanceMetric,
+  fitKMeans,
+  type FitOptions,
+  type FitResult,
+  kmeans,
+  KMEANS_OUTPUT_MODES,
+  type KMeansConfig,
+  type KMeansOutputMode,
+  kmeansPlusPlus,
+} from "./kmeans.ts";
+export {
+  COMBINE_MODES,
+  type CombineMode,
+  type GridPosition,
+  parallel,
+  type ParallelConfig,
+} from "./parallel.ts";
 
 /**
  * Every built-in layer plugin, in listing order.
@@ -41,4 +84,13 @@ export {
  */
 export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   dense,
+  softmaxLayer,
+  layerNormLayer,
+  rmsNormLayer,
+  embedding,
+  swiglu,
+  sequential,
+  residual,
+  kmeans,
+  parallel,
 ] as LayerPlugin<unknown>[];

@@ -1,0 +1,98 @@
+/**
+ * Normalization kernels (scalar reference versions), per row of a
+ * `rows × cols` array, statistics in double precision.
+ *
+ * @module
+ */
+
+function check(x: Float32Array, rows: number, cols: number, what: string) {
+  if (x.length !== rows * cols) {
+    throw new RangeError(
+      `Cannot apply ${what}: ${x.length} values do not form ${rows} rows × ${cols} columns`,
+    );
+  }
+}
+
+/**
+ * Layer normalization: `(x − mean) / √(var + ε) · weight + bias` per row,
+ * with the biased variance (as PyTorch's `LayerNorm`).
+ *
+ * @param x Input, row-major.
+ * @param rows Number of rows.
+ * @param cols Features per row.
+ * @param weight Per-feature scale (length `cols`).
+ * @param bias Per-feature shift (length `cols`), or undefined for none.
+ * @param epsilon Added to the variance.
+ * @returns The normalized rows.
+ *
+ * @example
+ * ```ts
+ * import { layerNorm } from "./norms.ts";
+ * const y = layerNorm(new Float32Array([1, 3]), 1, 2, new Float32Array([1, 1]), undefined, 0);
+ * console.assert(y[0] === -1 && y[1] === 1);
+ * ```
+ */
+export function layerNorm(
+  x: Float32Array,
+  rows: number,
+  cols: number,
+  weight: Float32Array,
+  bias: Float32Array | undefined,
+  epsilon: number,
+): Float32Array {
+  check(x, rows, cols, "layer norm");
+  const out = new Float32Array(x.length);
+  for (let r = 0; r < rows; r++) {
+    const o = r * cols;
+    let mean = 0;
+    for (let i = 0; i < cols; i++) mean += x[o + i];
+    mean /= cols;
+    let v = 0;
+    for (let i = 0; i < cols; i++) {
+      const d = x[o + i] - mean;
+      v += d * d;
+    }
+    const inv = 1 / Math.sqrt(v / cols + epsilon);
+    for (let i = 0; i < cols; i++) {
+      const n = (x[o + i] - mean) * inv * weight[i];
+      out[o + i] = bias ? n + bias[i] : n;
+    }
+  }
+  return out;
+}
+
+/**
+ * RMS normalization: `x / √(mean(x²) + ε) · weight` per row (Llama's RMSNorm).
+ *
+ * @param x Input, row-major.
+ * @param rows Number of rows.
+ * @param cols Features per row.
+ * @param weight Per-feature scale (length `cols`).
+ * @param epsilon Added to the mean square.
+ * @returns The normalized rows.
+ *
+ * @example
+ * ```ts
+ * import { rmsNorm } from "./norms.ts";
+ * const y = rmsNorm(new Float32Array([3, 4]), 1, 2, new Float32Array([1, 2]), 0);
+ * console.assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
+ * ```
+ */
+export function rmsNorm(
+  x: Float32Array,
+  rows: number,
+  cols: number,
+  weight: Float32Array,
+  epsilon: number,
+): Float32Array {
+  check(x, rows, cols, "RMS norm");
+  const out = new Float32Array(x.length);
+  for (let r = 0; r < rows; r++) {
+    const o = r * cols;
+    let ss = 0;
+    for (let i = 0; i < cols; i++) ss += x[o + i] * x[o + i];
+    const inv = 1 / Math.sqrt(ss / cols + epsilon);
+    for (let i = 0; i < cols; i++) out[o + i] = x[o + i] * inv * weight[i];
+  }
+  return out;
+}

@@ -1,0 +1,131 @@
+/**
+ * The `embedding` layer: looks up one row of `weight` `[vocab_size,
+ * embedding_dim]` per token id. The input holds token ids stored as floats
+ * (shape `[batch, seq]` or `[seq]`); the output appends `embedding_dim`.
+ * An id that is not an integer in [0, vocab_size) throws `RangeError`.
+ *
+ * Fields: `vocab_size`, `embedding_dim` (both required). Init draws the
+ * weights from N(0, 1), as PyTorch's `Embedding` does.
+ *
+ * @example
+ * ```ts
+ * import { buildNetwork } from "../core/network.ts";
+ * import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
+ * import { createRegistry } from "../registry.ts";
+ * import { embedding } from "./embedding.ts";
+ * const reg = createRegistry().use(embedding);
+ * const w = tensorFromF32("layers.0.weight", new Float32Array([0, 0, 1, 2, 3, 4]), [3, 2]);
+ * const net = buildNetwork(reg, { layers: [{ type: "embedding", vocab_size: 3, embedding_dim: 2 }] }, new Map([[w.name, w]]));
+ * const y = net.forward(floatTensor(new Float32Array([2, 1]), [2]));
+ * console.assert(y.shape.join() === "2,2" && y.data[0] === 3 && y.data[3] === 2);
+ * ```
+ *
+ * @module
+ */
+
+import { dtypeInfo } from "../core/dtypes.ts";
+import type { LayerPlugin } from "../core/plugin.ts";
+import { floatTensor, type Tensor } from "../core/tensor.ts";
+import { layerFields, positiveInt } from "./_fields.ts";
+
+/** Normalized config of an `embedding` layer. */
+export interface EmbeddingConfig {
+  /** Where the layer sits, for messages. */
+  path: string;
+  /** Number of rows (token ids 0 … vocab_size − 1). */
+  vocabSize: number;
+  /** Width of one row. */
+  embeddingDim: number;
+}
+
+/** Reads row `id` of a `[vocab, dim]` table in any dtype, widening only that row. */
+function rowReader(
+  t: Tensor,
+  dim: number,
+  widenAll: () => Float32Array,
+): (id: number) => Float32Array {
+  const info = dtypeInfo(t.dtype);
+  if (
+    t.quant || !info.toF32 || dim % info.blockSize !== 0 ||
+    (t.dtype === "F32" && t.bytes.byteOffset % 4 === 0)
+  ) {
+    const all = widenAll();
+    return (id) => all.subarray(id * dim, (id + 1) * dim);
+  }
+  const rowBytes = (dim / info.blockSize) * info.blockBytes;
+  return (id) =>
+    info.toF32!(t.bytes.subarray(id * rowBytes, (id + 1) * rowBytes), dim);
+}
+
+/**
+ * The `embedding` layer plugin.
+ *
+ * @example
+ * ```ts
+ * import { embedding } from "./embedding.ts";
+ * console.assert(embedding.type === "embedding");
+ * ```
+ */
+export const embedding: LayerPlugin<EmbeddingConfig> = {
+  kind: "layer",
+  type: "embedding",
+  description: "Token id → row of a [vocab_size, embedding_dim] table",
+  parse(json, ctx) {
+    const o = layerFields(json, ctx, "embedding", [
+      "vocab_size",
+      "embedding_dim",
+    ]);
+    return {
+      path: ctx.path,
+      vocabSize: positiveInt(o, "vocab_size", ctx.path),
+      embeddingDim: positiveInt(o, "embedding_dim", ctx.path),
+    };
+  },
+  // The input holds ids, not features: its size says nothing about the layer.
+  inputSize: () => undefined,
+  outputSize: (cfg) => cfg.embeddingDim,
+  toJSON: (cfg) => ({
+    type: "embedding",
+    vocab_size: cfg.vocabSize,
+    embedding_dim: cfg.embeddingDim,
+  }),
+  params: (cfg) => [
+    {
+      name: "weight",
+      shape: [cfg.vocabSize, cfg.embeddingDim],
+      init: "normal",
+    },
+  ],
+  init(cfg, rng) {
+    const w = new Float32Array(cfg.vocabSize * cfg.embeddingDim);
+    for (let i = 0; i < w.length; i++) w[i] = rng.normal();
+    return new Map([["weight", w]]);
+  },
+  build(cfg, weights) {
+    const shape = [cfg.vocabSize, cfg.embeddingDim];
+    const t = weights.get("weight", shape);
+    const row = rowReader(
+      t,
+      cfg.embeddingDim,
+      () => weights.getF32("weight", shape),
+    );
+    return {
+      forward(x) {
+        const n = x.data.length, d = cfg.embeddingDim;
+        const out = new Float32Array(n * d);
+        for (let i = 0; i < n; i++) {
+          const id = x.data[i];
+          if (!Number.isInteger(id) || id < 0 || id >= cfg.vocabSize) {
+            throw new RangeError(
+              `${cfg.path} (embedding): token id ${id} at index ${i} is ${
+                Number.isInteger(id) ? "out of range" : "not an integer"
+              }; ids must be integers in [0, ${cfg.vocabSize}) (vocab_size ${cfg.vocabSize})`,
+            );
+          }
+          out.set(row(id), i * d);
+        }
+        return floatTensor(out, [...x.shape, d]);
+      },
+    };
+  },
+};

@@ -1,0 +1,156 @@
+/**
+ * The `swiglu` layer, the Llama feed-forward block:
+ * `y = down_proj(silu(gate_proj(x)) ⊙ up_proj(x))`.
+ * Parameters `gate_proj.weight` `[hidden, d]`, `up_proj.weight`
+ * `[hidden, d]`, `down_proj.weight` `[d, hidden]` (+ `.bias` each when
+ * `bias` is true).
+ *
+ * Fields: `input_size` (d; inferred), `intermediate_size` (hidden; alias
+ * `hidden_size`), `bias` (default false).
+ *
+ * @example
+ * ```ts
+ * import { buildNetwork, initNetwork } from "../core/network.ts";
+ * import { floatTensor } from "../core/tensor.ts";
+ * import { createRegistry } from "../registry.ts";
+ * import { swiglu } from "./swiglu.ts";
+ * const reg = createRegistry().use(swiglu);
+ * const cfg = { input_size: 4, layers: [{ type: "swiglu", intermediate_size: 8 }] };
+ * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
+ * console.assert(net.forward(floatTensor(new Float32Array(8), [2, 4])).shape.join() === "2,4");
+ * ```
+ *
+ * @module
+ */
+
+import type { LayerPlugin, ParamSpec } from "../core/plugin.ts";
+import { floatTensor } from "../core/tensor.ts";
+import { linear } from "../kernels/linear.ts";
+import {
+  boolField,
+  checkFeatures,
+  fieldError,
+  layerFields,
+  optPositiveInt,
+  resolveSize,
+  rowsOf,
+} from "./_fields.ts";
+
+/** Normalized config of a `swiglu` layer. */
+export interface SwigluConfig {
+  /** Where the layer sits, for messages. */
+  path: string;
+  /** Model width d (input and output features). */
+  inputSize: number;
+  /** Hidden width of the gate/up projections. */
+  intermediateSize: number;
+  /** Whether the three projections have biases. */
+  bias: boolean;
+}
+
+const PROJ = ["gate_proj", "up_proj", "down_proj"] as const;
+
+/**
+ * The `swiglu` layer plugin.
+ *
+ * @example
+ * ```ts
+ * import { swiglu } from "./swiglu.ts";
+ * console.assert(swiglu.type === "swiglu");
+ * ```
+ */
+export const swiglu: LayerPlugin<SwigluConfig> = {
+  kind: "layer",
+  type: "swiglu",
+  description: "Gated feed-forward: down(silu(gate(x)) · up(x)) (Llama MLP)",
+  parse(json, ctx) {
+    const o = layerFields(json, ctx, "swiglu", [
+      "input_size",
+      "intermediate_size",
+      "hidden_size",
+      "bias",
+    ]);
+    const a = optPositiveInt(o, "intermediate_size", ctx.path);
+    const b = optPositiveInt(o, "hidden_size", ctx.path);
+    if (a !== undefined && b !== undefined && a !== b) {
+      throw fieldError(
+        ctx.path,
+        "hidden_size",
+        `expected ${a} (intermediate_size), got ${b}`,
+      );
+    }
+    const hidden = a ?? b;
+    if (hidden === undefined) {
+      throw fieldError(
+        ctx.path,
+        "intermediate_size",
+        "required: expected a positive integer",
+      );
+    }
+    return {
+      path: ctx.path,
+      inputSize: resolveSize(o, "input_size", ctx, ctx.inputSize),
+      intermediateSize: hidden,
+      bias: boolField(o, "bias", ctx.path, false),
+    };
+  },
+  inputSize: (cfg) => cfg.inputSize,
+  outputSize: (cfg) => cfg.inputSize,
+  toJSON: (cfg) => ({
+    type: "swiglu",
+    input_size: cfg.inputSize,
+    intermediate_size: cfg.intermediateSize,
+    bias: cfg.bias,
+  }),
+  params(cfg) {
+    const d = cfg.inputSize, h = cfg.intermediateSize;
+    const specs: ParamSpec[] = [];
+    for (const p of PROJ) {
+      const [o, i] = p === "down_proj" ? [d, h] : [h, d];
+      specs.push({ name: `${p}.weight`, shape: [o, i], init: "uniform" });
+      if (cfg.bias) {
+        specs.push({ name: `${p}.bias`, shape: [o] });
+      }
+    }
+    return specs;
+  },
+  init(cfg, rng) {
+    const d = cfg.inputSize, h = cfg.intermediateSize;
+    const out = new Map<string, Float32Array>();
+    for (const p of PROJ) {
+      const [o, i] = p === "down_proj" ? [d, h] : [h, d];
+      const bound = 1 / Math.sqrt(i);
+      const draw = (n: number) => {
+        const a = new Float32Array(n);
+        for (let k = 0; k < n; k++) a[k] = (2 * rng.next() - 1) * bound;
+        return a;
+      };
+      out.set(`${p}.weight`, draw(o * i));
+      if (cfg.bias) out.set(`${p}.bias`, draw(o));
+    }
+    return out;
+  },
+  build(cfg, weights) {
+    const d = cfg.inputSize, h = cfg.intermediateSize;
+    const gate = weights.get("gate_proj.weight", [h, d]);
+    const up = weights.get("up_proj.weight", [h, d]);
+    const down = weights.get("down_proj.weight", [d, h]);
+    const bias = (p: string, n: number) =>
+      cfg.bias ? weights.getF32(`${p}.bias`, [n]) : undefined;
+    const gb = bias("gate_proj", h), ub = bias("up_proj", h);
+    const db = bias("down_proj", d);
+    return {
+      forward(x) {
+        checkFeatures(x, d, cfg.path, "swiglu");
+        const rows = rowsOf(x);
+        const g = linear(x.data, rows, gate, gb);
+        const u = linear(x.data, rows, up, ub);
+        for (let i = 0; i < g.length; i++) {
+          const v = g[i];
+          g[i] = (v / (1 + Math.exp(-v))) * u[i];
+        }
+        return floatTensor(linear(g, rows, down, db), x.shape.slice());
+      },
+    };
+  },
+};
