@@ -442,7 +442,9 @@ function convertLayer(
         head_dim: hd,
         causal: true,
         rope_theta: num(def.rope_freq_base) ?? 10000,
-        rope_style: "interleaved",
+        // Loom's CPU forward rotates the two halves of each head (the
+        // GPT-NeoX / Hugging Face layout), not adjacent pairs.
+        rope_style: "neox",
         bias: true,
       };
       return { cfg, outputSize: d };
@@ -532,36 +534,32 @@ function convertParallel(
     branches.push(c.cfg);
     sizes.push(c.outputSize);
   });
-  let mode = typeof def.combine_mode === "string" && def.combine_mode !== ""
+  const mode = typeof def.combine_mode === "string" && def.combine_mode !== ""
     ? def.combine_mode
     : "concat";
   const cfg: LayerConfig = { type: "parallel", branches };
   const known = sizes.every((s) => s !== undefined) ? sizes as number[] : [];
   const sum = known.reduce((a, b) => a + b, 0);
   const max = known.reduce((a, b) => Math.max(a, b), 0);
-  if (mode === "filter") {
-    if (isObject(def.filter_gate)) {
-      const g = convertLayer(
-        ctx,
-        def.filter_gate,
-        undefined,
-        `${path}.filter_gate`,
-        `${scope}.gate`,
-        inputSize,
-      );
-      cfg.filter_gate = g.cfg;
-      if (typeof def.filter_softmax === "string" && def.filter_softmax) {
-        cfg.filter_softmax = LOOM_SOFTMAX[def.filter_softmax] ??
-          def.filter_softmax;
-      }
-      const t = num(def.filter_temperature);
-      if (t !== undefined) cfg.filter_temperature = t;
-    } else {
-      // Loom's saver drops the gate; its reloaded model mixes the experts
-      // with equal weights, which is the average.
-      mode = "avg";
+  if (mode === "filter" && isObject(def.filter_gate)) {
+    const g = convertLayer(
+      ctx,
+      def.filter_gate,
+      undefined,
+      `${path}.filter_gate`,
+      `${scope}.gate`,
+      inputSize,
+    );
+    cfg.filter_gate = g.cfg;
+    if (typeof def.filter_softmax === "string" && def.filter_softmax) {
+      cfg.filter_softmax = LOOM_SOFTMAX[def.filter_softmax] ??
+        def.filter_softmax;
     }
+    const t = num(def.filter_temperature);
+    if (t !== undefined) cfg.filter_temperature = t;
   }
+  // Without a gate (Loom's saver drops it) our filter mixes the experts with
+  // equal weights, zero-padded to the widest: what a reloaded Loom model does.
   cfg.combine_mode = mode;
   if (mode === "grid_scatter") {
     cfg.grid_positions = def.grid_positions;
