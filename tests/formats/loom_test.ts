@@ -23,7 +23,10 @@ interface Vectors {
   multi_precision: {
     input: number[];
     input_shape: number[];
-    dtypes: Record<string, { bundle: string; kernel: number[]; bias: number[]; output: number[] }>;
+    dtypes: Record<
+      string,
+      { bundle: string; kernel: number[]; bias: number[]; output: number[] }
+    >;
   };
 }
 const V: Vectors = JSON.parse(
@@ -31,7 +34,12 @@ const V: Vectors = JSON.parse(
 );
 const reg = defaultRegistry();
 
-function close(actual: Float32Array, expected: number[], tol: number, what: string): void {
+function close(
+  actual: Float32Array,
+  expected: number[],
+  tol: number,
+  what: string,
+): void {
   assertEquals(actual.length, expected.length, `${what}: length`);
   for (let i = 0; i < expected.length; i++) {
     const e = expected[i];
@@ -45,7 +53,8 @@ function close(actual: Float32Array, expected: number[], tol: number, what: stri
 async function run(c: Case, options = {}): Promise<Float32Array> {
   const [m] = (await loadBundle(c.bundle, undefined, { loom: options })).models;
   const net = buildNetwork(reg, m.config, await loadAllTensors(m.tensors));
-  return net.forward(floatTensor(new Float32Array(c.input), c.input_shape)).data;
+  return net.forward(floatTensor(new Float32Array(c.input), c.input_shape))
+    .data;
 }
 
 Deno.test("Loom: its own test config (dense leaky_relu → sigmoid, jsonModelB64) runs as NumPy computed", async () => {
@@ -59,12 +68,17 @@ Deno.test("Loom: its own test config (dense leaky_relu → sigmoid, jsonModelB64
     negative_slope: 0.1,
   });
   assertEquals(m.metadata.converted_from, "loom");
-  assertEquals((m.metadata.loom as Record<string, unknown>).fmt, "jsonModelB64");
+  assertEquals(
+    (m.metadata.loom as Record<string, unknown>).fmt,
+    "jsonModelB64",
+  );
   // The [in][out] kernel is stored transposed: weight[o][i] = kernel[i][o].
   const w = toFloat32(await m.tensors.load("layers.0.weight"));
   const k = V.example.kernel0;
   for (let i = 0; i < 8; i++) {
-    for (let o = 0; o < 16; o++) assertEquals(w[o * 8 + i], Math.fround(k[i * 16 + o]));
+    for (let o = 0; o < 16; o++) {
+      assertEquals(w[o * 8 + i], Math.fround(k[i * 16 + o]));
+    }
   }
 });
 
@@ -121,7 +135,8 @@ if (!hasAttention) {
   );
 }
 Deno.test({
-  name: "Loom: multi_head_attention (causal, half-split RoPE, [in][out] projections)",
+  name:
+    "Loom: multi_head_attention (causal, half-split RoPE, [in][out] projections)",
   ignore: !hasAttention,
   fn: async () => {
     close(await run(V.attention), V.attention.output, 1e-4, "attention");
@@ -141,12 +156,18 @@ Deno.test("Loom: multiPrecisionB64 (version 2) decodes every Loom dtype as Loom'
     const b = toFloat32(await m.tensors.load("layers.0.bias"));
     for (let i = 0; i < 6; i++) {
       for (let o = 0; o < 4; o++) {
-        assertEquals(w[o * 6 + i], Math.fround(c.kernel[i * 4 + o]), `${dt} kernel[${i}][${o}]`);
+        assertEquals(
+          w[o * 6 + i],
+          Math.fround(c.kernel[i * 4 + o]),
+          `${dt} kernel[${i}][${o}]`,
+        );
       }
     }
     assertEquals([...b], c.bias.map(Math.fround), `${dt} bias`);
     const net = buildNetwork(reg, m.config, await loadAllTensors(m.tensors));
-    const y = net.forward(floatTensor(new Float32Array(mp.input), mp.input_shape));
+    const y = net.forward(
+      floatTensor(new Float32Array(mp.input), mp.input_shape),
+    );
     close(y.data, c.output, 1e-5, `${dt} forward`);
     assertEquals((m.metadata.loom as Record<string, unknown>).dtype, dt);
   }
@@ -156,14 +177,26 @@ Deno.test("Loom: a converted model saves as a modelhost bundle and reloads to th
   const loom = await loadBundle(V.experts.bundle);
   const text = await saveBundle(loom);
   const again = (await loadBundle(text)).models[0];
-  const net = buildNetwork(reg, again.config, await loadAllTensors(again.tensors));
-  const y = net.forward(floatTensor(new Float32Array(V.experts.input), V.experts.input_shape));
+  const net = buildNetwork(
+    reg,
+    again.config,
+    await loadAllTensors(again.tensors),
+  );
+  const y = net.forward(
+    floatTensor(new Float32Array(V.experts.input), V.experts.input_shape),
+  );
   close(y.data, V.experts.output, 1e-5, "re-saved");
   assertEquals(JSON.parse(text).models[0].metadata.loom.fmt, "jsonModelB64");
 });
 
-function loomEntry(layers: unknown[], weights: unknown[], fmt = "jsonModelB64") {
-  const data = btoa(JSON.stringify({ type: "float32", dtype: "", layers: weights }));
+function loomEntry(
+  layers: unknown[],
+  weights: unknown[],
+  fmt = "jsonModelB64",
+) {
+  const data = btoa(
+    JSON.stringify({ type: "float32", dtype: "", layers: weights }),
+  );
   return {
     id: "m",
     cfg: { grid_rows: 1, grid_cols: 1, layers_per_cell: layers.length, layers },
@@ -175,7 +208,12 @@ Deno.test("Loom: what does not map fails with a TypeError naming the layer", () 
   assertThrows(
     () =>
       readLoomModel(
-        loomEntry([{ type: "conv2d", input_channels: 3, filters: 4, kernel_size: 3 }], [{}]),
+        loomEntry([{
+          type: "conv2d",
+          input_channels: 3,
+          filters: 4,
+          kernel_size: 3,
+        }], [{}]),
         "m",
       ),
     TypeError,
@@ -184,7 +222,12 @@ Deno.test("Loom: what does not map fails with a TypeError naming the layer", () 
   assertThrows(
     () =>
       readLoomModel(
-        loomEntry([{ type: "dense", activation: "swish", input_height: 2, output_height: 2 }], [{}]),
+        loomEntry([{
+          type: "dense",
+          activation: "swish",
+          input_height: 2,
+          output_height: 2,
+        }], [{}]),
         "m",
       ),
     TypeError,
@@ -200,7 +243,15 @@ Deno.test("Loom: what does not map fails with a TypeError naming the layer", () 
     'layers[0].softmax_variant: "hierarchical" has no modelhost equivalent',
   );
   assertThrows(
-    () => readLoomModel(loomEntry([{ type: "dense", input_height: 2, output_height: 2 }], [{}], "protobuf"), "m"),
+    () =>
+      readLoomModel(
+        loomEntry(
+          [{ type: "dense", input_height: 2, output_height: 2 }],
+          [{}],
+          "protobuf",
+        ),
+        "m",
+      ),
     TypeError,
     'unknown weights.fmt "protobuf"',
   );
@@ -210,19 +261,33 @@ Deno.test("Loom: wrong array lengths, bad blobs and layer-count mismatches are t
   assertThrows(
     () =>
       readLoomModel(
-        loomEntry([{ type: "dense", input_height: 2, output_height: 3 }], [{ kernel: [1, 2, 3], biases: [0, 0, 0] }]),
+        loomEntry([{ type: "dense", input_height: 2, output_height: 3 }], [{
+          kernel: [1, 2, 3],
+          biases: [0, 0, 0],
+        }]),
         "m",
       ),
     RangeError,
     'Cannot read Loom tensor "layers.0.weight" of model "m": "kernel" needs 6 values, got 3',
   );
   assertThrows(
-    () => readLoomModel(loomEntry([{ type: "dense", input_height: 2, output_height: 3 }], []), "m"),
+    () =>
+      readLoomModel(
+        loomEntry([{ type: "dense", input_height: 2, output_height: 3 }], []),
+        "m",
+      ),
     TypeError,
     "the weights have 0 layer entries, the config has 1",
   );
-  const bad = { ...loomEntry([], []), weights: { fmt: "jsonModelB64", data: "%%%" } };
-  assertThrows(() => readLoomModel(bad, "m"), SyntaxError, "weights.data is not valid base64");
+  const bad = {
+    ...loomEntry([], []),
+    weights: { fmt: "jsonModelB64", data: "%%%" },
+  };
+  assertThrows(
+    () => readLoomModel(bad, "m"),
+    SyntaxError,
+    "weights.data is not valid base64",
+  );
   const doc = JSON.parse(V.example.bundle);
   doc.models[0].cfg.layers[1].type = "lstm";
   await assertRejects(
