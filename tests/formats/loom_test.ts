@@ -2,7 +2,7 @@ import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { loadAllTensors } from "../../core/model.ts";
 import { buildNetwork } from "../../core/network.ts";
 import { floatTensor, toFloat32 } from "../../core/tensor.ts";
-import { loadBundle, saveBundle } from "../../formats/bundle.ts";
+import { loadBundle, saveBundle, validate } from "../../formats/bundle.ts";
 import { convertLoomConfig, readLoomModel } from "../../formats/loom.ts";
 import { defaultRegistry } from "../../mod.ts";
 
@@ -295,4 +295,12 @@ Deno.test("Loom: wrong array lengths, bad blobs and layer-count mismatches are t
     TypeError,
     'layers[1] is a "lstm" layer',
   );
+});
+
+Deno.test("Loom: converted models pass validate()", async () => {
+  for (const c of [V.example, V.norms, V.experts, V.tokens]) {
+    const [m] = (await loadBundle(c.bundle)).models;
+    const r = await validate(m);
+    assertEquals(r.problems, [], m.id);
+  }
 });
