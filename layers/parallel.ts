@@ -380,39 +380,31 @@ export const parallel: LayerPlugin<ParallelConfig> = {
       );
     }
     const hasGate = mode === "filter" && o.filter_gate !== undefined;
-    const children: [unknown, string, number | undefined][] = [
-      ...(hasGate
-        ? [[o.filter_gate, `${path}.filter_gate`, n]] as [
-          unknown,
-          string,
-          number,
-        ][]
-        : []),
-      ...list.map((b, j) =>
-        [b, `${path}.branches[${j}]`, undefined] as [unknown, string, undefined]
-      ),
-    ];
-    const parseAll = (size: number | undefined) =>
-      children.map(([c, p, expected]) =>
-        ctx.parseChild(c, p, size, {
-          previousInputSize: ctx.previousInputSize,
-          expectedOutputSize: expected,
-        })
-      );
+    // The gate (when there is one) and the branches, parsed alike.
+    const children: { json: unknown; path: string; expected?: number }[] = [];
+    if (hasGate) {
+      children.push({
+        json: o.filter_gate,
+        path: `${path}.filter_gate`,
+        expected: n,
+      });
+    }
+    list.forEach((b, j) =>
+      children.push({ json: b, path: `${path}.branches[${j}]` })
+    );
+    const parseOne = (c: (typeof children)[number], size: number | undefined) =>
+      ctx.parseChild(c.json, c.path, size, {
+        previousInputSize: ctx.previousInputSize,
+        expectedOutputSize: c.expected,
+      });
     let size = ctx.inputSize ?? given;
     if (size === undefined) {
       // Probe: the gate or a branch may state its own input size.
       let firstError: unknown;
-      for (const [c, p, expected] of children) {
+      for (const c of children) {
         try {
-          const probe = ctx.parseChild(c, p, undefined, {
-            previousInputSize: ctx.previousInputSize,
-            expectedOutputSize: expected,
-          });
-          if (probe.inputSize !== undefined) {
-            size = probe.inputSize;
-            break;
-          }
+          size = parseOne(c, undefined).inputSize;
+          if (size !== undefined) break;
         } catch (e) {
           firstError ??= e;
         }
@@ -425,7 +417,7 @@ export const parallel: LayerPlugin<ParallelConfig> = {
         );
       }
     }
-    const parsed = parseAll(size);
+    const parsed = children.map((c) => parseOne(c, size));
     const gate = hasGate ? parsed[0] : undefined;
     const branches = hasGate ? parsed.slice(1) : parsed;
     const branchSizes = branches.map((b, j) => {

@@ -555,11 +555,24 @@ for shape in ([3], [2, 2]):
          net([{"type": "dense", "output_size": 4, "activation": a} for a in acts], 4,
              grid_rows=2, grid_cols=2, layers_per_cell=1), wts, x, h)
 
+# ---------------------------------------------------------------- erf (kernel precision)
+
+ERF_X = [i / 8 for i in range(-64, 65)] + [1e-8, -3e-5, 2.999, 3.001, 5.5, -6.25, 9.0, 26.0]
+ERF = {
+    "x": ERF_X,
+    "erf": [math.erf(v) for v in ERF_X],
+    "erfc": [math.erfc(v) for v in ERF_X],
+    # GELU far into the negative tail, where x·Φ(x) is tiny but not zero
+    "gelu_x": [-4.0, -6.0, -8.0, -10.0, -12.0],
+    "gelu": [0.5 * v * math.erfc(-v / math.sqrt(2)) for v in [-4.0, -6.0, -8.0, -10.0, -12.0]],
+}
+
 json.dump({
     "generator": "tests/gen/layers_ref.py",
     "torch": torch.__version__,
     "numpy": np.__version__,
     "cases": CASES,
     "kmeans_fit": FIT,
+    "erf": ERF,
 }, sys.stdout, separators=(",", ":"))
 sys.stdout.write("\n")

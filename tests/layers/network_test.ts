@@ -246,6 +246,24 @@ Deno.test("network: a wrong input size names the layer and both sizes", () => {
   );
 });
 
+Deno.test("network: createState gives each layer its own state; a foreign state is refused", () => {
+  const cfg = {
+    input_size: 3,
+    layers: [{ type: "dense", output_size: 2 }, { type: "softmax" }],
+  };
+  const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
+  const st = net.createState();
+  assertEquals(st.layers.length, 2);
+  assertEquals(st.layers[0] === st.layers[1], false);
+  const x = floatTensor(new Float32Array(3), [1, 3]);
+  assertEquals(net.forward(x, st).data, net.forward(x).data);
+  assertThrows(
+    () => net.forward(x, { layers: [{}] }),
+    TypeError,
+    "Network state has 1 layer states, the network has 2 layers; use createState()",
+  );
+});
+
 Deno.test("network: the default registry lists the built-in layers", () => {
   const types = defaultRegistry().layers().map((l) => l.type);
   for (const p of LAYER_PLUGINS) assertEquals(types.includes(p.type), true);
