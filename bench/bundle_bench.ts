@@ -46,6 +46,13 @@ function nativeDecode(): Uint8Array[] {
   return b64.map((s) => Uint8Array.fromBase64(s));
 }
 
+/** SHA-256 of every tensor, all digests in flight at once (as the bundle does). */
+function sha256All(): Promise<ArrayBuffer[]> {
+  return Promise.all(
+    tensors.map((t) => crypto.subtle.digest("SHA-256", t.bytes)),
+  );
+}
+
 async function bundleLoad(verify = true): Promise<number> {
   const file = await loadBundle(text, undefined, { verify });
   return (await loadAllTensors(file.models[0].tensors)).size;
@@ -123,6 +130,7 @@ if (import.meta.main) {
     ["load", () => bundleLoad(true), rounds],
     ["loadNoSha", () => bundleLoad(false), rounds],
     ["loadFile", () => loadBundleFile(path), 3],
+    ["sha", sha256All, rounds],
   ], rounds);
   const ms = (k: string) => t.get(k)!;
   const rows: [string, number, number | undefined][] = [
@@ -142,6 +150,7 @@ if (import.meta.main) {
     ["loadBundle(string) + tensors", ms("load"), ms("dec") / ms("load")],
     ["loadBundle, verify: false", ms("loadNoSha"), ms("dec") / ms("loadNoSha")],
     ["loadBundleFile + tensors", ms("loadFile"), ms("dec") / ms("loadFile")],
+    ["SHA-256 alone (crypto.subtle)", ms("sha"), ms("dec") / ms("sha")],
   ];
   console.log(
     `64 MiB of F32 weights (${TENSORS} tensors ${ROWS}×${COLS}), bundle text ${
