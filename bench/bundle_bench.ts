@@ -49,7 +49,9 @@ function nativeDecode(): Uint8Array[] {
 /** SHA-256 of every tensor, all digests in flight at once (as the bundle does). */
 function sha256All(): Promise<ArrayBuffer[]> {
   return Promise.all(
-    tensors.map((t) => crypto.subtle.digest("SHA-256", t.bytes)),
+    tensors.map((t) =>
+      crypto.subtle.digest("SHA-256", t.bytes as Uint8Array<ArrayBuffer>)
+    ),
   );
 }
 
