@@ -1048,13 +1048,15 @@ async function readTensors(
     const plan = hashOf.get(pending[i]);
     if (plan) {
       const expected = plan.sha256!;
-      checks.push(
-        sha256(view).then((actual) => {
-          if (actual !== expected) {
-            throw new ChecksumError(id, plan.name, expected, actual);
-          }
-        }),
-      );
+      const check = sha256(view).then((actual) => {
+        if (actual !== expected) {
+          throw new ChecksumError(id, plan.name, expected, actual);
+        }
+      });
+      // Handled here too, so a later decoding error that ends this read
+      // early does not leave a rejected check nobody awaits.
+      check.catch(() => {});
+      checks.push(check);
     }
   });
   const f32 = (x: number | Pending): number | Float32Array => {

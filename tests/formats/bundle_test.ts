@@ -638,3 +638,40 @@ Deno.test("long values: escaped base64, long scale arrays and long metadata stri
     'tensor "h" of model "m": "data" is not valid base64',
   );
 });
+
+Deno.test("hostile input: truncated and byte-flipped bundles give typed errors, never anything else", async () => {
+  const rng = createRng(17);
+  const w = tensor(
+    "layers.0.weight",
+    new Float32Array(2048).map(() => rng.normal()),
+    [32, 64],
+  );
+  const text = await saveBundle([{
+    id: "m",
+    config: { input_size: 64, layers: [{ type: "dense", output_size: 32 }] },
+    tensors: [w, tensor("s", new Float32Array(64).fill(1), [64])],
+  }], { dtype: (t) => t.name === "s" ? "I8" : { dtype: "F4", blockSize: 16 } });
+  const bytes = new TextEncoder().encode(text);
+  const typed = [
+    SyntaxError,
+    TypeError,
+    RangeError,
+    ChecksumError,
+    UnsupportedDTypeError,
+  ];
+  const attempt = async (input: Uint8Array, what: string) => {
+    try {
+      await loadBundle(input);
+    } catch (e) {
+      assert(typed.some((C) => e instanceof C), `${what}: ${e}`);
+    }
+  };
+  for (let cut = 0; cut < bytes.length; cut += 97) {
+    await attempt(bytes.subarray(0, cut), `truncated at ${cut}`);
+  }
+  for (let i = 0; i < 300; i++) {
+    const b = bytes.slice();
+    for (let k = 0; k < 3; k++) b[rng.int(b.length)] = rng.int(256);
+    await attempt(b, `flip round ${i}`);
+  }
+});
