@@ -80,6 +80,15 @@ Deno.bench({
   },
 });
 Deno.bench({
+  name: "saveBundle, checksums: false",
+  group: "save",
+  n: 10,
+  warmup: 2,
+  fn: async () => {
+    await saveBundle(model, { checksums: false });
+  },
+});
+Deno.bench({
   name: "native fromBase64, 64 MiB",
   group: "load",
   baseline: true,
@@ -96,6 +105,15 @@ Deno.bench({
   warmup: 2,
   fn: async () => {
     await bundleLoad();
+  },
+});
+Deno.bench({
+  name: "loadBundle, verify: false",
+  group: "load",
+  n: 10,
+  warmup: 2,
+  fn: async () => {
+    await bundleLoad(false);
   },
 });
 
