@@ -24,10 +24,12 @@ export const NATIVE_BASE64: boolean = typeof PROTO.toBase64 === "function" &&
  * Encodes bytes as standard padded base64.
  *
  * @param bytes The bytes.
+ * @param native Use the platform's methods (tests pass false to check the
+ * fallback).
  * @returns The base64 text.
  */
-export function toBase64(bytes: Uint8Array): string {
-  if (NATIVE_BASE64) return (bytes as unknown as NativeBase64).toBase64();
+export function toBase64(bytes: Uint8Array, native = NATIVE_BASE64): string {
+  if (native) return (bytes as unknown as NativeBase64).toBase64();
   return encodeBase64(bytes);
 }
 
@@ -54,8 +56,12 @@ export function base64ByteLength(text: string): number {
  * `target.length` (the caller reports both counts).
  * @throws {SyntaxError} When the text is not base64.
  */
-export function fromBase64Into(text: string, target: Uint8Array): boolean {
-  if (NATIVE_BASE64) {
+export function fromBase64Into(
+  text: string,
+  target: Uint8Array,
+  native = NATIVE_BASE64,
+): boolean {
+  if (native) {
     const r = (target as unknown as NativeBase64).setFromBase64(text);
     if (r.read !== text.length || r.written !== target.length) {
       // Either the text holds more bytes than the target (decoding stopped
@@ -66,28 +72,43 @@ export function fromBase64Into(text: string, target: Uint8Array): boolean {
     }
     return true;
   }
-  const out = fromBase64(text);
+  const out = fromBase64(text, false);
   if (out.length !== target.length) return false;
   target.set(out);
   return true;
 }
 
 /**
- * Decodes base64 into a new buffer.
+ * Decodes base64 into a new buffer. Padding may be left out; ASCII
+ * whitespace is ignored.
  *
  * @param text The base64 text.
+ * @param native Use the platform's method (tests pass false to check the
+ * fallback).
  * @returns The bytes.
  * @throws {SyntaxError} When the text is not base64.
  */
-export function fromBase64(text: string): Uint8Array {
+export function fromBase64(text: string, native = NATIVE_BASE64): Uint8Array {
   const ctor = Uint8Array as unknown as {
     fromBase64?: (s: string) => Uint8Array;
   };
-  if (typeof ctor.fromBase64 === "function") return ctor.fromBase64(text);
-  if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(text)) {
-    throw new SyntaxError(
+  if (native && typeof ctor.fromBase64 === "function") {
+    return ctor.fromBase64(text);
+  }
+  const bad = () =>
+    new SyntaxError(
       "Found a character that cannot be part of a valid base64 string",
     );
+  const compact = text.replace(/[\t\n\f\r ]+/g, "");
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
+    throw bad();
   }
-  return decodeBase64(text.replace(/\s+/g, ""));
+  const padded = compact.length % 4 === 0
+    ? compact
+    : compact + "=".repeat(4 - (compact.length % 4));
+  try {
+    return decodeBase64(padded);
+  } catch {
+    throw bad();
+  }
 }

@@ -34,6 +34,7 @@ import {
   parseJsonWithLongStrings,
   splitLongStrings,
 } from "../../formats/_json.ts";
+import { fromBase64, fromBase64Into, toBase64 } from "../../formats/_base64.ts";
 import { defaultRegistry } from "../../mod.ts";
 
 // References written by tests/gen_bundle_vectors.py (NumPy 1.24, PyTorch 1.13).
@@ -673,5 +674,37 @@ Deno.test("hostile input: truncated and byte-flipped bundles give typed errors, 
     const b = bytes.slice();
     for (let k = 0; k < 3; k++) b[rng.int(b.length)] = rng.int(256);
     await attempt(b, `flip round ${i}`);
+  }
+});
+
+Deno.test("base64: the @std/encoding fallback gives what the native methods give", () => {
+  const rng = createRng(23);
+  for (const n of [0, 1, 2, 3, 4, 5, 63, 64, 65, 1000]) {
+    const bytes = new Uint8Array(n).map(() => rng.int(256));
+    const native = toBase64(bytes, true);
+    assertEquals(toBase64(bytes, false), native, `encode ${n}`);
+    assertEquals(fromBase64(native, false), bytes, `decode ${n}`);
+    const unpadded = native.replace(/=+$/, "");
+    assertEquals(fromBase64(unpadded, false), fromBase64(unpadded, true));
+    const target = new Uint8Array(n);
+    assert(fromBase64Into(native, target, false));
+    assertEquals(target, bytes);
+    assert(!fromBase64Into(native, new Uint8Array(n + 1), false));
+    assert(!fromBase64Into(native, new Uint8Array(n + 1), true));
+  }
+  for (const bad of ["A$AA", "A===", "AAAAA", "AA=A"]) {
+    let nativeError: unknown, fallbackError: unknown;
+    try {
+      fromBase64(bad, true);
+    } catch (e) {
+      nativeError = e;
+    }
+    try {
+      fromBase64(bad, false);
+    } catch (e) {
+      fallbackError = e;
+    }
+    assertInstanceOf(nativeError, SyntaxError, bad);
+    assertInstanceOf(fallbackError, SyntaxError, bad);
   }
 });
