@@ -683,6 +683,19 @@ function modelId(d: Doc, entry: unknown, i: number): string {
   return id;
 }
 
+/** The ids of every model, checked to be strings and unique. */
+function modelIds(d: Doc): string[] {
+  const ids = (d.doc.models as unknown[]).map((e, i) => modelId(d, e, i));
+  const seen = new Set<string>();
+  for (const x of ids) {
+    if (seen.has(x)) {
+      throw new TypeError(`Cannot read bundle: two models have the id "${x}"`);
+    }
+    seen.add(x);
+  }
+  return ids;
+}
+
 function readShape(modelId: string, name: string, v: unknown): number[] {
   if (
     !Array.isArray(v) ||
@@ -1171,14 +1184,7 @@ export async function loadBundle(
 ): Promise<BundleFile> {
   const d = parseDocument(textOf(input));
   const entries = d.doc.models as unknown[];
-  const ids = entries.map((e, i) => modelId(d, e, i));
-  const seen = new Set<string>();
-  for (const x of ids) {
-    if (seen.has(x)) {
-      throw new TypeError(`Cannot read bundle: two models have the id "${x}"`);
-    }
-    seen.add(x);
-  }
+  const ids = modelIds(d);
   let chosen = entries.map((e, i) => [e, ids[i]] as const);
   if (id !== undefined) {
     chosen = chosen.filter(([, x]) => x === id);
@@ -1216,8 +1222,7 @@ export async function loadBundle(
  * ```
  */
 export function bundleModelIds(input: string | Uint8Array): string[] {
-  const d = parseDocument(textOf(input));
-  return (d.doc.models as unknown[]).map((e, i) => modelId(d, e, i));
+  return modelIds(parseDocument(textOf(input)));
 }
 
 // ---------------------------------------------------------------- plugin
@@ -1349,7 +1354,10 @@ const OPTIONS: readonly OptionSpec[] = [
  * console.assert(reg.formatForPath("model.bundle.json").name === "bundle");
  * ```
  */
-export const bundleFormat: FormatPlugin = {
+export const bundleFormat: FormatPlugin & {
+  /** Every problem of a bundle file, as {@link validateBundle} lists them. */
+  validate(src: ByteSource): Promise<string[]>;
+} = {
   kind: "format",
   name: "bundle",
   description:
@@ -1373,6 +1381,9 @@ export const bundleFormat: FormatPlugin = {
     return (async function* () {
       yield* encodeChunks(await saveBundleChunks(file, opts));
     })();
+  },
+  async validate(src: ByteSource): Promise<string[]> {
+    return await validateBundle(await src.read(0, src.size));
   },
   options: OPTIONS,
 };
@@ -1587,4 +1598,57 @@ export async function validate(
     });
   }
   return report([...y.shape]);
+}
+
+/**
+ * Every problem of a bundle, as text: the first read error of each model
+ * (each model is read on its own, so one bad model does not hide another),
+ * then what {@link validate} finds in each model that has a network config.
+ *
+ * @param input The bundle text or bytes.
+ * @param options The layer registry for {@link validate}.
+ * @returns The problems, each prefixed with its model id; empty when the
+ * bundle is sound.
+ *
+ * @example
+ * ```ts
+ * import { saveBundle, validateBundle } from "./bundle.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ * const text = await saveBundle([{
+ *   id: "m",
+ *   config: { input_size: 2, layers: [{ type: "dense", output_size: 1, bias: false }] },
+ *   tensors: [tensorFromF32("layers.0.weight", new Float32Array([1, 2]), [1, 2])],
+ * }]);
+ * console.assert((await validateBundle(text)).length === 0);
+ * const broken = text.replace('"shape":[1,2]', '"shape":[2,2]');
+ * console.assert((await validateBundle(broken))[0].startsWith('model "m": '));
+ * ```
+ */
+export async function validateBundle(
+  input: string | Uint8Array,
+  options: ValidateOptions = {},
+): Promise<string[]> {
+  let ids: string[];
+  try {
+    ids = bundleModelIds(input);
+  } catch (e) {
+    return [(e as Error).message];
+  }
+  const text = typeof input === "string" ? input : textOf(input);
+  const problems: string[] = [];
+  for (const id of ids) {
+    let model: Model;
+    try {
+      model = (await loadBundle(text, id)).models[0];
+    } catch (e) {
+      problems.push(`model "${id}": ${(e as Error).message}`);
+      continue;
+    }
+    if (!model.config) continue;
+    const report = await validate(model, options);
+    for (const p of report.problems) {
+      problems.push(`model "${id}": ${p.message}`);
+    }
+  }
+  return problems;
 }

@@ -1,7 +1,14 @@
 import { assert, assertEquals } from "@std/assert";
 import { initNetwork } from "../../core/network.ts";
 import { floatTensor, type Tensor, tensorFromF32 } from "../../core/tensor.ts";
-import { loadBundle, saveBundle, validate } from "../../formats/bundle.ts";
+import {
+  bundleFormat,
+  loadBundle,
+  saveBundle,
+  validate,
+  validateBundle,
+} from "../../formats/bundle.ts";
+import { memorySource } from "../../core/sources.ts";
 import { defaultRegistry } from "../../mod.ts";
 
 const reg = defaultRegistry();
@@ -165,4 +172,40 @@ Deno.test("validate: token-id networks run on a zero id", async () => {
   });
   assertEquals(r.problems, []);
   assertEquals(r.outputShape, [1, 1, 2]);
+});
+
+Deno.test("validateBundle / the plugin's validate hook: every model's problems, one bad model not hiding another", async () => {
+  const cfg = { input_size: 2, layers: [{ type: "dense", output_size: 2 }] };
+  const text = await saveBundle([
+    { id: "a", config: cfg, tensors: initNetwork(reg, cfg, 1) },
+    {
+      id: "b",
+      config: cfg,
+      tensors: [t("layers.0.weight", [1, 0, 0, 1], [2, 2])],
+    },
+    { id: "c", tensors: [t("x", [1], [1])] },
+  ]);
+  const doc = JSON.parse(text);
+  doc.models[0].weights.tensors["layers.0.bias"].sha256 = "0".repeat(64);
+  const problems = await validateBundle(JSON.stringify(doc));
+  assertEquals(problems.length, 2);
+  assert(
+    problems[0].startsWith(
+      'model "a": Checksum mismatch in tensor "layers.0.bias"',
+    ),
+  );
+  assertEquals(problems[1], 'model "b": missing tensor "layers.0.bias" [2]');
+  const viaPlugin = await bundleFormat.validate(
+    memorySource(new TextEncoder().encode(JSON.stringify(doc))),
+  );
+  assertEquals(viaPlugin, problems);
+  assertEquals(await validateBundle(text.replace('"b"', '"c"')), [
+    'Cannot read bundle: two models have the id "c"',
+  ]);
+  assertEquals(
+    (await validateBundle("nope"))[0].startsWith(
+      "Cannot read bundle: not JSON",
+    ),
+    true,
+  );
 });
