@@ -288,6 +288,7 @@ async function tensorsOf(
 
 function storageFor(
   rule: StorageRule | undefined,
+  name: string,
   t: Tensor,
   modelId: string,
 ): TensorStorage | undefined {
@@ -295,7 +296,7 @@ function storageFor(
   const choice = typeof rule === "function"
     ? rule(
       {
-        name: t.name,
+        name,
         dtype: t.dtype,
         shape: [...t.shape],
         byteLength: t.bytes.byteLength,
@@ -319,7 +320,12 @@ function convert(
   storage: TensorStorage | undefined,
 ): Tensor {
   if (!storage || storage.dtype === t.dtype) return t;
-  const target = dtypeInfo(storage.dtype);
+  let target;
+  try {
+    target = dtypeInfo(storage.dtype);
+  } catch (e) {
+    throw rewrap(e, `Cannot store ${where(modelId, name)}`);
+  }
   try {
     const values = toFloat32(t);
     const quantized = storage.quantize ?? true;
@@ -445,7 +451,7 @@ async function modelEntry(
       m.id,
       name,
       tensors.get(name)!,
-      storageFor(options.dtype, tensors.get(name)!, m.id),
+      storageFor(options.dtype, name, tensors.get(name)!, m.id),
     );
     checkStoredLength(m.id, t);
     const entry: Record<string, unknown> = {

@@ -708,3 +708,17 @@ Deno.test("base64: the @std/encoding fallback gives what the native methods give
     assertInstanceOf(fallbackError, SyntaxError, bad);
   }
 });
+
+Deno.test("storage: an unknown dtype name is an UnsupportedDTypeError naming the model and tensor", async () => {
+  await assertRejects(
+    () =>
+      saveBundle([{
+        id: "m",
+        tensors: [tensor("w", new Float32Array([1, 2]))],
+      }], {
+        dtype: "F12" as DTypeName,
+      }),
+    UnsupportedDTypeError,
+    'Cannot store tensor "w" of model "m"',
+  );
+});
