@@ -24,7 +24,7 @@
  * @module
  */
 
-import { type Tensor } from "../../core/tensor.ts";
+import type { Tensor } from "../../core/tensor.ts";
 import { type Engine, getEngine, PANEL } from "../wasm/_engine.ts";
 import {
   BLOCKS,
@@ -34,6 +34,11 @@ import {
   rowBytes,
 } from "./quant_ref.ts";
 import { runSplit } from "./_dispatch.ts";
+import {
+  isRepacked,
+  kernelRowBytes,
+  META_ARRAYS,
+} from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -179,7 +184,7 @@ function denseLinear(
   const kn = Math.ceil(inF / chunk);
   const panels = Math.ceil(outF / C);
   const elemBytes = kind === "f32" ? 4 : 2;
-  const res = e.resident(key, `${kind}-panels`, (en) => {
+  const res = e.resident(key, `${kind}-panels`, wBytes, (en) => {
     const size = panels * kn * C * 16;
     const ptr = en.alloc(size);
     const src = en.scratch("wsrc", outF * inF * elemBytes);
@@ -219,27 +224,43 @@ function quantLinear(
 ): Float32Array {
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
-  const res = e.resident(w.bytes, kind, (en) => {
-    if (en.owns(w.bytes)) {
-      return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+  const nblk = inF / BLOCKS[dtype].elems;
+  const res = e.resident(w.bytes, kind, w.bytes, (en) => {
+    if (!isRepacked(kind)) {
+      if (en.owns(w.bytes)) {
+        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+      }
+      const ptr = en.alloc(size);
+      en.u8.set(w.bytes.subarray(0, size), ptr);
+      return { ptr, size, owned: true };
     }
-    const ptr = en.alloc(size);
-    en.u8.set(w.bytes.subarray(0, size), ptr);
-    return { ptr, size, owned: true };
+    // Scales first, then codes, row by row; staged through scratch in
+    // chunks of rows so the raw copy never needs the whole weight twice.
+    const rowIn = rowBytes(dtype, inF);
+    const rowOut = kernelRowBytes(kind, nblk);
+    const ptr = en.alloc(rowOut * outF);
+    const step = Math.max(1, Math.floor((1 << 20) / rowIn));
+    for (let r0 = 0; r0 < outF; r0 += step) {
+      const n = Math.min(step, outF - r0);
+      const src = en.scratch("wsrc", n * rowIn);
+      en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
+      en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
+    }
+    return { ptr, size: rowOut * outF, owned: true };
   });
   const nb = inF / XQ;
   const xs = copyIn(e, "x", x);
+  const q8 = e.scratch("xq8", rows * inF + 64);
   const q16 = e.scratch("xq16", rows * inF * 2 + 64);
-  const xd = e.scratch("xd", rows * nb * 4 + 64);
-  const xsum = e.scratch("xsum", rows * nb * 4 + 64);
-  e.fn.quantize_x(xs, rows, inF, inF, q16, xd, xsum);
+  const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
+  e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
   const y = e.scratch("y", rows * outF * 4 + 64);
   const bp = padBias(e, outF, 1, bias);
   runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
     res.ptr,
+    q8,
     q16,
-    xd,
-    xsum,
+    meta,
     y,
     bp,
     rows,
@@ -258,8 +279,10 @@ function quantLinear(
  * @param x Input rows, `rows × in`, row-major.
  * @param rows Number of rows (1 for decode).
  * @param w Weight tensor `[out, in]` in one of {@link FAST_DTYPES}, without
- * affine `quant` parameters. Its bytes must not change after first use
- * (the kernel keeps a copy); call `forgetWeight(w)` if they do.
+ * affine `quant` parameters. The kernel keeps a copy made on first use; a
+ * change to the bytes is noticed by sampling (64 spread samples, or all
+ * bytes up to 4 KiB) and re-uploads; after an edit that might miss the
+ * samples call {@link forgetWeight}.
  * @param bias Optional bias of length `out`.
  * @returns The `rows × out` output, a new array.
  * @throws {TypeError} When shapes disagree or the dtype has no fast kernel.
@@ -304,7 +327,7 @@ export function fastLinear(
 /**
  * Fast F32 `y = x · Wᵀ + b` on plain arrays, the fast twin of
  * `matmulTransposedRef` in `kernels/linear.ts`. `w` is kept resident
- * (keyed by the array object): do not change it after first use.
+ * (keyed by the array object, changes noticed as in {@link fastLinear}).
  *
  * @param x Input rows, `rows × inF`.
  * @param rows Number of rows.
@@ -371,5 +394,3 @@ export function forgetWeight(w: Tensor | Float32Array): void {
   if (!e) return;
   e.forget(w instanceof Float32Array ? w : w.bytes);
 }
-
-export { BLOCKS };

@@ -197,7 +197,9 @@ export function dequantizeRowRef(
           const sc = j < 4
             ? s(j) & 63
             : (s(j + 4) & 15) | ((s(j - 4) >> 6) << 4);
-          const m = j < 4 ? s(j + 4) & 63 : (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
+          const m = j < 4
+            ? s(j + 4) & 63
+            : (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
           // sub-blocks 2c and 2c+1 share the 32 bytes qs[32c..32c+32)
           const qs = o + 16 + (j >> 1) * 32;
           for (let l = 0; l < 32; l++) {

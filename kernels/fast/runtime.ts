@@ -212,4 +212,3 @@ export function allocateKernelBytes(n: number): Uint8Array {
   b.fill(0);
   return b;
 }
-

@@ -12,7 +12,13 @@
  */
 
 /** WebAssembly value types, by their binary codes. */
-export const T = { i32: 0x7f, i64: 0x7e, f32: 0x7d, f64: 0x7c, v128: 0x7b } as const;
+export const T = {
+  i32: 0x7f,
+  i64: 0x7e,
+  f32: 0x7d,
+  f64: 0x7c,
+  v128: 0x7b,
+} as const;
 /** One of the value type codes in {@link T}. */
 export type ValType = typeof T[keyof typeof T];
 
@@ -30,6 +36,8 @@ export class Writer {
   readonly bytes: number[] = [];
   /** Open structured-control labels, innermost last. */
   readonly labels: string[] = [];
+  /** Gives the local holding a pooled v128 constant (set by the function). */
+  pool?: (bytes: number[]) => number;
 
   /** Writes one byte. */
   byte(b: number): void {
@@ -180,20 +188,31 @@ export const brIf = (label: string, cond: Code): Code => (w) => {
   w.u32(w.depth(label));
 };
 /** `if cond then … else … end` (no result). */
-export const if_ = (cond: Code, then: Code[], otherwise?: Code[]): Code =>
-(w) => {
-  cond(w);
-  w.byte(0x04);
-  w.byte(0x40);
-  w.labels.push("");
-  for (const c of then) c(w);
-  if (otherwise) {
-    w.byte(0x05);
-    for (const c of otherwise) c(w);
-  }
-  w.labels.pop();
-  w.byte(0x0b);
+export const if_ =
+  (cond: Code, then: Code[], otherwise?: Code[]): Code => (w) => {
+    cond(w);
+    w.byte(0x04);
+    w.byte(0x40);
+    w.labels.push("");
+    for (const c of then) c(w);
+    if (otherwise) {
+      w.byte(0x05);
+      for (const c of otherwise) c(w);
+    }
+    w.labels.pop();
+    w.byte(0x0b);
+  };
+/** `memory.copy dst, src, n` (bulk memory). */
+export const memoryCopy = (dst: Code, src: Code, n: Code): Code => (w) => {
+  dst(w);
+  src(w);
+  n(w);
+  w.byte(0xfc);
+  w.u32(10);
+  w.byte(0);
+  w.byte(0);
 };
+
 /** `return`. */
 export const ret: Code = (w) => w.byte(0x0f);
 /** `call` a function by index. */
@@ -260,8 +279,7 @@ export const i32 = {
   load: (addr: Code, offset = 0): Code => mem(null, 0x28, 2, offset, addr),
   load8_s: (addr: Code, offset = 0): Code => mem(null, 0x2c, 0, offset, addr),
   load8_u: (addr: Code, offset = 0): Code => mem(null, 0x2d, 0, offset, addr),
-  load16_u: (addr: Code, offset = 0): Code =>
-    mem(null, 0x2f, 1, offset, addr),
+  load16_u: (addr: Code, offset = 0): Code => mem(null, 0x2f, 1, offset, addr),
   store: (addr: Code, v: Code, offset = 0): Code =>
     mem(null, 0x36, 2, offset, addr, v),
   store8: (addr: Code, v: Code, offset = 0): Code =>
@@ -310,10 +328,26 @@ export const v128 = {
     w.u32(0x0c);
     for (let i = 0; i < 16; i++) w.byte(bytes[i]);
   },
+  /**
+   * A v128 constant kept in a local set once at function entry: V8 builds
+   * a non-trivial constant with several instructions at each use, which
+   * would otherwise repeat inside loops.
+   */
+  pooled: (bytes: ArrayLike<number>): Code => (w) => {
+    const b = Array.from({ length: 16 }, (_, i) => bytes[i] & 0xff);
+    if (!w.pool) return v128.const(b)(w);
+    w.byte(0x20);
+    w.u32(w.pool(b));
+  },
   load32_splat: (addr: Code, offset = 0): Code =>
     mem(SIMD, 0x09, 0, offset, addr),
-  load16_lane: (addr: Code, v: Code, lane: number, offset = 0): Code =>
-  (w) => {
+  load64_splat: (addr: Code, offset = 0): Code =>
+    mem(SIMD, 0x0a, 0, offset, addr),
+  load32_zero: (addr: Code, offset = 0): Code =>
+    mem(SIMD, 0x5c, 0, offset, addr),
+  load64_zero: (addr: Code, offset = 0): Code =>
+    mem(SIMD, 0x5d, 0, offset, addr),
+  load16_lane: (addr: Code, v: Code, lane: number, offset = 0): Code => (w) => {
     addr(w);
     v(w);
     w.byte(SIMD);
@@ -327,8 +361,7 @@ export const v128 = {
   andnot: (a: Code, b: Code): Code => simd(0x4f, a, b),
   or: (a: Code, b: Code): Code => simd(0x50, a, b),
   xor: (a: Code, b: Code): Code => simd(0x51, a, b),
-  bitselect: (a: Code, b: Code, mask: Code): Code =>
-    simd(0x52, a, b, mask),
+  bitselect: (a: Code, b: Code, mask: Code): Code => simd(0x52, a, b, mask),
 };
 
 /** i8x16 instructions. */
@@ -351,10 +384,8 @@ export const i8x16 = {
 /** i16x8 instructions. */
 export const i16x8 = {
   splat: (a: Code): Code => simd(0x10, a),
-  load8x8_s: (addr: Code, offset = 0): Code =>
-    mem(SIMD, 0x01, 0, offset, addr),
-  load8x8_u: (addr: Code, offset = 0): Code =>
-    mem(SIMD, 0x02, 0, offset, addr),
+  load8x8_s: (addr: Code, offset = 0): Code => mem(SIMD, 0x01, 0, offset, addr),
+  load8x8_u: (addr: Code, offset = 0): Code => mem(SIMD, 0x02, 0, offset, addr),
   extend_low_i8x16_s: (a: Code): Code => simd(0x87, a),
   extend_high_i8x16_s: (a: Code): Code => simd(0x88, a),
   extend_low_i8x16_u: (a: Code): Code => simd(0x89, a),
@@ -365,6 +396,8 @@ export const i16x8 = {
   sub: (a: Code, b: Code): Code => simd(0x91, a, b),
   mul: (a: Code, b: Code): Code => simd(0x95, a, b),
   narrow_i32x4_s: (a: Code, b: Code): Code => simd(0x85, a, b),
+  /** Relaxed: `a[2i]·b[2i] + a[2i+1]·b[2i+1]` as i16, `b` must be in 0..127. */
+  relaxed_dot_i8x16_i7x16_s: (a: Code, b: Code): Code => simd(0x112, a, b),
 };
 
 /** i32x4 instructions. */
@@ -496,6 +529,20 @@ export class FuncBuilder {
 
   /** The code section entry (size-prefixed). */
   codeBytes(): number[] {
+    // Body first: it may add pooled-constant locals.
+    const body = new Writer();
+    const pool = new Map<string, number>();
+    body.pool = (b) => {
+      const key = b.join(",");
+      let i = pool.get(key);
+      if (i === undefined) {
+        i = this.local(T.v128).index;
+        pool.set(key, i);
+      }
+      return i;
+    };
+    for (const c of this.#body) c(body);
+    if (body.labels.length !== 0) throw new SyntaxError("Unbalanced labels");
     const w = new Writer();
     // Run-length encode the local declarations.
     const groups: [number, ValType][] = [];
@@ -509,8 +556,12 @@ export class FuncBuilder {
       w.u32(n);
       w.byte(t);
     }
-    for (const c of this.#body) c(w);
-    if (w.labels.length !== 0) throw new SyntaxError("Unbalanced labels");
+    for (const [key, i] of pool) {
+      v128.const(key.split(",").map(Number))(w);
+      w.byte(0x21);
+      w.u32(i);
+    }
+    for (const b of body.bytes) w.byte(b);
     w.byte(0x0b);
     const out = new Writer();
     out.u32(w.bytes.length);

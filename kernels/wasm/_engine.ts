@@ -15,7 +15,12 @@ import { decodeBase64 } from "@std/encoding";
 import { RELAXED_BASE64, SIMD_BASE64 } from "./_module_bytes.ts";
 import { f32x4, get, i32x4, ModuleBuilder, T, v128 } from "./_asm.ts";
 import { PANEL_COLS, PANEL_ROWS } from "./_kernels.ts";
-import { type JobArgs, SLOT_BYTES, startPool, type WorkerPool } from "./_pool.ts";
+import {
+  type JobArgs,
+  SLOT_BYTES,
+  startPool,
+  type WorkerPool,
+} from "./_pool.ts";
 
 const PAGE = 65536;
 /** Bytes below this offset are never allocated: the null page and the pool's control slots. */
@@ -42,12 +47,10 @@ function supports(kind: "simd" | "relaxed"): boolean {
     const f = m.func("f", [["a", T.v128]], [T.v128]);
     const a = get(f.params.a);
     f.body(
-      kind === "simd"
-        ? f32x4.add(a, a)
-        : v128.or(
-          f32x4.relaxed_madd(a, a, a),
-          i32x4.relaxed_dot_i8x16_i7x16_add_s(a, a, a),
-        ),
+      kind === "simd" ? f32x4.add(a, a) : v128.or(
+        f32x4.relaxed_madd(a, a, a),
+        i32x4.relaxed_dot_i8x16_i7x16_add_s(a, a, a),
+      ),
     );
     return WebAssembly.validate(m.encode() as Uint8Array<ArrayBuffer>);
   } catch {
@@ -97,6 +100,39 @@ export interface Resident {
   owned: boolean;
   /** Layout name (`"f32-panels"`, `"q8_0"`, ...); one bytes object has one. */
   kind: string;
+  /** Sampled source bytes at upload, to notice in-place changes. */
+  print?: Uint8Array;
+}
+
+/** Source bytes sampled per weight to notice in-place edits. */
+const PRINT_SAMPLES = 64;
+/** Weights up to this size are compared in full. */
+const PRINT_FULL = 4096;
+
+/** A fingerprint of `b`: all of it when small, else 64 spread 4-byte samples. */
+function fingerprint(b: Uint8Array): Uint8Array {
+  if (b.length <= PRINT_FULL) return b.slice();
+  const out = new Uint8Array(PRINT_SAMPLES * 4);
+  const step = Math.floor((b.length - 4) / (PRINT_SAMPLES - 1));
+  for (let i = 0; i < PRINT_SAMPLES; i++) {
+    out.set(b.subarray(i * step, i * step + 4), i * 4);
+  }
+  return out;
+}
+
+function samePrint(p: Uint8Array, b: Uint8Array): boolean {
+  if (b.length <= PRINT_FULL) {
+    if (p.length !== b.length) return false;
+    for (let i = 0; i < p.length; i++) if (p[i] !== b[i]) return false;
+    return true;
+  }
+  const step = Math.floor((b.length - 4) / (PRINT_SAMPLES - 1));
+  for (let i = 0; i < PRINT_SAMPLES; i++) {
+    for (let j = 0; j < 4; j++) {
+      if (p[i * 4 + j] !== b[i * step + j]) return false;
+    }
+  }
+  return true;
 }
 
 interface Block {
@@ -143,7 +179,9 @@ export class Engine {
     }
     const relaxed = !opts.noRelaxed && supports("relaxed");
     this.backend = relaxed ? "wasm-relaxed-simd" : "wasm-simd";
-    let bytes: Uint8Array = decodeBase64(relaxed ? RELAXED_BASE64 : SIMD_BASE64);
+    let bytes: Uint8Array = decodeBase64(
+      relaxed ? RELAXED_BASE64 : SIMD_BASE64,
+    );
     let memory: WebAssembly.Memory;
     try {
       memory = new WebAssembly.Memory({
@@ -257,7 +295,10 @@ export class Engine {
     const need = Math.ceil(size / PAGE);
     if (need > room) return false;
     // Grow by a quarter of the current size at least, to keep growth rare.
-    return this.#growBy(Math.min(room, Math.max(need, Math.ceil(have / PAGE / 4))), have) ||
+    return this.#growBy(
+      Math.min(room, Math.max(need, Math.ceil(have / PAGE / 4))),
+      have,
+    ) ||
       this.#growBy(need, have);
   }
 
@@ -293,22 +334,29 @@ export class Engine {
   /**
    * The resident copy of a weight, made on first use by `upload` (which
    * returns the pointer and size it allocated). Keyed by an object the
-   * caller keeps stable (a tensor's `bytes`): weights are treated as
-   * immutable once used.
+   * caller keeps stable (a tensor's `bytes`). `source` is sampled at upload
+   * and on each use: a change seen in the samples re-uploads (edits that
+   * miss every sample need {@link forget}).
    */
   resident(
     key: object,
     kind: string,
+    source: Uint8Array,
     upload: (e: Engine) => { ptr: number; size: number; owned: boolean },
   ): Resident {
     let r = this.#residents.get(key);
-    if (r && r.kind !== kind) {
+    if (r && (r.kind !== kind || (r.print && !samePrint(r.print, source)))) {
       this.forget(key);
       r = undefined;
     }
     if (!r) {
       const u = upload(this);
-      r = { ...u, kind, tick: 0 };
+      r = {
+        ...u,
+        kind,
+        tick: 0,
+        print: u.owned ? fingerprint(source) : undefined,
+      };
       this.#residents.set(key, r);
       if (u.owned) {
         this.#residentList.add({ key: new WeakRef(key), r });

@@ -7,6 +7,7 @@
  */
 
 import {
+  brIf,
   call,
   type Code,
   f32,
@@ -19,6 +20,7 @@ import {
   i8x16,
   if_,
   type Local,
+  loop,
   type ModuleBuilder,
   select,
   seq,
@@ -26,7 +28,15 @@ import {
   T,
   v128,
 } from "./_asm.ts";
-import { c, type Ctx, f32x4c, hsum, hsum4, i32x4c, zero } from "./_kernels_util.ts";
+import {
+  c,
+  type Ctx,
+  f32x4c,
+  hsum,
+  hsum4,
+  i32x4c,
+  zero,
+} from "./_kernels_util.ts";
 
 const I = T.i32;
 const F = T.f32;
@@ -123,24 +133,27 @@ function softmaxKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
       ),
       set(
         vm,
-        f32x4.max(get(vm), i8x16.shuffle(get(vm), get(vm), [
-          8,
-          9,
-          10,
-          11,
-          12,
-          13,
-          14,
-          15,
-          0,
-          1,
-          2,
-          3,
-          4,
-          5,
-          6,
-          7,
-        ])),
+        f32x4.max(
+          get(vm),
+          i8x16.shuffle(get(vm), get(vm), [
+            8,
+            9,
+            10,
+            11,
+            12,
+            13,
+            14,
+            15,
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+            6,
+            7,
+          ]),
+        ),
       ),
       set(
         mx,
@@ -200,7 +213,10 @@ function softmaxKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
         get(n4),
         get(n),
         c(1),
-        f32.store(at(row, get(i)), f32.mul(f32.load(at(row, get(i))), get(inv))),
+        f32.store(
+          at(row, get(i)),
+          f32.mul(f32.load(at(row, get(i))), get(inv)),
+        ),
       ),
     ),
   );
@@ -330,7 +346,10 @@ function ropeKernels(m: ModuleBuilder, ctx: Ctx): void {
           c(1),
           set(
             p1,
-            at(x, i32.mul(i32.add(i32.mul(get(s), get(heads)), get(h)), get(hd))),
+            at(
+              x,
+              i32.mul(i32.add(i32.mul(get(s), get(heads)), get(h)), get(hd)),
+            ),
           ),
           set(p2, at(p1, get(half))),
           forLoop(
@@ -392,7 +411,10 @@ function ropeKernels(m: ModuleBuilder, ctx: Ctx): void {
           c(1),
           set(
             p1,
-            at(x, i32.mul(i32.add(i32.mul(get(s), get(heads)), get(h)), get(hd))),
+            at(
+              x,
+              i32.mul(i32.add(i32.mul(get(s), get(heads)), get(h)), get(hd)),
+            ),
           ),
           forLoop(
             "i",
@@ -534,7 +556,9 @@ function attentionKernel(
           acc[u],
           ctx.madd(
             get(qd),
-            v128.load(at(i32.add(get(kj), i32.mul(get(rowBytes), c(u))), get(d))),
+            v128.load(
+              at(i32.add(get(kj), i32.mul(get(rowBytes), c(u))), get(d)),
+            ),
             get(acc[u]),
           ),
         )
@@ -577,8 +601,14 @@ function attentionKernel(
       c(1),
       set(vm, f32x4.splat(f32.load(at(sc, get(j))))),
       set(kj, i32.add(at(vb, get(d)), i32.mul(get(j), get(rowBytes)))),
-      ...Array.from({ length: nv }, (_, u) =>
-        set(acc[u], ctx.madd(get(vm), v128.load(get(kj), u * 16), get(acc[u])))),
+      ...Array.from(
+        { length: nv },
+        (_, u) =>
+          set(
+            acc[u],
+            ctx.madd(get(vm), v128.load(get(kj), u * 16), get(acc[u])),
+          ),
+      ),
     ),
     ...Array.from(
       { length: nv },
@@ -690,7 +720,10 @@ function attentionKernel(
           c(0),
           get(len),
           c(1),
-          f32.store(at(sc, get(j)), f32.mul(f32.load(at(sc, get(j))), get(inv))),
+          f32.store(
+            at(sc, get(j)),
+            f32.mul(f32.load(at(sc, get(j))), get(inv)),
+          ),
         ),
         // weighted sum of values, 32 then 4 dims at a time
         set(d, c(0)),
@@ -715,6 +748,40 @@ function attentionKernel(
   );
 }
 
+/**
+ * Reads 64-byte chunks `[c0, c1)` from `p` and stores a checksum at `out`:
+ * the time to stream bytes through SIMD registers, the bandwidth bound the
+ * matvec benchmarks compare against.
+ */
+function readProbe(m: ModuleBuilder): void {
+  const f = m.func("read_probe", [["p", I], ["out", I], ["c0", I], ["c1", I]]);
+  const { p, out, c0, c1 } = f.params;
+  const [q, end] = f.locals(I, 2);
+  const a = f.locals(V, 4);
+  f.body(
+    ...a.map((x) => set(x, zero)),
+    set(q, i32.add(get(p), i32.shl(get(c0), c(6)))),
+    set(end, i32.add(get(p), i32.shl(get(c1), c(6)))),
+    if_(i32.lt_s(get(q), get(end)), [
+      loop(
+        "l",
+        ...a.map((x, i) =>
+          set(x, i32x4.add(get(x), v128.load(get(q), i * 16)))
+        ),
+        set(q, i32.add(get(q), c(64))),
+        brIf("l", i32.lt_u(get(q), get(end))),
+      ),
+    ]),
+    v128.store(
+      get(out),
+      i32x4.add(
+        i32x4.add(get(a[0]), get(a[1])),
+        i32x4.add(get(a[2]), get(a[3])),
+      ),
+    ),
+  );
+}
+
 /** Adds the element-wise and attention kernels to a module. */
 export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   const exp4 = expKernel(m, ctx);
@@ -723,5 +790,6 @@ export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   ropeKernels(m, ctx);
   swigluKernel(m, exp4);
   attentionKernel(m, ctx, exp4);
+  readProbe(m);
   void [if_, seq];
 }

@@ -30,19 +30,19 @@ export function lanes32(l: number[]): number[] {
   return l.flatMap((x) => [4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3]);
 }
 
-/** A v128 constant with four equal i32 lanes. */
+/** A v128 constant with four equal i32 lanes (pooled per function). */
 export function i32x4c(n: number): Code {
   const b = new Uint8Array(new Int32Array([n, n, n, n]).buffer);
-  return v128.const(b);
+  return v128.pooled(b);
 }
-/** A v128 constant with four equal f32 lanes. */
+/** A v128 constant with four equal f32 lanes (pooled per function). */
 export function f32x4c(x: number): Code {
   const b = new Uint8Array(new Float32Array([x, x, x, x]).buffer);
-  return v128.const(b);
+  return v128.pooled(b);
 }
-/** A v128 constant with sixteen equal bytes. */
+/** A v128 constant with sixteen equal bytes (pooled per function). */
 export function i8x16c(n: number): Code {
-  return v128.const(new Uint8Array(16).fill(n & 0xff));
+  return v128.pooled(new Uint8Array(16).fill(n & 0xff));
 }
 
 /** The all-zero vector. */
@@ -131,4 +131,3 @@ export function hsum(v: Code, t: Local): Code {
     f32.add(f32x4.extract_lane(get(t), 0), f32x4.extract_lane(get(t), 1)),
   );
 }
-

@@ -102,7 +102,9 @@ export class WorkerPool {
     for (let w = 0; w + 1 < parts.length; w++) {
       const a = parts[w + 1];
       if (a.length > MAX_ARGS) {
-        throw new RangeError(`A kernel job takes at most ${MAX_ARGS} arguments, got ${a.length}`);
+        throw new RangeError(
+          `A kernel job takes at most ${MAX_ARGS} arguments, got ${a.length}`,
+        );
       }
       const ctrl = this.#ctrl[w];
       this.#args[w].set(a);
@@ -126,16 +128,22 @@ export class WorkerPool {
       while (Atomics.load(ctrl, DONE) !== s) {
         if (++spins < 4096 || !this.#block) {
           if (performance.now() > deadline) {
-            throw new Error(`Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`);
+            throw new Error(
+              `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
+            );
           }
           continue;
         }
         Atomics.wait(ctrl, DONE, Atomics.load(ctrl, DONE), 50);
         if (performance.now() > deadline) {
-          throw new Error(`Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`);
+          throw new Error(
+            `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
+          );
         }
       }
-      if (ctrl[NARGS] !== 0) error ??= new Error(`A kernel trapped in worker ${w}`);
+      if (ctrl[NARGS] !== 0) {
+        error ??= new Error(`A kernel trapped in worker ${w}`);
+      }
     }
     if (error !== undefined) throw error;
   }
@@ -184,7 +192,9 @@ export function startPool(opts: PoolOptions): Promise<WorkerPool> {
         ).fill(0);
         w.onmessage = (e: MessageEvent<{ ready: boolean; error?: string }>) => {
           w.onmessage = null;
-          if (!e.data.ready) return fail(e.data.error ?? "instantiation failed");
+          if (!e.data.ready) {
+            return fail(e.data.error ?? "instantiation failed");
+          }
           if (++ready === opts.workers) {
             for (const x of workers) x.onerror = null;
             resolve(new WorkerPool(workers, opts.memory, opts.ctrl));
