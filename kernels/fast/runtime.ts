@@ -196,7 +196,8 @@ export function kernelInfo(): KernelInfo {
  * still repacked once into panels.
  *
  * @param n Bytes.
- * @returns The bytes (zeroed; a plain `Uint8Array` when WebAssembly SIMD is missing).
+ * @returns The bytes (zeroed; a plain `Uint8Array` when WebAssembly SIMD or
+ * `SharedArrayBuffer` is missing).
  *
  * @example
  * ```ts
@@ -207,7 +208,9 @@ export function kernelInfo(): KernelInfo {
  */
 export function allocateKernelBytes(n: number): Uint8Array {
   const e = getEngine();
-  if (!e) return new Uint8Array(n);
+  // A plain memory detaches its old views when it grows: in-place use
+  // needs the shared one.
+  if (!e || !e.shared) return new Uint8Array(n);
   const b = e.bytes(n);
   b.fill(0);
   return b;

@@ -391,6 +391,7 @@ export const i16x8 = {
   extend_low_i8x16_u: (a: Code): Code => simd(0x89, a),
   extend_high_i8x16_u: (a: Code): Code => simd(0x8a, a),
   shl: (a: Code, n: Code): Code => simd(0x8b, a, n),
+  shr_s: (a: Code, n: Code): Code => simd(0x8c, a, n),
   shr_u: (a: Code, n: Code): Code => simd(0x8d, a, n),
   add: (a: Code, b: Code): Code => simd(0x8e, a, b),
   sub: (a: Code, b: Code): Code => simd(0x91, a, b),

@@ -95,6 +95,37 @@ function hsum4i(p: Code[], t: Local[]): Code {
   );
 }
 
+/**
+ * Totals of four i16x8 vectors as one i32x4 `[Σq0, Σq1, Σq2, Σq3]`: adds
+ * lanes pairwise at 16 bits (each |lane| must be ≤ 8191 so four of them fit
+ * in an i16), then one `i32x4.extadd_pairwise_i16x8_s`.
+ */
+function hsum4i16(q: Code[], t: Local[]): Code {
+  const pair = (a: Local, b: Local) =>
+    i16x8.add(
+      i8x16.shuffle(get(a), get(b), lanes32([0, 4, 1, 5])),
+      i8x16.shuffle(get(a), get(b), lanes32([2, 6, 3, 7])),
+    );
+  return seq(
+    set(t[0], q[0]),
+    set(t[1], q[1]),
+    set(t[2], q[2]),
+    set(t[3], q[3]),
+    // i32 lanes of t0 hold [q0, q1, q0, q1] pair sums; of t2, q2 and q3
+    set(t[0], pair(t[0], t[1])),
+    set(t[2], pair(t[2], t[3])),
+    set(
+      t[0],
+      i32x4.extadd_pairwise_i16x8_s(
+        i16x8.add(
+          i8x16.shuffle(get(t[0]), get(t[2]), lanes32([0, 1, 4, 5])),
+          i8x16.shuffle(get(t[0]), get(t[2]), lanes32([2, 3, 6, 7])),
+        ),
+      ),
+    ),
+  );
+}
+
 /** The sum of the four i32 lanes of a vector. */
 function hsumI(v: Code, t: Local): Code {
   return seq(
@@ -123,6 +154,15 @@ function bytesToI32(v: Code, first: number): Code {
   return i8x16.shuffle(v, zero, lanes);
 }
 
+/**
+ * Widens 16 signed bytes to two i16x8 vectors with shifts (no shuffles):
+ * the even-indexed bytes, then the odd-indexed ones. The i16 activation
+ * codes are stored in the same order (per 16 elements: evens, then odds).
+ */
+function widenEvenOdd(v: Code): [Code, Code] {
+  return [i16x8.shr_s(i16x8.shl(v, c(8)), c(8)), i16x8.shr_s(v, c(8))];
+}
+
 /** `Σ` of the i16x8 dot products of `w[j]` with x at `xp + off + 16j`. */
 function dotI16(w: Code[], xp: Code, off: number): Code {
   let sum: Code | null = null;
@@ -148,10 +188,16 @@ function widenSums(v: Code): Code {
 
 // ------------------------------------------------------------ activations
 
+/** Byte shuffle picking the even i16 lanes of two vectors. */
+const EVENS = [0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29];
+/** Byte shuffle picking the odd i16 lanes of two vectors. */
+const ODDS = EVENS.map((b) => b + 2);
+
 /**
  * Quantizes `rows` F32 rows of `kp` elements (a multiple of 32): per block
  * `d = max|x| / 127`, codes `round(x / d)` (ties to even) stored as i8 at
- * `q8 + r·kp` and as i16 at `q16 + r·kp·2`, metadata per {@link META_ARRAYS}.
+ * `q8 + r·kp` and as i16 at `q16 + r·kp·2` (each 16 elements as their 8
+ * even-indexed codes, then the 8 odd ones), metadata per {@link META_ARRAYS}.
  */
 function quantizeX(m: ModuleBuilder): void {
   const f = m.func("quantize_x", [
@@ -232,9 +278,19 @@ function quantizeX(m: ModuleBuilder): void {
         if_(i32.eqz(f32.gt(get(d), f32.const(0))), [set(id, f32.const(0))]),
         set(vid, f32x4.splat(get(id))),
         ...cv.map((v, j) => set(v, code(j))),
-        ...cv.map((v, j) =>
-          v128.store(i32.add(get(q16), i32.shl(blk, c(1))), get(v), j * 16)
-        ),
+        // i16 codes per 16 elements: evens, then odds (see widenEvenOdd)
+        ...[0, 1].flatMap((h) => [
+          v128.store(
+            i32.add(get(q16), i32.shl(blk, c(1))),
+            i8x16.shuffle(get(cv[2 * h]), get(cv[2 * h + 1]), EVENS),
+            h * 32,
+          ),
+          v128.store(
+            i32.add(get(q16), i32.shl(blk, c(1))),
+            i8x16.shuffle(get(cv[2 * h]), get(cv[2 * h + 1]), ODDS),
+            h * 32 + 16,
+          ),
+        ]),
         v128.store(
           i32.add(get(q8), blk),
           i8x16.narrow_i16x8_s(get(cv[0]), get(cv[1])),
@@ -348,10 +404,18 @@ const Q8_0: QuantFormat = {
   main: (d) => {
     const out: Code[] = [];
     for (let j = 0; j < 4; j++) {
-      const w = [0, 1, 2, 3].map((i) =>
-        i16x8.load8x8_s(get(d.wb), 32 * j + 8 * i)
+      out.push(
+        set(d.v[0], v128.load(get(d.wb), 32 * j)),
+        set(d.v[1], v128.load(get(d.wb), 32 * j + 16)),
+        set(
+          d.p[j],
+          dotI16(
+            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
+            get(d.x16),
+            64 * j,
+          ),
+        ),
       );
-      out.push(set(d.p[j], dotI16(w, get(d.x16), 64 * j)));
     }
     out.push(
       hsum4i(d.p.slice(0, 4).map(get), d.t),
@@ -367,7 +431,10 @@ const Q8_0: QuantFormat = {
     return out;
   },
   single: (d) => {
-    const w = [0, 1, 2, 3].map((i) => i16x8.load8x8_s(get(d.wb), 8 * i));
+    const w = [
+      ...widenEvenOdd(v128.load(get(d.wb))),
+      ...widenEvenOdd(v128.load(get(d.wb), 16)),
+    ];
     return [
       set(
         d.acc,
@@ -396,14 +463,12 @@ function q4_0Block(d: Dot, off: number, xoff8: number, xoff16: number): Code[] {
     // Σ q·x (q unsigned); the −8·Σx correction is applied per group.
     return [
       set(d.v[0], v128.load(get(d.wb), off)),
-      // |Σ| ≤ 2·2·15·127 < 2^15 per i16 lane
+      // i16 lanes: |Σ| ≤ 2·2·15·127 = 7620 (summed 4 at a time by hsum4i16)
       set(
         d.v[1],
-        widenSums(
-          i16x8.add(
-            rdot16(v128.load(get(d.x8), xoff8), lo),
-            rdot16(v128.load(get(d.x8), xoff8 + 16), hi),
-          ),
+        i16x8.add(
+          rdot16(v128.load(get(d.x8), xoff8), lo),
+          rdot16(v128.load(get(d.x8), xoff8 + 16), hi),
         ),
       ),
     ];
@@ -415,12 +480,7 @@ function q4_0Block(d: Dot, off: number, xoff8: number, xoff16: number): Code[] {
     set(
       d.v[1],
       dotI16(
-        [
-          i16x8.extend_low_i8x16_s(get(d.v[2])),
-          i16x8.extend_high_i8x16_s(get(d.v[2])),
-          i16x8.extend_low_i8x16_s(get(d.v[3])),
-          i16x8.extend_high_i8x16_s(get(d.v[3])),
-        ],
+        [...widenEvenOdd(get(d.v[2])), ...widenEvenOdd(get(d.v[3]))],
         get(d.x16),
         xoff16,
       ),
@@ -446,7 +506,11 @@ const Q4_0: QuantFormat = {
         set(d.p[j], get(d.v[1])),
       );
     }
-    out.push(hsum4i(d.p.slice(0, 4).map(get), d.t));
+    out.push(
+      d.ctx.relaxed
+        ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
+        : hsum4i(d.p.slice(0, 4).map(get), d.t),
+    );
     if (d.ctx.relaxed) {
       // Σ (q − 8)·x = Σ q·x − 8·Σ x
       out.push(
@@ -478,7 +542,7 @@ const Q4_0: QuantFormat = {
           f32.convert_i32_s(
             d.ctx.relaxed
               ? i32.sub(
-                hsumI(get(d.v[1]), d.t[0]),
+                hsumI(widenSums(get(d.v[1])), d.t[0]),
                 i32.shl(i32.load(metaPtr(d, 2)), c(3)),
               )
               : hsumI(get(d.v[1]), d.t[0]),
@@ -525,11 +589,9 @@ const Q4_K: QuantFormat = {
         return [
           set(
             d.p[j & 3],
-            widenSums(
-              i16x8.add(
-                rdot16(v128.load(get(d.x8), 32 * j), nib(qa)),
-                rdot16(v128.load(get(d.x8), 32 * j + 16), nib(qb)),
-              ),
+            i16x8.add(
+              rdot16(v128.load(get(d.x8), 32 * j), nib(qa)),
+              rdot16(v128.load(get(d.x8), 32 * j + 16), nib(qb)),
             ),
           ),
         ];
@@ -540,12 +602,7 @@ const Q4_K: QuantFormat = {
         set(
           d.p[j & 3],
           dotI16(
-            [
-              i16x8.extend_low_i8x16_u(get(d.v[0])),
-              i16x8.extend_high_i8x16_u(get(d.v[0])),
-              i16x8.extend_low_i8x16_u(get(d.v[1])),
-              i16x8.extend_high_i8x16_u(get(d.v[1])),
-            ],
+            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
             get(d.x16),
             64 * j,
           ),
@@ -565,7 +622,10 @@ const Q4_K: QuantFormat = {
         i32x4.shl(i32x4.shr_u(get(B), c(6)), c(4)),
       );
       out.push(
-        hsum4i(d.p.slice(0, 4).map(get), d.t),
+        // relaxed: i16 lanes |Σ| ≤ 7620, summed 4 at a time
+        d.ctx.relaxed
+          ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
+          : hsum4i(d.p.slice(0, 4).map(get), d.t),
         set(
           d.acc,
           d.ctx.madd(
@@ -650,10 +710,7 @@ const Q6_K: QuantFormat = {
               set(
                 d.p[gq],
                 dotI16(
-                  [
-                    i16x8.extend_low_i8x16_s(get(d.v[0])),
-                    i16x8.extend_high_i8x16_s(get(d.v[0])),
-                  ],
+                  widenEvenOdd(get(d.v[0])),
                   get(d.x16),
                   32 * grp,
                 ),
