@@ -20,11 +20,7 @@
 
 import { parseArgs } from "@std/cli";
 import { fastLinear } from "../kernels/fast/matmul.ts";
-import {
-  configureKernels,
-  kernelInfo,
-  shutdownKernels,
-} from "../kernels/fast/runtime.ts";
+import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
 import type { Tensor } from "../core/tensor.ts";
@@ -38,6 +34,16 @@ const args = parseArgs(Deno.args, {
 });
 const THREADS = Number(args.threads);
 const ROUNDS = Number(args.rounds);
+
+function loadAverage(): string {
+  try {
+    return Deno.readTextFileSync("/proc/loadavg").split(" ").slice(0, 3).join(
+      " ",
+    );
+  } catch {
+    return "unknown";
+  }
+}
 
 function machine(): string {
   let cpu = "unknown CPU";
@@ -86,8 +92,9 @@ console.log(`Machine: ${machine()}`);
 console.log(
   `Kernels: ${info.backend}, ${info.threads} thread(s) (${info.workers} worker(s))${
     info.note ? ` — ${info.note}` : ""
-  }\n`,
+  }`,
 );
+console.log(`Load average at start: ${loadAverage()}\n`);
 
 // ------------------------------------------------------------ MLP vs ORT
 
@@ -159,9 +166,27 @@ async function buildOnnx(dir: string): Promise<string> {
 }
 
 const flops = 2 * B * D * H * 2;
+
+/** GFLOP/s of the register-only FMA loop on one thread (best of 5). */
+function fmaPeak(): number {
+  const e = getEngine()!;
+  const out = e.alloc(64);
+  const n = 2_000_000;
+  e.fn.fma_probe(n, out);
+  let best = Infinity;
+  for (let i = 0; i < 5; i++) {
+    const t0 = performance.now();
+    e.fn.fma_probe(n, out);
+    best = Math.min(best, performance.now() - t0);
+  }
+  e.free(out);
+  return (n * 12 * 8) / best / 1e6;
+}
 if (!args["skip-ort"]) {
   const dir = await Deno.makeTempDir({ prefix: "modelhost-bench-" });
   try {
+    // The peer, pinned here rather than in deno.json: only this script uses it.
+    // deno-lint-ignore no-import-prefix
     const ort = await import("npm:onnxruntime-node@1.30.0");
     const session = await ort.InferenceSession.create(await buildOnnx(dir), {
       intraOpNumThreads: 2,
@@ -198,7 +223,16 @@ if (!args["skip-ort"]) {
         f2(1 / r.ratio)
       }×** (median of rounds; best-vs-best ${
         f2(r.b / r.a)
-      }×). Max |difference| of outputs: ${diff.toExponential(1)}.\n`,
+      }×). Max |difference| of outputs: ${diff.toExponential(1)}.`,
+    );
+    const peak = fmaPeak();
+    const share = (flops / r.a / 1e6) / (peak * THREADS);
+    console.log(
+      `WebAssembly 128-bit FMA peak (register-only loop): ${
+        f1(peak)
+      } GFLOP/s per thread; the MLP runs at ${
+        f1(share * 100)
+      }% of ${THREADS} × that.\n`,
     );
     await session.release();
   } finally {
@@ -238,7 +272,12 @@ for (
   const chunks = Math.floor(bytes / 64);
   const stream = () =>
     runSplit(e, "read_probe", chunks * 16, chunks, (a, b) => [p, out, a, b]);
-  const r = await compare(() => fastLinear(xv, 1, w), stream, 10);
+  const r = await compare(
+    () => fastLinear(xv, 1, w),
+    stream,
+    3,
+    3 * ROUNDS - 4,
+  );
   e.free(p);
   e.free(out);
   console.log(
@@ -250,4 +289,5 @@ for (
 console.log(
   `\n(Goal: MLP ≥ 0.5× ONNX Runtime; Q8_0 and Q4_0 matvec within 2× of streaming the weights.)`,
 );
+console.log(`Load average at end: ${loadAverage()}`);
 await shutdownKernels();

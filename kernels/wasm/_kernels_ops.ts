@@ -782,6 +782,35 @@ function readProbe(m: ModuleBuilder): void {
   );
 }
 
+/**
+ * `n` iterations of 12 independent f32x4 multiply-adds on registers (no
+ * memory traffic), result stored at `out`: the FMA peak of this engine,
+ * the ceiling the dense kernels are measured against.
+ */
+function fmaProbe(m: ModuleBuilder, ctx: Ctx): void {
+  const f = m.func("fma_probe", [["n", I], ["out", I]]);
+  const { n, out } = f.params;
+  const acc = f.locals(V, 12);
+  const [a, b] = f.locals(V, 2);
+  f.body(
+    set(a, f32x4c(0.999)),
+    set(b, f32x4c(0.001)),
+    ...acc.map((x, i) => set(x, f32x4c(i))),
+    if_(i32.gt_s(get(n), c(0)), [
+      loop(
+        "l",
+        ...acc.map((x) => set(x, ctx.madd(get(a), get(x), get(b)))),
+        set(n, i32.sub(get(n), c(1))),
+        brIf("l", get(n)),
+      ),
+    ]),
+    v128.store(
+      get(out),
+      acc.slice(1).reduce((s, x) => f32x4.add(s, get(x)), get(acc[0])),
+    ),
+  );
+}
+
 /** Adds the element-wise and attention kernels to a module. */
 export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   const exp4 = expKernel(m, ctx);
@@ -791,5 +820,6 @@ export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   swigluKernel(m, exp4);
   attentionKernel(m, ctx, exp4);
   readProbe(m);
+  fmaProbe(m, ctx);
   void [if_, seq];
 }
