@@ -315,12 +315,13 @@ export function fastLinear(
   const dtype = w.dtype;
   checkBytes(w, dtype, outF, inF);
   const e = getEngine();
-  if (!e || rows === 0 || outF === 0) return linearRef(x, rows, w, bias);
+  if (!e || rows === 0 || outF === 0 || inF === 0) {
+    return linearRef(x, rows, w, bias);
+  }
   const dense = DENSE_KIND[dtype];
   if (dense) {
     return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
   }
-  if (inF === 0) return linearRef(x, rows, w, bias);
   return quantLinear(e, dtype, w, x, rows, outF, inF, bias);
 }
 
@@ -366,7 +367,9 @@ export function fastMatmulF32(
   };
   const xs = x.length === rows * inF ? x : x.subarray(0, rows * inF);
   const e = getEngine();
-  if (!e || rows === 0 || outF === 0) return linearRef(xs, rows, t, bias);
+  if (!e || rows === 0 || outF === 0 || inF === 0) {
+    return linearRef(xs, rows, t, bias);
+  }
   checkBias("w", outF, bias);
   return denseLinear(e, "f32", w, t.bytes, xs, rows, outF, inF, bias);
 }

@@ -388,6 +388,8 @@ export class Engine {
   #evictOne(): boolean {
     let oldest: { key: WeakRef<object>; r: Resident } | undefined;
     for (const e of this.#residentList) {
+      // never the weight of the call in progress (the latest tick)
+      if (e.r.tick === this.#tick) continue;
       if (!oldest || e.r.tick < oldest.r.tick) oldest = e;
     }
     if (!oldest) return false;

@@ -303,6 +303,25 @@ Deno.test("fastMatmulF32 matches matmulTransposedRef and notices in-place weight
   assertAlmostEquals(after[0] - before[0], 10 * xb[1], 1e-4);
 });
 
+Deno.test("fastLinear on empty shapes: no rows, no outputs, no inputs (bias only)", () => {
+  assertEquals(
+    fastLinear(new Float32Array(0), 0, makeWeight("F32", 3, 4)).length,
+    0,
+  );
+  const none = {
+    name: "w",
+    dtype: "F32" as const,
+    shape: [3, 0],
+    bytes: new Uint8Array(0),
+  };
+  assertEquals(
+    Array.from(
+      fastLinear(new Float32Array(0), 2, none, new Float32Array([1, 2, 3])),
+    ),
+    [1, 2, 3, 1, 2, 3],
+  );
+});
+
 Deno.test("fastLinear errors name the weight and the sizes", () => {
   const w = makeWeight("Q4_0", 4, 64);
   assertThrows(
