@@ -88,9 +88,7 @@ Deno.bench(`DataView getUint16 / setUint32 loop`, {
 Deno.bench(`dtype table (shift loop)`, { group: bf16 }, () => {
   sink += decodeToF32("BF16", bytes, N)[N - 1];
 });
-Deno.bench(`copy into the high halves (Uint16Array, little-endian)`, {
-  group: bf16,
-}, () => {
+Deno.bench(`copy into the high halves (Uint16Array)`, { group: bf16 }, () => {
   const out = new Uint16Array(2 * N);
   for (let i = 0; i < N; i++) out[2 * i + 1] = codes[i];
   sink += out[2 * N - 1];
