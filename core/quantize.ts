@@ -88,7 +88,8 @@ const F4_MAX = 6;
  *
  * @example
  * ```ts
- * import { quantize, toFloat32 } from "./quantize.ts";
+ * import { quantize } from "./quantize.ts";
+ * import { toFloat32 } from "./tensor.ts";
  * const w = new Float32Array(64).map((_, i) => Math.sin(i));
  * const q = quantize("w", w, [2, 32], { dtype: "F4" });
  * console.assert(q.bytes.length === 32 && (q.quant!.scale as Float32Array).length === 2);
