@@ -30,6 +30,8 @@ import { sequential } from "./sequential.ts";
 import { residual } from "./residual.ts";
 import { kmeans } from "./kmeans.ts";
 import { parallel } from "./parallel.ts";
+import { multiHeadAttention } from "./attention.ts";
+import { transformerBlock } from "./transformer_block.ts";
 
 export * from "../core/network.ts";
 export {
@@ -72,6 +74,17 @@ export {
   parallel,
   type ParallelConfig,
 } from "./parallel.ts";
+export {
+  type AttentionConfig,
+  type KvCache,
+  multiHeadAttention,
+  type RopeScaling,
+  type RopeStyle,
+} from "./attention.ts";
+export {
+  transformerBlock,
+  type TransformerBlockConfig,
+} from "./transformer_block.ts";
 
 /**
  * Every built-in layer plugin, in listing order.
@@ -93,4 +106,6 @@ export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   residual,
   kmeans,
   parallel,
+  multiHeadAttention,
+  transformerBlock,
 ] as LayerPlugin<unknown>[];

@@ -1,0 +1,254 @@
+/**
+ * The `multi_head_attention` layer (alias `mha`): q/k/v projections,
+ * rotary position embeddings, grouped-query scaled dot-product attention
+ * with a causal (optionally sliding-window) mask, and the output
+ * projection. Input `[batch, seq, d_model]` (or `[seq, d_model]` for one
+ * sequence); output of the same shape.
+ *
+ * With a {@link LayerState}, the layer keeps a KV cache in `state.kv`
+ * ({@link KvCache}): each call appends its tokens at the next absolute
+ * positions, so a prefill of T tokens and T single-token calls give the
+ * same outputs. Without a state every call starts at position 0.
+ *
+ * Weights (names relative to the layer's scope, matrices `[out, in]`):
+ * `q_proj.weight` `[num_heads·head_dim, d_model]`, `k_proj.weight` and
+ * `v_proj.weight` `[num_kv_heads·head_dim, d_model]`, `o_proj.weight`
+ * `[d_model, num_heads·head_dim]`, and `*.bias` where enabled.
+ *
+ * @example
+ * ```ts
+ * import { multiHeadAttention } from "./attention.ts";
+ * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
+ * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
+ * const cfg = multiHeadAttention.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
+ * const init = multiHeadAttention.init!(cfg, createRng(1));
+ * const tensors = new Map([...init].map(([n, v]) => {
+ *   const spec = multiHeadAttention.params(cfg).find((p) => p.name === n)!;
+ *   return [n, tensorFromF32(n, v, spec.shape)] as const;
+ * }));
+ * const layer = multiHeadAttention.build(cfg, createScope(tensors));
+ * const y = layer.forward(floatTensor(new Float32Array(2 * 3 * 8).fill(0.5), [2, 3, 8]));
+ * console.assert(y.shape.join() === "2,3,8");
+ * ```
+ *
+ * @module
+ */
+
+import type { LayerConfig } from "../core/model.ts";
+import type {
+  Layer,
+  LayerPlugin,
+  LayerState,
+  ParamSpec,
+  Scope,
+} from "../core/plugin.ts";
+import type { Rng } from "../core/rng.ts";
+import { type FloatTensor, floatTensor, type Tensor } from "../core/tensor.ts";
+import {
+  appendKv,
+  attend,
+  createKvCache,
+  type KvCache,
+} from "../kernels/attention.ts";
+import { linear } from "../kernels/linear.ts";
+import {
+  applyRope,
+  ropeFrequencies,
+  type RopeTable,
+  ropeTable,
+} from "../kernels/rope.ts";
+import {
+  ATTENTION_FIELDS,
+  type AttentionConfig,
+  attentionFieldsToJSON,
+  parseAttentionFields,
+} from "./_attention_config.ts";
+
+export type { AttentionConfig } from "./_attention_config.ts";
+export type { KvCache } from "../kernels/attention.ts";
+export type { RopeScaling, RopeStyle } from "../kernels/rope.ts";
+
+/** The four projections with their shapes and bias flags. */
+function projections(
+  cfg: AttentionConfig,
+): { name: string; out: number; in: number; bias: boolean }[] {
+  const qDim = cfg.num_heads * cfg.head_dim;
+  const kvDim = cfg.num_kv_heads * cfg.head_dim;
+  return [
+    { name: "q_proj", out: qDim, in: cfg.d_model, bias: cfg.q_bias },
+    { name: "k_proj", out: kvDim, in: cfg.d_model, bias: cfg.k_bias },
+    { name: "v_proj", out: kvDim, in: cfg.d_model, bias: cfg.v_bias },
+    { name: "o_proj", out: cfg.d_model, in: qDim, bias: cfg.o_bias },
+  ];
+}
+
+/** Splits a `[batch, seq, d]` or `[seq, d]` input into batch and sequence length. */
+function sequenceShape(
+  x: FloatTensor,
+  d: number,
+  what: string,
+): { batch: number; seq: number } {
+  const s = x.shape;
+  if ((s.length !== 2 && s.length !== 3) || s[s.length - 1] !== d) {
+    throw new TypeError(
+      `Cannot run ${what}: input has shape [${
+        s.join(", ")
+      }], expected [batch, seq, ${d}] or [seq, ${d}]`,
+    );
+  }
+  return s.length === 3 ? { batch: s[0], seq: s[1] } : { batch: 1, seq: s[0] };
+}
+
+/**
+ * The cache kept in `state.kv`, created on first use; throws when a state
+ * made for another batch size or head layout is passed in.
+ */
+function cacheOf(
+  state: LayerState,
+  batch: number,
+  cfg: AttentionConfig,
+  seq: number,
+): KvCache {
+  const kv = state.kv as KvCache | undefined;
+  if (kv === undefined) {
+    const c = createKvCache(
+      batch,
+      cfg.num_kv_heads,
+      cfg.head_dim,
+      Math.max(16, seq),
+    );
+    state.kv = c;
+    return c;
+  }
+  if (
+    kv.batch !== batch || kv.kvHeads !== cfg.num_kv_heads ||
+    kv.headDim !== cfg.head_dim
+  ) {
+    throw new TypeError(
+      `Cannot continue the KV cache: it holds batch ${kv.batch} × ${kv.kvHeads} heads × ${kv.headDim}, the call has batch ${batch} × ${cfg.num_kv_heads} heads × ${cfg.head_dim} (use a fresh state per sequence batch)`,
+    );
+  }
+  return kv;
+}
+
+function uniformInit(rng: Rng, n: number, fanIn: number): Float32Array {
+  const bound = 1 / Math.sqrt(fanIn);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (2 * rng.next() - 1) * bound;
+  return out;
+}
+
+/**
+ * The attention layer plugin. Config fields (README has the table):
+ * `d_model` (inferred from the previous layer when absent), `num_heads`,
+ * `num_kv_heads` (default `num_heads`), `head_dim` (default
+ * `d_model / num_heads`), `causal` (true), `use_rope` (true), `rope_theta`
+ * (10000), `rope_style` (`"neox"` | `"interleaved"`), `rope_scaling` (null,
+ * `{rope_type: "linear", factor}` or Hugging Face's llama3 object),
+ * `sliding_window` (null), `bias` and per-projection `q_bias`, `k_bias`,
+ * `v_bias`, `o_bias` (false).
+ *
+ * @example
+ * ```ts
+ * import { multiHeadAttention } from "./attention.ts";
+ * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
+ * const cfg = multiHeadAttention.parse(
+ *   { type: "multi_head_attention", d_model: 64, num_heads: 8, num_kv_heads: 2 },
+ *   ctx,
+ * );
+ * console.assert(multiHeadAttention.params(cfg)[1].shape.join() === "16,64");
+ * ```
+ */
+export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
+  kind: "layer",
+  type: "multi_head_attention",
+  aliases: ["mha"],
+  description:
+    "Multi-head / grouped-query self-attention with RoPE, causal or sliding-window mask and a KV cache",
+  parse(json: LayerConfig, ctx): AttentionConfig {
+    return parseAttentionFields(
+      json,
+      ctx,
+      "multi_head_attention",
+      ATTENTION_FIELDS,
+    );
+  },
+  inputSize: (cfg) => cfg.d_model,
+  outputSize: (cfg) => cfg.d_model,
+  toJSON: (cfg) => ({
+    type: "multi_head_attention",
+    ...attentionFieldsToJSON(cfg),
+  }),
+  params(cfg): ParamSpec[] {
+    const out: ParamSpec[] = [];
+    for (const p of projections(cfg)) {
+      out.push({
+        name: `${p.name}.weight`,
+        shape: [p.out, p.in],
+        init: "uniform",
+      });
+      if (p.bias) {
+        out.push({ name: `${p.name}.bias`, shape: [p.out], init: "uniform" });
+      }
+    }
+    return out;
+  },
+  init(cfg, rng): Map<string, Float32Array> {
+    // PyTorch's nn.Linear default: U(−1/√fan_in, 1/√fan_in) for weight and bias.
+    const out = new Map<string, Float32Array>();
+    for (const p of projections(cfg)) {
+      out.set(`${p.name}.weight`, uniformInit(rng, p.out * p.in, p.in));
+      if (p.bias) out.set(`${p.name}.bias`, uniformInit(rng, p.out, p.in));
+    }
+    return out;
+  },
+  build(cfg, weights: Scope): Layer {
+    const bound = projections(cfg).map((p) => ({
+      w: weights.get(`${p.name}.weight`, [p.out, p.in]) as Tensor,
+      b: p.bias ? weights.getF32(`${p.name}.bias`, [p.out]) : undefined,
+    }));
+    const [q, k, v, o] = bound;
+    const freq = cfg.use_rope
+      ? ropeFrequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+      : undefined;
+    // cos/sin for positions seen so far; regrown (doubling) when a call goes past it.
+    let table: RopeTable | undefined;
+    const tableFor = (positions: number): RopeTable => {
+      if (!table || table.length < positions) {
+        table = ropeTable(
+          freq!,
+          Math.max(positions, 2 * (table?.length ?? 0), 64),
+        );
+      }
+      return table;
+    };
+    const what = `multi_head_attention at "${weights.prefix}"`;
+    return {
+      forward(x: FloatTensor, state?: LayerState): FloatTensor {
+        const { batch, seq } = sequenceShape(x, cfg.d_model, what);
+        const rows = batch * seq;
+        const qs = linear(x.data, rows, q.w, q.b);
+        const ks = linear(x.data, rows, k.w, k.b);
+        const vs = linear(x.data, rows, v.w, v.b);
+        const cache = state
+          ? cacheOf(state, batch, cfg, seq)
+          : createKvCache(batch, cfg.num_kv_heads, cfg.head_dim, seq);
+        const start = cache.length;
+        if (freq) {
+          const t = tableFor(start + seq);
+          applyRope(qs, batch, seq, cfg.num_heads, t, cfg.rope_style, start);
+          applyRope(ks, batch, seq, cfg.num_kv_heads, t, cfg.rope_style, start);
+        }
+        appendKv(cache, ks, vs, seq);
+        const heads = attend(qs, cache, {
+          heads: cfg.num_heads,
+          seq,
+          start,
+          causal: cfg.causal,
+          window: cfg.sliding_window,
+        });
+        return floatTensor(linear(heads, rows, o.w, o.b), [...x.shape]);
+      },
+    };
+  },
+};
