@@ -78,7 +78,18 @@ const IR_VERSION: Record<number, number> = {
 };
 
 /** Layer types that take `[batch, sequence, features]`. */
-const SEQUENCE_LAYERS = ["multi_head_attention", "transformer_block"];
+const SEQUENCE_LAYERS = ["multi_head_attention", "mha", "transformer_block"];
+
+/** Whether a config holds a sequence layer anywhere (nested layers too). */
+function hasSequenceLayer(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(hasSequenceLayer);
+  if (v === null || typeof v !== "object") return false;
+  const o = v as Record<string, unknown>;
+  if (typeof o.type === "string" && SEQUENCE_LAYERS.includes(o.type)) {
+    return true;
+  }
+  return Object.values(o).some(hasSequenceLayer);
+}
 
 /** Options of {@link exportOnnx} and {@link exportOnnxFiles}. */
 export interface OnnxExportOptions {
@@ -229,8 +240,7 @@ function buildGraph(
   const scope = createScope(network.tensors);
   const first = spec.layers[0];
   const ids = first.plugin.type === "embedding";
-  const sequence = raw.sequence ??
-    spec.layers.some((l) => SEQUENCE_LAYERS.includes(l.plugin.type));
+  const sequence = raw.sequence ?? hasSequenceLayer(network.config);
   let cur: string;
   let rank: number;
   if (ids) {

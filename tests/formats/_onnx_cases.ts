@@ -319,7 +319,7 @@ export function inputFor(
   c: OnnxCase,
   inputSize: number | undefined,
   batch: number,
-  seq = 3,
+  seq = 5,
   seed = 1,
 ): { ours: FloatTensor; shape: number[]; ids?: BigInt64Array } {
   const rng = createRng(seed * 7919 + batch);
@@ -349,3 +349,87 @@ export function caseNetwork(c: OnnxCase, seed = 3): Network {
   if (c.tensors) tensors = c.tensors(tensors);
   return buildNetwork(reg, c.config, tensors);
 }
+
+const attn = (extra: Record<string, unknown>) => ({
+  type: "multi_head_attention",
+  num_heads: 4,
+  ...extra,
+});
+
+/** Attention, transformer blocks and a small Llama-family network (prefill graphs). */
+export const SEQUENCE_CASES: OnnxCase[] = [
+  { name: "attention MHA, RoPE neox, causal", config: net(16, attn({})), input: "sequence" },
+  {
+    name: "attention GQA 4/2, RoPE interleaved",
+    config: net(16, attn({ num_kv_heads: 2, rope_style: "interleaved" })),
+    input: "sequence",
+  },
+  {
+    name: "attention MQA 4/1, head_dim 6, biases, theta 500",
+    config: net(16, attn({ num_kv_heads: 1, head_dim: 6, bias: true, rope_theta: 500 })),
+    input: "sequence",
+  },
+  {
+    name: "attention not causal, no RoPE",
+    config: net(16, attn({ causal: false, use_rope: false, num_kv_heads: 2 })),
+    input: "sequence",
+  },
+  {
+    name: "attention sliding window 2, linear RoPE scaling",
+    config: net(16, attn({
+      sliding_window: 2,
+      rope_scaling: { rope_type: "linear", factor: 2 },
+    })),
+    input: "sequence",
+  },
+  {
+    name: "attention llama3 RoPE scaling",
+    config: net(16, attn({
+      num_kv_heads: 2,
+      rope_theta: 500000,
+      rope_scaling: {
+        rope_type: "llama3",
+        factor: 8,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 8,
+      },
+    })),
+    input: "sequence",
+  },
+  {
+    name: "transformer_block",
+    config: net(16, {
+      type: "transformer_block",
+      num_heads: 4,
+      num_kv_heads: 2,
+      intermediate_size: 24,
+      rms_norm_eps: 1e-5,
+    }),
+    input: "sequence",
+  },
+  {
+    name: "Llama-family network (embedding → 2 × transformer_block → rms_norm → lm_head)",
+    config: {
+      layers: [
+        { type: "embedding", vocab_size: 32, embedding_dim: 16 },
+        {
+          type: "transformer_block",
+          num_heads: 4,
+          num_kv_heads: 2,
+          intermediate_size: 40,
+        },
+        {
+          type: "transformer_block",
+          num_heads: 4,
+          num_kv_heads: 2,
+          intermediate_size: 40,
+        },
+        { type: "rms_norm", epsilon: 1e-6 },
+        { type: "dense", output_size: 32, bias: false },
+      ],
+    },
+    input: "ids",
+    vocab: 32,
+  },
+];

@@ -1,13 +1,18 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { exportOnnx, exportOnnxFiles } from "../../formats/onnx.ts";
 import { assertAllClose } from "../_helpers/close.ts";
-import { CASES, caseNetwork, inputFor } from "./_onnx_cases.ts";
+import {
+  CASES,
+  caseNetwork,
+  inputFor,
+  SEQUENCE_CASES,
+} from "./_onnx_cases.ts";
 import { openOrt } from "./_ort.ts";
 
 const OPSETS = [13, 17, 23];
 const BATCHES = [1, 4];
 
-for (const c of CASES) {
+for (const c of [...CASES, ...SEQUENCE_CASES]) {
   Deno.test(`onnx: ORT equals our forward: ${c.name}`, async () => {
     const net = caseNetwork(c);
     for (const opset of OPSETS) {
