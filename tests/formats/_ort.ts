@@ -30,9 +30,16 @@ export async function runOrt(
   }
 }
 
-/** An ORT session kept open for several runs. */
+/**
+ * An ORT session kept open for several runs. `level` is ORT's graph
+ * optimization level: at `extended` and above ORT replaces
+ * `DequantizeLinear → MatMul` by a dynamically quantized int8 MatMul
+ * (activations rounded to 8 bits), so exact comparisons of int8-weight
+ * models use `basic`.
+ */
 export async function openOrt(
   model: Uint8Array | string,
+  level: "disabled" | "basic" | "extended" | "all" = "all",
 ): Promise<{
   run(
     name: string,
@@ -41,9 +48,11 @@ export async function openOrt(
   ): Promise<{ data: Float32Array; shape: number[] }>;
   close(): Promise<void>;
 }> {
-  const session = await ort.InferenceSession.create(
-    model as Uint8Array,
-  );
+  const session = typeof model === "string"
+    ? await ort.InferenceSession.create(model, { graphOptimizationLevel: level })
+    : await ort.InferenceSession.create(model, {
+      graphOptimizationLevel: level,
+    });
   return {
     async run(name, data, shape) {
       const t = data instanceof BigInt64Array
