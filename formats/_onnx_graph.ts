@@ -21,9 +21,9 @@ import type {
 import { type QuantParams, type Tensor, toFloat32 } from "../core/tensor.ts";
 import {
   type AttributeMessage,
+  type NodeMessage,
   OnnxAttributeType,
   OnnxDataType,
-  type NodeMessage,
   type TensorMessage,
   type ValueInfoMessage,
 } from "./_protobuf.ts";
@@ -98,7 +98,9 @@ function attributeMessage(name: string, v: OnnxAttribute): AttributeMessage {
     }
     return { name, type: OnnxAttributeType.INT, i: v };
   }
-  if (typeof v === "string") return { name, type: OnnxAttributeType.STRING, s: v };
+  if (typeof v === "string") {
+    return { name, type: OnnxAttributeType.STRING, s: v };
+  }
   if (Array.isArray(v)) {
     const ints = v as readonly number[];
     for (const i of ints) {
@@ -218,7 +220,9 @@ export class GraphBuilder implements OnnxBuilder {
     attributes: Readonly<Record<string, OnnxAttribute>> = {},
     outputs = 1,
   ): string[] {
-    const prefix = this.#paths.length ? this.#paths[this.#paths.length - 1] : "graph";
+    const prefix = this.#paths.length
+      ? this.#paths[this.#paths.length - 1]
+      : "graph";
     const base = `${prefix}/${opType}_${this.#counter++}`;
     const name = this.#fresh(base);
     const outs = outputs === 1
@@ -272,7 +276,9 @@ export class GraphBuilder implements OnnxBuilder {
     const count = dims.reduce((a, b) => a * b, 1);
     if (count !== values.length) {
       throw new RangeError(
-        `ONNX constant: ${values.length} values for shape [${dims.join(", ")}] (${count} elements)`,
+        `ONNX constant: ${values.length} values for shape [${
+          dims.join(", ")
+        }] (${count} elements)`,
       );
     }
     const small = values.length <= DEDUP_LIMIT;
@@ -334,7 +340,9 @@ export class GraphBuilder implements OnnxBuilder {
     const transpose = options.transpose === true;
     if (transpose && stored.shape.length !== 2) {
       throw new TypeError(
-        `Cannot transpose weight "${full}" of shape [${stored.shape.join(", ")}]: only matrices transpose`,
+        `Cannot transpose weight "${full}" of shape [${
+          stored.shape.join(", ")
+        }]: only matrices transpose`,
       );
     }
     const key = `${full}${transpose ? "\u0000T" : ""}`;
@@ -358,8 +366,13 @@ export class GraphBuilder implements OnnxBuilder {
     let raw: Uint8Array;
     let quant: QuantParams | undefined = t.quant;
     if (dataType !== undefined) {
-      raw = t.bytes.subarray(0, dims.reduce((a, b) => a * b, 1) * info.blockBytes);
-    } else if (info.kind === "float" && info.exactInF32 && info.blockBytes <= 1) {
+      raw = t.bytes.subarray(
+        0,
+        dims.reduce((a, b) => a * b, 1) * info.blockBytes,
+      );
+    } else if (
+      info.kind === "float" && info.exactInF32 && info.blockBytes <= 1
+    ) {
       // FP8 before opset 19, F4: every value is exact in F16.
       dataType = OnnxDataType.FLOAT16;
       raw = new Uint8Array(Float16Array.from(codesAsF32(t)).buffer);
@@ -405,7 +418,9 @@ export class GraphBuilder implements OnnxBuilder {
     q: QuantParams,
   ): string {
     const perAxis = typeof q.scale !== "number";
-    const scales = typeof q.scale === "number" ? [q.scale] : Array.from(q.scale);
+    const scales = typeof q.scale === "number"
+      ? [q.scale]
+      : Array.from(q.scale);
     // One zero point per scale (a single one is repeated).
     const zps = q.zeroPoint === undefined
       ? undefined
@@ -420,7 +435,9 @@ export class GraphBuilder implements OnnxBuilder {
       : undefined;
     const zpFits = zps === undefined ||
       (range !== undefined &&
-        zps.every((z) => Number.isInteger(z) && z >= range[0] && z <= range[1]));
+        zps.every((z) =>
+          Number.isInteger(z) && z >= range[0] && z <= range[1]
+        ));
     if (range && zpFits && q.blockSize === undefined) {
       const sdims = perAxis ? [scales.length] : [];
       const scale = this.#initializer(`${base}.scale`, {

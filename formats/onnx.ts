@@ -38,21 +38,13 @@ import {
   type LayerLookup,
   type Network,
 } from "../core/network.ts";
-import type {
-  FormatPlugin,
-  OptionSpec,
-  WriteOptions,
-} from "../core/plugin.ts";
+import type { FormatPlugin, OptionSpec, WriteOptions } from "../core/plugin.ts";
 import { createScope } from "../core/scope.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
 import { GraphBuilder } from "./_onnx_graph.ts";
 import type { OnnxWeightDtype } from "./_onnx_weights.ts";
-import {
-  modelProto,
-  OnnxDataType,
-  type TensorMessage,
-} from "./_protobuf.ts";
+import { modelProto, OnnxDataType, type TensorMessage } from "./_protobuf.ts";
 
 export type { OnnxWeightDtype } from "./_onnx_weights.ts";
 
@@ -182,7 +174,9 @@ function checkOptions(o: OnnxFilesOptions): Required<
   const wd = o.weightDtype ?? onnxDefaults.weightDtype;
   if (!["keep", "F16", "I8"].includes(wd)) {
     throw new TypeError(
-      `Cannot export ONNX weights as ${JSON.stringify(wd)}: weightDtype must be keep, F16 or I8`,
+      `Cannot export ONNX weights as ${
+        JSON.stringify(wd)
+      }: weightDtype must be keep, F16 or I8`,
     );
   }
   const positive = (name: string, v: number) => {
@@ -455,19 +449,22 @@ const OPTIONS: readonly OptionSpec[] = [
   {
     name: "weightDtype",
     type: "string",
-    description: "Weight matrices as stored (keep), F16 + Cast, or I8 + DequantizeLinear",
+    description:
+      "Weight matrices as stored (keep), F16 + Cast, or I8 + DequantizeLinear",
     default: onnxDefaults.weightDtype,
     choices: ["keep", "F16", "I8"],
   },
   {
     name: "sequence",
     type: "boolean",
-    description: "Input shaped [batch, sequence, features] (default: when the network has attention)",
+    description:
+      "Input shaped [batch, sequence, features] (default: when the network has attention)",
   },
   {
     name: "gumbelMaxRows",
     type: "number",
-    description: "Gumbel-softmax: rows of noise stored (most rows one call may feed)",
+    description:
+      "Gumbel-softmax: rows of noise stored (most rows one call may feed)",
     default: onnxDefaults.gumbelMaxRows,
   },
   {

@@ -259,7 +259,11 @@ export function attentionOnnx(
   ]);
   if (cfg.causal) {
     const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
-    const pos = g.op("Range", [g.constant("I64", [], [0]), t, g.constant("I64", [], [1])]);
+    const pos = g.op("Range", [
+      g.constant("I64", [], [0]),
+      t,
+      g.constant("I64", [], [1]),
+    ]);
     const row = g.op("Unsqueeze", [pos, ints(g, [1])]);
     const col = g.op("Unsqueeze", [pos, ints(g, [0])]);
     let hidden = g.op("Greater", [col, row]);

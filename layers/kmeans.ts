@@ -321,7 +321,13 @@ export const kmeans: LayerPlugin<KMeansConfig> = {
         feats,
         g.weight(weights, "centroids", { shape: [k, d], transpose: true }),
       ]);
-      const nx = reduce(g, "ReduceSum", g.op("Mul", [feats, feats]), [-1], true);
+      const nx = reduce(
+        g,
+        "ReduceSum",
+        g.op("Mul", [feats, feats]),
+        [-1],
+        true,
+      );
       const nc = reduce(g, "ReduceSum", g.op("Mul", [c, c]), [-1], false);
       const denom = g.op("Sqrt", [g.op("Mul", [nx, nc])]);
       const one = scalar(g, 1);

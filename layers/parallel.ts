@@ -701,7 +701,10 @@ export const parallel: LayerPlugin<ParallelConfig> = {
         largest: 1,
         sorted: 1,
       }, 2);
-      const kept = g.op("Div", [vals, reduce(g, "ReduceSum", vals, [-1], true)]);
+      const kept = g.op("Div", [
+        vals,
+        reduce(g, "ReduceSum", vals, [-1], true),
+      ]);
       const zeros = g.op("ConstantOfShape", [g.op("Shape", [w])], {
         value: { tensor: { dtype: "F32", dims: [1], values: [0] } },
       });

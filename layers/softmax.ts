@@ -33,11 +33,7 @@
  * @module
  */
 
-import type {
-  LayerPlugin,
-  LayerState,
-  OnnxBuilder,
-} from "../core/plugin.ts";
+import type { LayerPlugin, LayerState, OnnxBuilder } from "../core/plugin.ts";
 import { createRng, type Rng } from "../core/rng.ts";
 import { type FloatTensor, floatTensor } from "../core/tensor.ts";
 import {
@@ -483,7 +479,9 @@ function entmaxBisectOnnx(
 function gumbelNoise(seed: number, count: number): Float32Array {
   const rng = createRng(seed);
   const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) out[i] = -Math.log(-Math.log(uniformOpen(rng)));
+  for (let i = 0; i < count; i++) {
+    out[i] = -Math.log(-Math.log(uniformOpen(rng)));
+  }
   return out;
 }
 
@@ -557,14 +555,20 @@ export function softmaxOnnx(
       ], { to: FLOAT });
     case "gumbel": {
       const limit = g.options.gumbelMaxRows ?? GUMBEL_MAX_ROWS;
-      if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit <= 0) {
+      if (
+        typeof limit !== "number" || !Number.isSafeInteger(limit) || limit <= 0
+      ) {
         throw g.refuse(
           path,
           "softmax",
           `gumbelMaxRows must be a positive integer, got ${shown(limit)}`,
         );
       }
-      const noise = g.constant("F32", [limit, n], gumbelNoise(cfg.seed, limit * n));
+      const noise = g.constant(
+        "F32",
+        [limit, n],
+        gumbelNoise(cfg.seed, limit * n),
+      );
       const rows = g.op("Reshape", [x, ints(g, [-1, n])]);
       const count = g.op("Slice", [
         g.op("Shape", [rows]),

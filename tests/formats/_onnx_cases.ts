@@ -6,7 +6,11 @@
 import type { LayerConfig } from "../../core/model.ts";
 import { buildNetwork, initNetwork, type Network } from "../../core/network.ts";
 import { createRng } from "../../core/rng.ts";
-import { floatTensor, type FloatTensor, type Tensor } from "../../core/tensor.ts";
+import {
+  type FloatTensor,
+  floatTensor,
+  type Tensor,
+} from "../../core/tensor.ts";
 import { defaultRegistry } from "../../mod.ts";
 import type { OnnxExportOptions } from "../../formats/onnx.ts";
 
@@ -58,9 +62,15 @@ const ACTIVATIONS = [
 export const CASES: OnnxCase[] = [
   ...ACTIVATIONS.map((a) => ({
     name: `dense ${a}`,
-    config: net(6, dense(5, a, a === "leaky_relu" ? { negative_slope: 0.2 } : {})),
+    config: net(
+      6,
+      dense(5, a, a === "leaky_relu" ? { negative_slope: 0.2 } : {}),
+    ),
   })),
-  { name: "dense without bias", config: net(6, dense(4, "tanh", { bias: false })) },
+  {
+    name: "dense without bias",
+    config: net(6, dense(4, "tanh", { bias: false })),
+  },
   {
     name: "MLP 2 layers",
     config: net(8, dense(16, "relu"), dense(3, "softmax")),
@@ -358,7 +368,11 @@ const attn = (extra: Record<string, unknown>) => ({
 
 /** Attention, transformer blocks and a small Llama-family network (prefill graphs). */
 export const SEQUENCE_CASES: OnnxCase[] = [
-  { name: "attention MHA, RoPE neox, causal", config: net(16, attn({})), input: "sequence" },
+  {
+    name: "attention MHA, RoPE neox, causal",
+    config: net(16, attn({})),
+    input: "sequence",
+  },
   {
     name: "attention GQA 4/2, RoPE interleaved",
     config: net(16, attn({ num_kv_heads: 2, rope_style: "interleaved" })),
@@ -366,7 +380,10 @@ export const SEQUENCE_CASES: OnnxCase[] = [
   },
   {
     name: "attention MQA 4/1, head_dim 6, biases, theta 500",
-    config: net(16, attn({ num_kv_heads: 1, head_dim: 6, bias: true, rope_theta: 500 })),
+    config: net(
+      16,
+      attn({ num_kv_heads: 1, head_dim: 6, bias: true, rope_theta: 500 }),
+    ),
     input: "sequence",
   },
   {
@@ -376,25 +393,31 @@ export const SEQUENCE_CASES: OnnxCase[] = [
   },
   {
     name: "attention sliding window 2, linear RoPE scaling",
-    config: net(16, attn({
-      sliding_window: 2,
-      rope_scaling: { rope_type: "linear", factor: 2 },
-    })),
+    config: net(
+      16,
+      attn({
+        sliding_window: 2,
+        rope_scaling: { rope_type: "linear", factor: 2 },
+      }),
+    ),
     input: "sequence",
   },
   {
     name: "attention llama3 RoPE scaling",
-    config: net(16, attn({
-      num_kv_heads: 2,
-      rope_theta: 500000,
-      rope_scaling: {
-        rope_type: "llama3",
-        factor: 8,
-        low_freq_factor: 1,
-        high_freq_factor: 4,
-        original_max_position_embeddings: 8,
-      },
-    })),
+    config: net(
+      16,
+      attn({
+        num_kv_heads: 2,
+        rope_theta: 500000,
+        rope_scaling: {
+          rope_type: "llama3",
+          factor: 8,
+          low_freq_factor: 1,
+          high_freq_factor: 4,
+          original_max_position_embeddings: 8,
+        },
+      }),
+    ),
     input: "sequence",
   },
   {
@@ -409,7 +432,8 @@ export const SEQUENCE_CASES: OnnxCase[] = [
     input: "sequence",
   },
   {
-    name: "Llama-family network (embedding → 2 × transformer_block → rms_norm → lm_head)",
+    name:
+      "Llama-family network (embedding → 2 × transformer_block → rms_norm → lm_head)",
     config: {
       layers: [
         { type: "embedding", vocab_size: 32, embedding_dim: 16 },

@@ -49,7 +49,9 @@ export async function openOrt(
   close(): Promise<void>;
 }> {
   const session = typeof model === "string"
-    ? await ort.InferenceSession.create(model, { graphOptimizationLevel: level })
+    ? await ort.InferenceSession.create(model, {
+      graphOptimizationLevel: level,
+    })
     : await ort.InferenceSession.create(model, {
       graphOptimizationLevel: level,
     });

@@ -1,12 +1,13 @@
-import { assertEquals, assertThrows } from "@std/assert";
+import { assertEquals, assertRejects, assertThrows } from "@std/assert";
+import { memoryTensorIndex } from "../../core/model.ts";
+import { buildNetwork, initNetwork } from "../../core/network.ts";
 import { exportOnnx, exportOnnxFiles } from "../../formats/onnx.ts";
+import { LAYER_PLUGINS } from "../../layers/mod.ts";
+import { dense } from "../../layers/dense.ts";
+import { defaultRegistry } from "../../mod.ts";
+import { createRegistry } from "../../registry.ts";
 import { assertAllClose } from "../_helpers/close.ts";
-import {
-  CASES,
-  caseNetwork,
-  inputFor,
-  SEQUENCE_CASES,
-} from "./_onnx_cases.ts";
+import { caseNetwork, CASES, inputFor, SEQUENCE_CASES } from "./_onnx_cases.ts";
 import { openOrt } from "./_ort.ts";
 
 const OPSETS = [13, 17, 23];
@@ -28,7 +29,11 @@ for (const c of [...CASES, ...SEQUENCE_CASES]) {
             x.ids ?? x.ours.data,
             x.shape,
           );
-          assertEquals(got.shape, expected.shape, `opset ${opset} batch ${batch} shape`);
+          assertEquals(
+            got.shape,
+            expected.shape,
+            `opset ${opset} batch ${batch} shape`,
+          );
           assertAllClose(
             got.data,
             expected.data,
@@ -53,10 +58,12 @@ Deno.test("onnx: the same network and options give the same bytes", () => {
 });
 
 Deno.test("onnx: linear and logistic regression export to MatMul + Add (+ Sigmoid)", () => {
-  for (const [activation, ops] of [
-    ["linear", ["MatMul", "Add"]],
-    ["sigmoid", ["MatMul", "Add", "Sigmoid"]],
-  ] as const) {
+  for (
+    const [activation, ops] of [
+      ["linear", ["MatMul", "Add"]],
+      ["sigmoid", ["MatMul", "Add", "Sigmoid"]],
+    ] as const
+  ) {
     const net = caseNetwork({
       name: activation,
       config: {
@@ -79,5 +86,116 @@ Deno.test("onnx: opset out of range is a RangeError", () => {
     () => exportOnnx(net, { opsetVersion: 12 }),
     RangeError,
     "supported opsets are 13 to 23",
+  );
+});
+
+Deno.test("onnx: a layer without a lowering is refused by path and type, never skipped", () => {
+  const noOnnx = { ...dense, type: "opaque", toOnnx: undefined };
+  const reg = createRegistry().use(LAYER_PLUGINS).use(noOnnx);
+  const cfg = {
+    input_size: 3,
+    layers: [
+      { type: "dense", output_size: 3 },
+      {
+        type: "sequential",
+        layers: [{ type: "dense", output_size: 2 }, {
+          type: "opaque",
+          output_size: 2,
+        }],
+      },
+    ],
+  };
+  const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
+  assertThrows(
+    () => exportOnnx(net),
+    TypeError,
+    "Cannot export layers[1].layers[1] (opaque) to ONNX: its layer plugin has no ONNX lowering",
+  );
+  // A residual with nothing before it has nothing to add.
+  const lone = caseNetwork({
+    name: "lone residual",
+    config: { input_size: 2, layers: [{ type: "residual" }] },
+  });
+  assertThrows(
+    () => exportOnnx(lone),
+    TypeError,
+    "Cannot export layers[0] (residual) to ONNX: it has no layers and no layer runs before it",
+  );
+});
+
+Deno.test("onnx: opset picks the operators (LayerNormalization 17+, Gelu 20+, RMSNormalization 23)", () => {
+  const net = caseNetwork({
+    name: "ops",
+    config: {
+      input_size: 4,
+      layers: [
+        { type: "dense", output_size: 4, activation: "gelu" },
+        { type: "layer_norm" },
+        { type: "rms_norm" },
+      ],
+    },
+  });
+  const ops = (opset: number) =>
+    exportOnnxFiles(net, { opsetVersion: opset }).ops;
+  const has = (opset: number, op: string) => ops(opset).includes(op);
+  assertEquals([13, 16, 17, 23].map((o) => has(o, "LayerNormalization")), [
+    false,
+    false,
+    true,
+    true,
+  ]);
+  assertEquals([13, 19, 20, 23].map((o) => has(o, "Gelu")), [
+    false,
+    false,
+    true,
+    true,
+  ]);
+  assertEquals([13, 17, 22, 23].map((o) => has(o, "RMSNormalization")), [
+    false,
+    false,
+    false,
+    true,
+  ]);
+  assertEquals([13, 19].map((o) => has(o, "Erf")), [true, true]);
+});
+
+Deno.test("onnx: the format plugin exports a model file's network (registry write)", async () => {
+  const reg = defaultRegistry();
+  const plugin = reg.formatForPath("model.onnx");
+  assertEquals(plugin.name, "onnx");
+  assertEquals(plugin.read, undefined);
+  const config = {
+    input_size: 5,
+    layers: [{ type: "dense", output_size: 1, activation: "sigmoid" }],
+  };
+  const tensors = initNetwork(reg, config, 4);
+  const file = {
+    models: [{
+      id: "m",
+      config,
+      metadata: {},
+      tensors: memoryTensorIndex(tensors.values()),
+    }],
+  };
+  const bytes = await plugin.write!(file, { opsetVersion: 13 }) as Uint8Array;
+  assertEquals(
+    bytes,
+    exportOnnx(buildNetwork(reg, config, tensors), { opsetVersion: 13 }),
+  );
+  await assertRejects(
+    () =>
+      plugin.write!({
+        models: [{ ...file.models[0], config: undefined }],
+      }) as Promise<Uint8Array>,
+    TypeError,
+    'Cannot export model "m" to ONNX: it carries no network config',
+  );
+  await assertRejects(
+    () =>
+      plugin.write!({
+        models: [file.models[0], { ...file.models[0], id: "n" }],
+      }) as Promise<Uint8Array>,
+    TypeError,
+    "the file holds 2 models (m, n)",
   );
 });

@@ -52,7 +52,13 @@ async function parity(
   );
   try {
     const got = await s.run("input", x, [3, net.spec.inputSize!]);
-    assertAllClose(got.data, expected.data, JSON.stringify(options), 1e-4, 1e-6);
+    assertAllClose(
+      got.data,
+      expected.data,
+      JSON.stringify(options),
+      1e-4,
+      1e-6,
+    );
   } finally {
     await s.close();
   }
@@ -223,7 +229,13 @@ Deno.test("onnx weights: weightDtype F16 halves the file and equals our forward 
   );
   const s = await openOrt(exportOnnxFiles(net, { weightDtype: "F16" }).model);
   try {
-    assertAllClose((await s.run("input", x, [3, 32])).data, expected.data, "F16", 1e-4, 1e-6);
+    assertAllClose(
+      (await s.run("input", x, [3, 32])).data,
+      expected.data,
+      "F16",
+      1e-4,
+      1e-6,
+    );
   } finally {
     await s.close();
   }
@@ -243,7 +255,9 @@ Deno.test("onnx weights: weightDtype I8 is per-row symmetric int8 + DequantizeLi
         const scale = new Float32Array(rows);
         for (let r = 0; r < rows; r++) {
           let m = 0;
-          for (let c = 0; c < cols; c++) m = Math.max(m, Math.abs(v[r * cols + c]));
+          for (let c = 0; c < cols; c++) {
+            m = Math.max(m, Math.abs(v[r * cols + c]));
+          }
           scale[r] = m / 127;
         }
         return { scale, axis: 0 };
@@ -279,7 +293,9 @@ Deno.test("onnx weights: FP8 weights are FLOAT8 initializers + Cast from opset 1
     input_size: 3,
     layers: [{ type: "dense", output_size: 2, bias: false }],
   };
-  for (const [dtype, bytes] of [["F8_E4M3", E4M3], ["F8_E5M2", E5M2]] as const) {
+  for (
+    const [dtype, bytes] of [["F8_E4M3", E4M3], ["F8_E5M2", E5M2]] as const
+  ) {
     const tensors = new Map<string, Tensor>([[
       "layers.0.weight",
       { name: "layers.0.weight", dtype, shape: [2, 3], bytes },
