@@ -19,6 +19,7 @@ import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors.ts";
 import { gguf } from "./formats/gguf.ts";
+import { onnx } from "./formats/onnx.ts";
 
 export * from "./core/mod.ts";
 export { createRegistry, type Registry } from "./registry.ts";
@@ -44,5 +45,6 @@ export function defaultRegistry(): Registry {
 const BUILTIN_PLUGINS: Plugin[] = [
   safetensors(),
   gguf,
+  onnx(),
   ...LAYER_PLUGINS,
 ];
