@@ -11,6 +11,8 @@
  *   (`RangeError`, `TypeError`, `SyntaxError`), within a time limit.
  * - {@link assertLayerPlugin}: config normalization, seeded init, parameter
  *   shapes, forward shape and determinism, missing-weight errors.
+ * - {@link assertLayerMatchesOnnx}: the layer's ONNX export, run in the
+ *   ONNX runtime the test brings, gives the forward pass's output.
  *
  * @example
  * ```ts
@@ -39,6 +41,12 @@ export {
   type HostileInputOptions,
   type HostileInputReport,
 } from "./_format.ts";
+export {
+  assertLayerMatchesOnnx,
+  type OnnxCheck,
+  type OnnxCheckOptions,
+  type OnnxRunner,
+} from "./_onnx.ts";
 export {
   assertLayerPlugin,
   cosineInput,

@@ -9,7 +9,17 @@ import { REPO_ROOT } from "../_helpers/fixtures.ts";
 import { readSafetensors } from "../../formats/safetensors.ts";
 import { fileSource } from "../../io/file.ts";
 import { readNpz } from "../../examples/plugins/npy/mod.ts";
-import type { ModelFile } from "../../mod.ts";
+import { conv1d } from "../../examples/plugins/conv1d/mod.ts";
+import { saveSafetensors } from "../../io/safetensors.ts";
+import {
+  buildNetwork,
+  defaultRegistry,
+  floatTensor,
+  initNetwork,
+  memoryTensorIndex,
+  type ModelFile,
+} from "../../mod.ts";
+import { runOrt } from "../formats/_ort.ts";
 
 const NPY = "examples/plugins/npy/mod.ts";
 const CONV = "examples/plugins/conv1d/mod.ts";
@@ -139,6 +149,61 @@ Deno.test("examples: convert npz → safetensors → npz keeps every array", asy
       stSrc.close?.();
       npzSrc.close?.();
     }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("examples: convert --to onnx exports a network with the conv1d plugin's layer", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const reg = defaultRegistry().use(conv1d);
+    const config = {
+      input_size: 3,
+      layers: [
+        { type: "conv1d", out_channels: 4, kernel_size: 3, padding: "same" },
+        { type: "dense", output_size: 2, activation: "tanh" },
+      ],
+    };
+    const weights = initNetwork(reg, config, 3);
+    const st = join(dir, "net.safetensors");
+    const onnxPath = join(dir, "net.onnx");
+    await saveSafetensors(st, {
+      models: [{
+        id: "net",
+        config,
+        metadata: {},
+        tensors: memoryTensorIndex(weights.values()),
+      }],
+    });
+    const without = await cli("convert", st, "--to", "onnx", "-o", onnxPath);
+    assertEquals(without.code, 1);
+    assertStringIncludes(without.err, 'Unknown layer type "conv1d"');
+    const res = await cli(
+      "convert",
+      st,
+      "--to",
+      "onnx",
+      "--sequence",
+      "-o",
+      onnxPath,
+      "--plugin",
+      CONV,
+    );
+    assertEquals(res.code, 0, res.err);
+    const x = floatTensor(
+      Float32Array.from({ length: 2 * 9 * 3 }, (_, i) => Math.sin(i)),
+      [2, 9, 3],
+    );
+    const want = buildNetwork(reg, config, weights).forward(x);
+    const got = await runOrt(await Deno.readFile(onnxPath), {
+      name: "input",
+      ...x,
+    });
+    assertEquals(got.shape, [2, 9, 2]);
+    want.data.forEach((v, i) =>
+      assert(Math.abs(got.data[i] - v) <= 1e-5, `${i}: ${got.data[i]} vs ${v}`)
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

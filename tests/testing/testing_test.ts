@@ -11,12 +11,14 @@ import {
 import {
   assertFormatRoundTrip,
   assertHostileInputs,
+  assertLayerMatchesOnnx,
   assertLayerPlugin,
   collectBytes,
   cosineInput,
 } from "../../testing/mod.ts";
 import { safetensors } from "../../formats/safetensors.ts";
 import { dense } from "../../layers/dense.ts";
+import { runOrt } from "../formats/_ort.ts";
 import {
   defaultRegistry,
   type FormatPlugin,
@@ -343,5 +345,48 @@ Deno.test("testing: the layer check catches broken layer plugins", () => {
       }),
     AssertionError,
     "forward changed its input",
+  );
+});
+
+Deno.test("testing: the ONNX check passes dense and catches a wrong lowering", async () => {
+  const ok = await assertLayerMatchesOnnx(
+    dense,
+    { type: "dense", output_size: 3, activation: "gelu" },
+    { inputShape: [4, 5], run: runOrt, opset: 13 },
+  );
+  assert(ok.maxRelativeError < 1e-5, String(ok.maxRelativeError));
+  assertEquals(ok.actual.shape, [4, 3]);
+  // A lowering that forgets the activation.
+  const wrong = {
+    ...dense,
+    toOnnx: (g, cfg, w, input) =>
+      dense.toOnnx!(g, { ...cfg, activation: "linear" }, w, input, {
+        path: "x",
+      }),
+  } as typeof dense;
+  await assertRejects(
+    () =>
+      assertLayerMatchesOnnx(wrong, {
+        type: "dense",
+        output_size: 3,
+        activation: "tanh",
+      }, {
+        inputShape: [2, 4],
+        run: runOrt,
+      }),
+    AssertionError,
+    'layer "dense" (opset 17): ONNX gives',
+  );
+  await assertRejects(
+    () =>
+      assertLayerMatchesOnnx({ ...dense, toOnnx: undefined }, {
+        type: "dense",
+        output_size: 1,
+      }, {
+        inputShape: [1, 2],
+        run: runOrt,
+      }),
+    AssertionError,
+    'layer "dense" has no toOnnx lowering',
   );
 });

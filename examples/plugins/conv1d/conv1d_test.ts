@@ -15,7 +15,13 @@ import {
   type Tensor,
   tensorFromF32,
 } from "@modelhost/modelhost";
-import { assertLayerPlugin } from "@modelhost/modelhost/testing";
+import {
+  assertLayerMatchesOnnx,
+  assertLayerPlugin,
+  type OnnxRunner,
+} from "@modelhost/modelhost/testing";
+import { exportOnnx } from "@modelhost/modelhost/formats/onnx";
+import * as ort from "onnxruntime-node";
 import { conv1d } from "./mod.ts";
 
 interface Case {
@@ -220,4 +226,94 @@ Deno.test("conv1d: wrong configs and inputs give errors naming the layer and fie
     TypeError,
     'Weight "layers.0.weight" has shape [1, 2, 3, 1], expected [1, 2, 3]',
   );
+});
+
+// ---------------------------------------------------------------------------
+// ONNX export, run in ONNX Runtime.
+
+const runOrt: OnnxRunner = async (model, input) => {
+  const session = await ort.InferenceSession.create(model);
+  try {
+    const out = await session.run({
+      [input.name]: new ort.Tensor("float32", input.data, input.shape),
+    });
+    const y = out[session.outputNames[0]];
+    return { data: y.data as Float32Array, shape: y.dims };
+  } finally {
+    await session.release();
+  }
+};
+
+Deno.test("conv1d: the ONNX export gives the forward pass's outputs in ONNX Runtime", async () => {
+  const configs: LayerConfig[] = [
+    { type: "conv1d", out_channels: 4, kernel_size: 3 },
+    { type: "conv1d", out_channels: 5, kernel_size: 4, stride: 2, padding: 1 },
+    { type: "conv1d", out_channels: 2, kernel_size: 4, padding: "same" },
+    {
+      type: "conv1d",
+      out_channels: 6,
+      kernel_size: 3,
+      groups: 3,
+      dilation: 2,
+      bias: false,
+    },
+  ];
+  for (const opset of [13, 17, 23]) {
+    for (const config of configs) {
+      const { maxRelativeError } = await assertLayerMatchesOnnx(
+        conv1d,
+        config,
+        {
+          inputShape: [3, 11, 3],
+          run: runOrt,
+          opset,
+        },
+      );
+      assertEquals(
+        maxRelativeError < 1e-5,
+        true,
+        `${JSON.stringify(config)}: ${maxRelativeError}`,
+      );
+    }
+  }
+});
+
+Deno.test("conv1d: ONNX Runtime on the exported torch-vector networks gives torch's outputs", async () => {
+  const reg = defaultRegistry().use(conv1d);
+  for (const c of VECTORS.cases.filter((c) => c.input_shape.length === 3)) {
+    const config = { layers: [c.config] };
+    const tensors = new Map<string, Tensor>([[
+      "layers.0.weight",
+      tensorFromF32(
+        "layers.0.weight",
+        Float32Array.from(c.weight),
+        c.weight_shape,
+      ),
+    ]]);
+    if (c.bias) {
+      tensors.set(
+        "layers.0.bias",
+        tensorFromF32("layers.0.bias", Float32Array.from(c.bias), [
+          c.bias.length,
+        ]),
+      );
+    }
+    const model = exportOnnx(buildNetwork(reg, config, tensors), {
+      sequence: true,
+    });
+    const y = await runOrt(model, {
+      name: "input",
+      data: Float32Array.from(c.input),
+      shape: c.input_shape,
+    });
+    assertEquals([...y.shape], c.output_shape, c.name);
+    let scale = 0;
+    for (const v of c.output) scale = Math.max(scale, Math.abs(v));
+    c.output.forEach((want, i) => {
+      const err = Math.abs(y.data[i] - want) / scale;
+      if (!(err <= 1e-5)) {
+        throw new Error(`${c.name}[${i}]: ORT ${y.data[i]} vs torch ${want}`);
+      }
+    });
+  }
 });

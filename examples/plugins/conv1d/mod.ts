@@ -13,6 +13,10 @@
  * Parameters: `weight` `[out_channels, in_channels / groups, kernel_size]`
  * (PyTorch's and ONNX's layout) and `bias` `[out_channels]`.
  *
+ * ONNX export (`toOnnx`) lowers the layer to `Transpose → Conv → Transpose`;
+ * export the network with `sequence: true` so the graph input is
+ * `[batch, length, channels]`.
+ *
  * Config fields (PyTorch's `nn.Conv1d` names): `in_channels` (inferred
  * from the previous layer when left out), `out_channels`, `kernel_size`,
  * `stride` (1), `padding` (0; a number of zeros on each side, `"valid"` for
@@ -375,6 +379,25 @@ export const conv1d: LayerPlugin<Conv1dConfig> = {
         );
       },
     };
+  },
+  toOnnx(g, cfg, weights, input) {
+    // ONNX Conv wants [batch, channels, length]: transpose in and out.
+    const x = g.op("Transpose", [input], { perm: [0, 2, 1] });
+    const w = g.weight(weights, "weight", {
+      shape: [cfg.outChannels, cfg.inChannels / cfg.groups, cfg.kernelSize],
+    });
+    const inputs = [x, w];
+    if (cfg.bias) {
+      inputs.push(g.weight(weights, "bias", { shape: [cfg.outChannels] }));
+    }
+    const y = g.op("Conv", inputs, {
+      kernel_shape: [cfg.kernelSize],
+      strides: [cfg.stride],
+      pads: conv1dPadding(cfg),
+      dilations: [cfg.dilation],
+      group: cfg.groups,
+    });
+    return g.op("Transpose", [y], { perm: [0, 2, 1] });
   },
 };
 
