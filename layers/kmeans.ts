@@ -71,7 +71,15 @@ export {
   kmeansPlusPlus,
 } from "../kernels/kmeans.ts";
 
-/** What a kmeans layer outputs. */
+/**
+ * What a kmeans layer outputs.
+ *
+ * @example
+ * ```ts
+ * import { KMEANS_OUTPUT_MODES } from "./kmeans.ts";
+ * console.assert(KMEANS_OUTPUT_MODES.includes("probabilities"));
+ * ```
+ */
 export const KMEANS_OUTPUT_MODES = [
   "probabilities",
   "features",

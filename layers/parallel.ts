@@ -80,7 +80,15 @@ import {
 } from "./softmax.ts";
 import { ints, reduce, sliceLast, zerosLast } from "./_onnx.ts";
 
-/** How a parallel layer combines its branches. */
+/**
+ * How a parallel layer combines its branches.
+ *
+ * @example
+ * ```ts
+ * import { COMBINE_MODES } from "./parallel.ts";
+ * console.assert(COMBINE_MODES.includes("filter"));
+ * ```
+ */
 export const COMBINE_MODES = [
   "concat",
   "add",

@@ -64,7 +64,15 @@ import {
   scalar64,
 } from "./_onnx.ts";
 
-/** The softmax variants. */
+/**
+ * The softmax variants.
+ *
+ * @example
+ * ```ts
+ * import { SOFTMAX_VARIANTS } from "./softmax.ts";
+ * console.assert(SOFTMAX_VARIANTS.includes("sparsemax"));
+ * ```
+ */
 export const SOFTMAX_VARIANTS = [
   "standard",
   "temperature",
