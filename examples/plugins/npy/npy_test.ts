@@ -31,6 +31,7 @@ import plugins, {
   readNpz,
   writeNpz,
 } from "./mod.ts";
+import { crc32 } from "./_zip.ts";
 
 interface Expected {
   arrays?: Record<string, { dtype: string; shape: number[]; hex: string }>;
@@ -314,6 +315,16 @@ Deno.test("npy: writers refuse what the format cannot hold", async () => {
     RangeError,
     "needs 12 bytes, it has 4",
   );
+});
+
+Deno.test("npz: CRC-32 gives the standard check values, in pieces too", () => {
+  const enc = new TextEncoder();
+  // The check value of the CRC-32/ISO-HDLC catalogue entry, and zlib.crc32.
+  assertEquals(crc32(enc.encode("123456789")), 0xcbf43926);
+  const fox = enc.encode("The quick brown fox jumps over the lazy dog");
+  assertEquals(crc32(fox), 0x414fa339);
+  assertEquals(crc32(fox.subarray(13), crc32(fox.subarray(0, 13))), 0x414fa339);
+  assertEquals(crc32(new Uint8Array()), 0);
 });
 
 // ---------------------------------------------------------------------------
