@@ -21,6 +21,8 @@ const END_BYTES = 22;
 const MAX_COMMENT = 0xffff;
 /** Deflate expands at most about 1032:1; a larger claim is a lie. */
 const MAX_DEFLATE_RATIO = 1032;
+/** First guess of how much an entry inflates: its compressed size times this. */
+const INITIAL_EXPANSION = 4;
 /** Compressed bytes read per step while inflating. */
 const CHUNK = 1 << 16;
 /** Flag bit 11: the name is UTF-8. */
@@ -355,7 +357,12 @@ async function inflate(
   const reader = compressedStream(src, entry, failed)
     .pipeThrough(new DecompressionStream("deflate-raw"))
     .getReader();
-  const out = new Uint8Array(limit);
+  // The buffer grows with the actual output (from a guess of a few times the
+  // compressed size), so a directory entry that only claims a huge size
+  // does not get that memory.
+  let out = new Uint8Array(
+    Math.min(limit, entry.compressedSize * INITIAL_EXPANSION + CHUNK),
+  );
   let got = 0;
   const next = async () => {
     try {
@@ -377,6 +384,13 @@ async function inflate(
         );
       }
       const take = Math.min(value.byteLength, limit - got);
+      if (got + take > out.byteLength) {
+        const grown = new Uint8Array(
+          Math.min(limit, Math.max(got + take, 2 * out.byteLength)),
+        );
+        grown.set(out.subarray(0, got));
+        out = grown;
+      }
       out.set(value.subarray(0, take), got);
       got += take;
     }

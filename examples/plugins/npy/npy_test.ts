@@ -252,6 +252,16 @@ Deno.test("npy: round trips keep every dtype byte for byte", async () => {
   });
   const stored = await collectBytes(npz().write!(all));
   assert(bytes.byteLength < stored.byteLength, "deflate made it smaller");
+  // 1 MiB of zeros deflates to about 1 KiB: the reader's buffer grows past
+  // its first guess.
+  const zeros = modelOf([
+    tensorFromF32("z", new Float32Array(1 << 18), [512, 512]),
+  ]);
+  const small = await assertFormatRoundTrip(npz(), zeros, {
+    metadata: "ignore",
+    write: { compress: true },
+  });
+  assert(small.bytes.byteLength < 4096, String(small.bytes.byteLength));
 });
 
 Deno.test("npy: dtypes NumPy lacks are widened to float32, or refused with strictDtypes", async () => {
