@@ -290,7 +290,12 @@ async function convertFile(
     let done = 0;
     file = withLoadProgress(file, (b) => bar.update(done += b));
     const t0 = performance.now();
-    const written = await writeModel(target, file, out, options);
+    // Writers that build networks (ONNX export) look layer types up in the
+    // registry, so layers added with --plugin export too.
+    const written = await writeModel(target, file, out, {
+      layers: ctx.reg,
+      ...options,
+    });
     bar.done();
     return {
       written,
