@@ -59,7 +59,7 @@ async function compare(
 
 const net = mlpNetwork();
 const x = mlpInput();
-let bytes = new Uint8Array(0);
+let bytes: Uint8Array = new Uint8Array(0);
 const exportMs = await time(() => {
   bytes = exportOnnx(net);
 });
