@@ -38,7 +38,12 @@ import {
   type LayerLookup,
   type Network,
 } from "../core/network.ts";
-import type { FormatPlugin, OptionSpec, WriteOptions } from "../core/plugin.ts";
+import type {
+  FormatPlugin,
+  OptionSpec,
+  WriteOptions,
+  WrittenFile,
+} from "../core/plugin.ts";
 import { createScope } from "../core/scope.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -402,8 +407,8 @@ export function exportOnnx(
   return exportOnnxFiles(network, { ...options, externalData: false }).model;
 }
 
-/** Options of the {@link onnx} format plugin's `write`. */
-export interface OnnxWriteOptions extends OnnxExportOptions, WriteOptions {
+/** Options of the {@link onnx} format plugin's `write` and `writeFiles`. */
+export interface OnnxWriteOptions extends OnnxFilesOptions, WriteOptions {
   /**
    * Where layer types are looked up (a registry); the plugin's own lookup
    * (the built-in layers, unless the factory was given one) otherwise.
@@ -473,7 +478,33 @@ const OPTIONS: readonly OptionSpec[] = [
     description: "Attention: longest sequence the RoPE tables cover",
     default: onnxDefaults.maxSequenceLength,
   },
+  {
+    name: "externalData",
+    type: "string",
+    description:
+      "Tensor data in a .onnx.data file beside the model: auto (past 2 GiB), true, false",
+    default: "auto",
+    choices: ["auto", "true", "false"],
+  },
+  {
+    name: "externalDataThreshold",
+    type: "number",
+    description:
+      "With external data: smallest tensor (bytes) moved to the data file",
+    default: onnxDefaults.externalDataThreshold,
+  },
 ];
+
+/** `externalData` as the CLI passes it (a string) or as code does. */
+function externalOption(v: unknown): boolean | "auto" | undefined {
+  if (v === "true") return true;
+  if (v === "false") return false;
+  return v as boolean | "auto" | undefined;
+}
+
+async function* streamed(chunks: Uint8Array[]): AsyncIterable<Uint8Array> {
+  for (const c of chunks) yield c;
+}
 
 async function loadTensors(
   file: ModelFile,
@@ -508,8 +539,9 @@ async function loadTensors(
 
 /**
  * The ONNX format plugin (write-only): `write` builds the model's network
- * from its config and tensors and exports it inline (models past 2 GiB need
- * `saveOnnx` in `io/onnx.ts`, which writes external data).
+ * from its config and tensors and exports it inline; `writeFiles` (what
+ * `convert` uses) also writes `{baseName}.onnx.data` when tensors go to
+ * external data (past 2 GiB, or with `externalData: true`).
  *
  * @param pluginOptions Where layer types are looked up.
  * @returns The plugin.
@@ -540,6 +572,29 @@ export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
       const lookup = o.layers ?? pluginOptions.layers ?? builtinLayers();
       const net = buildNetwork(lookup, config, tensors);
       return exportOnnx(net, o);
+    },
+    async writeFiles(
+      file: ModelFile,
+      options: WriteOptions & { baseName: string },
+    ): Promise<WrittenFile[]> {
+      const o = options as OnnxWriteOptions & { baseName: string };
+      const { config, tensors } = await loadTensors(file, o.modelId);
+      const lookup = o.layers ?? pluginOptions.layers ?? builtinLayers();
+      const net = buildNetwork(lookup, config, tensors);
+      const dataLocation = o.dataLocation ?? `${o.baseName}.onnx.data`;
+      const files = exportOnnxFiles(net, {
+        ...o,
+        externalData: externalOption(o.externalData),
+        dataLocation,
+      });
+      const out: WrittenFile[] = [{
+        name: `${o.baseName}.onnx`,
+        data: files.model,
+      }];
+      if (files.dataLength > 0) {
+        out.push({ name: dataLocation, data: streamed(files.data) });
+      }
+      return out;
     },
   };
 }
