@@ -19,6 +19,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { exportOnnx } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -26,7 +27,7 @@
  * const cfg = { input_size: 3, layers: [{ type: "dense", output_size: 1, activation: "sigmoid" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const bytes = exportOnnx(net, { opsetVersion: 17 });
- * console.assert(bytes.length > 0);
+ * assert(bytes.length > 0);
  * ```
  *
  * @module
@@ -306,6 +307,7 @@ function rawLength(t: TensorMessage): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { exportOnnxFiles } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -313,7 +315,7 @@ function rawLength(t: TensorMessage): number {
  * const cfg = { input_size: 64, layers: [{ type: "dense", output_size: 64 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const files = exportOnnxFiles(net, { externalData: true, dataLocation: "mlp.onnx.data" });
- * console.assert(files.dataLength >= 64 * 64 * 4 && files.ops.join() === "MatMul,Add");
+ * assert(files.dataLength >= 64 * 64 * 4 && files.ops.join() === "MatMul,Add");
  * ```
  */
 export function exportOnnxFiles(
@@ -389,6 +391,7 @@ export function exportOnnxFiles(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { exportOnnx } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -397,7 +400,7 @@ export function exportOnnxFiles(
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const a = exportOnnx(net, { opsetVersion: 13 });
  * const b = exportOnnx(net, { opsetVersion: 13 });
- * console.assert(a.length === b.length && a.every((x, i) => x === b[i]));
+ * assert(a.length === b.length && a.every((x, i) => x === b[i]));
  * ```
  */
 export function exportOnnx(
@@ -548,6 +551,7 @@ async function loadTensors(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { onnx } from "./onnx.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { initNetwork } from "../core/network.ts";
@@ -555,7 +559,7 @@ async function loadTensors(
  * const config = { input_size: 2, layers: [{ type: "dense", output_size: 1 }] };
  * const tensors = memoryTensorIndex(initNetwork(defaultRegistry(), config, 1).values());
  * const bytes = await onnx().write!({ models: [{ id: "m", config, metadata: {}, tensors }] });
- * console.assert(bytes instanceof Uint8Array && bytes.length > 0);
+ * assert(bytes instanceof Uint8Array && bytes.length > 0);
  * ```
  */
 export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
