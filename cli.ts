@@ -760,10 +760,11 @@ export async function loadPlugin(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { main } from "./cli.ts";
  * const lines: string[] = [];
  * const code = await main(["--version"], { out: (t) => lines.push(t), err: () => {} });
- * console.assert(code === 0 && lines[0].startsWith("modelhost"));
+ * assert(code === 0 && lines[0].startsWith("modelhost"));
  * ```
  */
 export async function main(

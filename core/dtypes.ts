@@ -82,7 +82,18 @@ export interface DTypeInfo {
   fromF32?: FromF32;
 }
 
-/** Copies `src` into a fresh ArrayBuffer when it is not aligned to `align` bytes. */
+/**
+ * Copies `src` into a fresh ArrayBuffer when it is not aligned to `align` bytes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { alignedView } from "./dtypes.ts";
+ * const odd = new Uint8Array(9).subarray(1);
+ * const view = alignedView(odd, 4);
+ * assert(view.byteOffset % 4 === 0 && view.length === 8);
+ * ```
+ */
 export function alignedView(src: Uint8Array, align: number): Uint8Array {
   if (src.byteOffset % align === 0) return src;
   return src.slice();
@@ -106,7 +117,16 @@ function checkBytes(name: string, src: Uint8Array, need: number): void {
   }
 }
 
-/** Round half to even, the rounding of IEEE conversions and NumPy's `rint`. */
+/**
+ * Round half to even, the rounding of IEEE conversions and NumPy's `rint`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { roundHalfEven } from "./dtypes.ts";
+ * assert(roundHalfEven(2.5) === 2 && roundHalfEven(3.5) === 4 && roundHalfEven(-1.5) === -2);
+ * ```
+ */
 export function roundHalfEven(x: number): number {
   const r = Math.round(x);
   return (r - x === 0.5 && r % 2 !== 0) ? r - 1 : r;

@@ -28,7 +28,16 @@ import {
   typedValue,
 } from "./_gguf_desc.ts";
 
-/** ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included. */
+/**
+ * ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_GGML_NAME_BYTES } from "./_gguf_write.ts";
+ * assert(new TextEncoder().encode("blk.0.attn_q.weight").length <= MAX_GGML_NAME_BYTES);
+ * ```
+ */
 export const MAX_GGML_NAME_BYTES = 63;
 
 /** Target types of {@link GgufWriteOptions.quantize}. */
@@ -108,7 +117,16 @@ export interface GgufWriteOptions {
   onPlan?: (plan: GgufTensorPlan[]) => void;
 }
 
-/** Default write options. */
+/**
+ * Default write options.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_WRITE_DEFAULTS } from "./_gguf_write.ts";
+ * assert(GGUF_WRITE_DEFAULTS.alignment === 32);
+ * ```
+ */
 export const GGUF_WRITE_DEFAULTS = {
   alignment: DEFAULT_ALIGNMENT,
 } satisfies GgufWriteOptions;

@@ -96,11 +96,38 @@ import {
 } from "./_json.ts";
 import { type LoomReadOptions, readLoomModel } from "./loom.ts";
 
-/** The `type` string every bundle starts with. */
+/**
+ * The `type` string every bundle starts with.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BUNDLE_TYPE } from "./bundle.ts";
+ * assert(BUNDLE_TYPE === "modelhost/bundle");
+ * ```
+ */
 export const BUNDLE_TYPE = "modelhost/bundle";
-/** The format version this module writes. */
+/**
+ * The format version this module writes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BUNDLE_VERSION } from "./bundle.ts";
+ * assert(BUNDLE_VERSION === 1);
+ * ```
+ */
 export const BUNDLE_VERSION = 1;
-/** The `producer` written into each model's metadata unless one is given. */
+/**
+ * The `producer` written into each model's metadata unless one is given.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BUNDLE_PRODUCER } from "./bundle.ts";
+ * assert(BUNDLE_PRODUCER === "modelhost");
+ * ```
+ */
 export const BUNDLE_PRODUCER = "modelhost";
 
 /** Largest `version` accepted: Loom writes 2 for its multi-precision layout. */
@@ -217,7 +244,16 @@ export interface SaveBundleOptions {
   checksums?: boolean;
 }
 
-/** The defaults of {@link SaveBundleOptions}. */
+/**
+ * The defaults of {@link SaveBundleOptions}.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { saveBundleDefaults } from "./bundle.ts";
+ * assert(saveBundleDefaults.checksums && !saveBundleDefaults.created);
+ * ```
+ */
 export const saveBundleDefaults = {
   created: false,
   producer: BUNDLE_PRODUCER,

@@ -134,7 +134,16 @@ export {
   type ReadGgufHeaderOptions,
 } from "./_gguf_read.ts";
 
-/** The ModelFile metadata key that holds each GGUF key's type descriptor. */
+/**
+ * The ModelFile metadata key that holds each GGUF key's type descriptor.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_TYPES_KEY } from "./gguf.ts";
+ * assert(GGUF_TYPES_KEY === "gguf.types");
+ * ```
+ */
 export const GGUF_TYPES_KEY = "gguf.types";
 
 /**

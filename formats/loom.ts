@@ -56,7 +56,16 @@ export interface LoomReadOptions {
   scaledRelu?: boolean;
 }
 
-/** The weight layouts Loom writes. */
+/**
+ * The weight layouts Loom writes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LOOM_WEIGHT_FORMATS } from "./loom.ts";
+ * assert(LOOM_WEIGHT_FORMATS.includes("jsonModelB64"));
+ * ```
+ */
 export const LOOM_WEIGHT_FORMATS: readonly string[] = [
   "jsonModelB64",
   "multiPrecisionB64",
@@ -65,6 +74,13 @@ export const LOOM_WEIGHT_FORMATS: readonly string[] = [
 /**
  * Loom activation names and the modelhost activation each is read as. The
  * empty string is Loom's default (its zero value, the scaled ReLU).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LOOM_ACTIVATIONS } from "./loom.ts";
+ * assert(LOOM_ACTIVATIONS.leaky_relu.negative_slope === 0.1);
+ * ```
  */
 export const LOOM_ACTIVATIONS: Readonly<
   Record<string, { activation: string; negative_slope?: number }>

@@ -54,10 +54,28 @@ import { modelProto, OnnxDataType, type TensorMessage } from "./_protobuf.ts";
 
 export type { OnnxWeightDtype } from "./_onnx_weights.ts";
 
-/** Lowest and highest opset the exporter writes. */
+/**
+ * Lowest and highest opset the exporter writes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ONNX_OPSETS } from "./onnx.ts";
+ * assert(ONNX_OPSETS.min === 13 && ONNX_OPSETS.max === 23);
+ * ```
+ */
 export const ONNX_OPSETS = { min: 13, max: 23 } as const;
 
-/** Largest protobuf message ONNX tooling reads (2 GiB − 1). */
+/**
+ * Largest protobuf message ONNX tooling reads (2 GiB − 1).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { PROTOBUF_LIMIT } from "./onnx.ts";
+ * assert(PROTOBUF_LIMIT === 2 ** 31 - 1);
+ * ```
+ */
 export const PROTOBUF_LIMIT = 2 ** 31 - 1;
 
 /** The IR version each opset came with (onnx/docs/Versioning.md). */
@@ -131,7 +149,16 @@ export interface OnnxFilesOptions extends OnnxExportOptions {
   dataLocation?: string;
 }
 
-/** Default export options. */
+/**
+ * Default export options.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { onnxDefaults } from "./onnx.ts";
+ * assert(onnxDefaults.opsetVersion === 17);
+ * ```
+ */
 export const onnxDefaults = {
   opsetVersion: 17,
   weightDtype: "keep",
