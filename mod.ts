@@ -18,6 +18,7 @@ import type { Plugin } from "./core/plugin.ts";
 import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors.ts";
+import { gguf } from "./formats/gguf.ts";
 
 export * from "./core/mod.ts";
 export { createRegistry, type Registry } from "./registry.ts";
@@ -43,4 +44,5 @@ export function defaultRegistry(): Registry {
 const BUILTIN_PLUGINS: Plugin[] = [
   safetensors(),
   ...LAYER_PLUGINS,
+  gguf,
 ];

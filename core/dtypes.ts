@@ -8,6 +8,8 @@
  */
 
 import { UnsupportedDTypeError } from "./errors.ts";
+import * as legacyQuants from "../kernels/quants/legacy.ts";
+import * as kQuants from "../kernels/quants/k_quants.ts";
 
 /** Every dtype name modelhost knows, including those it can only name. */
 export type DTypeName =
@@ -417,18 +419,67 @@ export const DTYPES: readonly DTypeInfo[] = [
     blockBytes: 1,
     exactInF32: true,
   }),
-  row({ name: "Q4_0", kind: "quant", gguf: 2, blockSize: 32, blockBytes: 18 }),
-  row({ name: "Q4_1", kind: "quant", gguf: 3, blockSize: 32, blockBytes: 20 }),
-  row({ name: "Q5_0", kind: "quant", gguf: 6, blockSize: 32, blockBytes: 22 }),
-  row({ name: "Q5_1", kind: "quant", gguf: 7, blockSize: 32, blockBytes: 24 }),
-  row({ name: "Q8_0", kind: "quant", gguf: 8, blockSize: 32, blockBytes: 34 }),
-  row({ name: "Q8_1", kind: "quant", gguf: 9, blockSize: 32, blockBytes: 36 }),
+  row({
+    name: "Q4_0",
+    kind: "quant",
+    gguf: 2,
+    blockSize: 32,
+    blockBytes: 18,
+    toF32: legacyQuants.dequantizeQ4_0,
+    fromF32: legacyQuants.quantizeQ4_0,
+  }),
+  row({
+    name: "Q4_1",
+    kind: "quant",
+    gguf: 3,
+    blockSize: 32,
+    blockBytes: 20,
+    toF32: legacyQuants.dequantizeQ4_1,
+    fromF32: legacyQuants.quantizeQ4_1,
+  }),
+  row({
+    name: "Q5_0",
+    kind: "quant",
+    gguf: 6,
+    blockSize: 32,
+    blockBytes: 22,
+    toF32: legacyQuants.dequantizeQ5_0,
+    fromF32: legacyQuants.quantizeQ5_0,
+  }),
+  row({
+    name: "Q5_1",
+    kind: "quant",
+    gguf: 7,
+    blockSize: 32,
+    blockBytes: 24,
+    toF32: legacyQuants.dequantizeQ5_1,
+    fromF32: legacyQuants.quantizeQ5_1,
+  }),
+  row({
+    name: "Q8_0",
+    kind: "quant",
+    gguf: 8,
+    blockSize: 32,
+    blockBytes: 34,
+    toF32: legacyQuants.dequantizeQ8_0,
+    fromF32: legacyQuants.quantizeQ8_0,
+  }),
+  row({
+    name: "Q8_1",
+    kind: "quant",
+    gguf: 9,
+    blockSize: 32,
+    blockBytes: 36,
+    toF32: legacyQuants.dequantizeQ8_1,
+  }),
   row({
     name: "Q2_K",
     kind: "quant",
     gguf: 10,
     blockSize: 256,
     blockBytes: 84,
+    toF32: kQuants.dequantizeQ2_K,
+    fromF32: kQuants.quantizeQ2_K,
   }),
   row({
     name: "Q3_K",
@@ -436,6 +487,8 @@ export const DTYPES: readonly DTypeInfo[] = [
     gguf: 11,
     blockSize: 256,
     blockBytes: 110,
+    toF32: kQuants.dequantizeQ3_K,
+    fromF32: kQuants.quantizeQ3_K,
   }),
   row({
     name: "Q4_K",
@@ -443,6 +496,8 @@ export const DTYPES: readonly DTypeInfo[] = [
     gguf: 12,
     blockSize: 256,
     blockBytes: 144,
+    toF32: kQuants.dequantizeQ4_K,
+    fromF32: kQuants.quantizeQ4_K,
   }),
   row({
     name: "Q5_K",
@@ -450,6 +505,8 @@ export const DTYPES: readonly DTypeInfo[] = [
     gguf: 13,
     blockSize: 256,
     blockBytes: 176,
+    toF32: kQuants.dequantizeQ5_K,
+    fromF32: kQuants.quantizeQ5_K,
   }),
   row({
     name: "Q6_K",
@@ -457,6 +514,8 @@ export const DTYPES: readonly DTypeInfo[] = [
     gguf: 14,
     blockSize: 256,
     blockBytes: 210,
+    toF32: kQuants.dequantizeQ6_K,
+    fromF32: kQuants.quantizeQ6_K,
   }),
   row({
     name: "Q8_K",
@@ -464,6 +523,7 @@ export const DTYPES: readonly DTypeInfo[] = [
     gguf: 15,
     blockSize: 256,
     blockBytes: 292,
+    toF32: kQuants.dequantizeQ8_K,
   }),
   row({
     name: "IQ2_XXS",

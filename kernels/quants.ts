@@ -1,0 +1,146 @@
+/**
+ * Dequantize and quantize ggml tensor data. One entry point for every
+ * element type GGUF stores:
+ *
+ * - {@link dequantize}: F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0, Q4_1,
+ *   Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K → F32,
+ *   bit-exact with ggml's `dequantize_row_*` (and gguf-py).
+ * - {@link quantize}: F32 → Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
+ *   Q5_K, Q6_K, byte-identical to ggml's reference quantizers (what
+ *   `llama-quantize` writes without an importance matrix).
+ *
+ * The IQ*, TQ* and MXFP4 types are named in the dtype table but have no
+ * codec here: both functions refuse them with an `UnsupportedDTypeError`
+ * naming the type.
+ *
+ * The block codecs live in `kernels/quants/` and are the `toF32` /
+ * `fromF32` of the dtype table's rows, so `toFloat32(tensor)` dequantizes too.
+ *
+ * @example
+ * ```ts
+ * import { dequantize, quantize } from "./quants.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => 0.1 + 2 * Math.cos(i));
+ * const q = quantize("Q8_0", x);
+ * console.assert(q.length === 8 * 34);
+ * const y = dequantize("Q8_0", q, 256);
+ * console.assert(Math.abs(y[7] - x[7]) < 0.01);
+ * ```
+ *
+ * @module
+ */
+
+import {
+  decodeToF32,
+  type DTypeInfo,
+  dtypeInfo,
+  type DTypeName,
+  encodeFromF32,
+} from "../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../core/errors.ts";
+
+/** The types {@link quantize} produces, in the order of the GGUF issue. */
+export const QUANTIZE_TYPES: readonly DTypeName[] = [
+  "Q8_0",
+  "Q4_0",
+  "Q4_1",
+  "Q5_0",
+  "Q5_1",
+  "Q2_K",
+  "Q3_K",
+  "Q4_K",
+  "Q5_K",
+  "Q6_K",
+];
+
+/** The types {@link dequantize} reads. */
+export const DEQUANTIZE_TYPES: readonly DTypeName[] = [
+  "F32",
+  "F16",
+  "BF16",
+  "F64",
+  "I8",
+  "I16",
+  "I32",
+  "I64",
+  "Q4_0",
+  "Q4_1",
+  "Q5_0",
+  "Q5_1",
+  "Q8_0",
+  "Q8_1",
+  "Q2_K",
+  "Q3_K",
+  "Q4_K",
+  "Q5_K",
+  "Q6_K",
+  "Q8_K",
+];
+
+function refuse(d: DTypeInfo, what: string): UnsupportedDTypeError {
+  const family = d.name.startsWith("IQ")
+    ? "the IQ (importance-matrix lattice) types"
+    : d.name.startsWith("TQ")
+    ? "the TQ (ternary) types"
+    : d.name === "MXFP4"
+    ? "MXFP4"
+    : `${d.name}`;
+  return new UnsupportedDTypeError(
+    d.name,
+    `modelhost cannot ${what} ${family}; supported: ${
+      (what === "quantize to" ? QUANTIZE_TYPES : DEQUANTIZE_TYPES).join(", ")
+    }`,
+  );
+}
+
+/**
+ * Decodes `count` values stored in a GGUF element type to F32.
+ *
+ * @param dtype The stored type (name or dtype row).
+ * @param bytes The stored bytes (whole blocks).
+ * @param count Number of values; a multiple of the type's block size.
+ * @returns A new Float32Array.
+ * @throws {UnsupportedDTypeError} For IQ*, TQ*, MXFP4 and types GGUF cannot hold.
+ * @throws {RangeError} When `bytes` is too short or `count` is not whole blocks.
+ *
+ * @example
+ * ```ts
+ * import { dequantize } from "./quants.ts";
+ * const block = new Uint8Array(34); block[1] = 0x3c; block[2] = 5; // d = 1, q0 = 5
+ * console.assert(dequantize("Q8_0", block, 32)[0] === 5);
+ * ```
+ */
+export function dequantize(
+  dtype: DTypeName | DTypeInfo,
+  bytes: Uint8Array,
+  count: number,
+): Float32Array {
+  const d = typeof dtype === "string" ? dtypeInfo(dtype) : dtype;
+  if (!DEQUANTIZE_TYPES.includes(d.name)) throw refuse(d, "dequantize");
+  return decodeToF32(d, bytes, count);
+}
+
+/**
+ * Encodes F32 values in a ggml block type with ggml's reference quantizer.
+ *
+ * @param dtype The target type, one of {@link QUANTIZE_TYPES}.
+ * @param values The values; the length must be a multiple of the block size
+ * (32, or 256 for the K types), and each block is quantized on its own.
+ * @returns The blocks.
+ * @throws {UnsupportedDTypeError} For other types (IQ*, TQ*, MXFP4, Q8_K, ...).
+ * @throws {RangeError} When the length is not whole blocks.
+ *
+ * @example
+ * ```ts
+ * import { quantize } from "./quants.ts";
+ * const q = quantize("Q4_0", new Float32Array(64));
+ * console.assert(q.length === 36);
+ * ```
+ */
+export function quantize(
+  dtype: DTypeName | DTypeInfo,
+  values: Float32Array,
+): Uint8Array {
+  const d = typeof dtype === "string" ? dtypeInfo(dtype) : dtype;
+  if (!QUANTIZE_TYPES.includes(d.name)) throw refuse(d, "quantize to");
+  return encodeFromF32(d, values);
+}
