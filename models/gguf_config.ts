@@ -247,7 +247,9 @@ export function configToGguf(cfg: TransformerConfig, name = "model"): GgufMetada
   const values: Record<string, unknown> = {};
   const types: Record<string, string> = {};
   const put = (key: string, value: unknown, type: string) => {
-    values[key] = value;
+    // The writer keeps a FLOAT32 type only for values exact in float32;
+    // llama.cpp refuses FLOAT64 where it reads a float.
+    values[key] = type === "FLOAT32" ? Math.fround(value as number) : value;
     types[key] = type;
   };
   put("general.architecture", arch, "STRING");

@@ -84,3 +84,17 @@ export {
   type Prompt,
   promptIds,
 } from "./generate.ts";
+export {
+  ggufToHf,
+  type GgufToHfOptions,
+  hfToGguf,
+  type HfToGgufOptions,
+} from "./convert.ts";
+export {
+  ggufPreName,
+  GgufTokenType,
+  ggufVocabFromTokenizerJson,
+  type HfTokenizerFiles,
+  tokenizerJsonFromGguf,
+  type VocabToGgufOptions,
+} from "./vocab.ts";
