@@ -184,8 +184,12 @@ export function configFromGguf(
   const eos = md["tokenizer.ggml.eos_token_id"];
   const bos = md["tokenizer.ggml.bos_token_id"];
   const ctx = get("context_length");
+  const slidingWindow = typeof sw === "number" && sw > 0 ? sw : null;
   return {
-    family: arch as TransformerFamily,
+    // llama.cpp writes Mistral as `llama`; a window tells it apart.
+    family: arch === "llama" && slidingWindow !== null
+      ? "mistral"
+      : arch as TransformerFamily,
     vocabSize: vocab,
     hiddenSize: hidden,
     numLayers: int("block_count"),
@@ -197,7 +201,7 @@ export function configFromGguf(
     ropeTheta: theta,
     ropeScaling,
     ropeStyle: arch === "llama" ? "interleaved" : "neox",
-    slidingWindow: typeof sw === "number" && sw > 0 ? sw : null,
+    slidingWindow,
     attentionBias: {
       q: has("attn_q.bias"),
       k: has("attn_k.bias"),

@@ -98,3 +98,10 @@ export {
   tokenizerJsonFromGguf,
   type VocabToGgufOptions,
 } from "./vocab.ts";
+export {
+  type DetectedArchitecture,
+  type DetectedTensor,
+  detectArchitecture,
+  networkNameOf,
+  type TensorShapeInfo,
+} from "./detect.ts";
