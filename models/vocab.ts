@@ -306,7 +306,8 @@ export function tokenizerJsonFromGguf(
     (md["tokenizer.ggml.token_type"] ?? []) as ArrayLike<number>,
     Number,
   );
-  const vocab: Record<string, number> = {};
+  // A Map, not an object: "toString" and "constructor" are tokens too.
+  const ids = new Map<string, number>();
   const added: TokenizerJson["added_tokens"] = [];
   tokens.forEach((t, id) => {
     const type = types[id] ?? GgufTokenType.NORMAL;
@@ -321,8 +322,9 @@ export function tokenizerJsonFromGguf(
         normalized: false,
       });
     }
-    if (!(t in vocab)) vocab[t] = id;
+    if (!ids.has(t)) ids.set(t, id);
   });
+  const vocab = Object.fromEntries(ids) as Record<string, number>;
   const textOf = (id: number | undefined) =>
     id === undefined ? undefined : tokens[id];
   const post = src.addBos && src.bos !== undefined
@@ -365,7 +367,7 @@ export function tokenizerJsonFromGguf(
       const local: [string, string, number, number, number][] = [];
       for (let k = 1; k < chars.length; k++) {
         const l = chars.slice(0, k).join(""), r = chars.slice(k).join("");
-        const li = vocab[l], ri = vocab[r];
+        const li = ids.get(l), ri = ids.get(r);
         if (li !== undefined && ri !== undefined) local.push([l, r, scores[id], li, ri]);
       }
       local.sort((a, b) => a[3] - b[3] || a[4] - b[4]);
