@@ -135,7 +135,9 @@ export async function loadTransformer(
     for await (const e of Deno.readDir(path)) if (e.isFile) names.push(e.name);
     if (!names.includes("config.json")) {
       const ggufs = names.filter((n) => n.toLowerCase().endsWith(".gguf"));
-      if (ggufs.length === 1) return loadTransformer(join(path, ggufs[0]), options);
+      if (ggufs.length === 1) {
+        return loadTransformer(join(path, ggufs[0]), options);
+      }
       throw new TypeError(
         `Cannot load ${path}: no config.json (a Hugging Face folder) and ${
           ggufs.length === 0 ? "no" : "several"

@@ -46,7 +46,8 @@ export interface FamilyInfo {
 export const FAMILIES: readonly FamilyInfo[] = [
   {
     modelType: "llama",
-    models: "Llama 1/2/3 (3.1+ with llama3 rope scaling), TinyLlama, SmolLM/SmolLM2",
+    models:
+      "Llama 1/2/3 (3.1+ with llama3 rope scaling), TinyLlama, SmolLM/SmolLM2",
     ggufArchitecture: "llama",
     specifics:
       "grouped-query attention, optional tied embeddings, head_dim, attention_bias, mlp_bias",
@@ -129,7 +130,11 @@ type Json = Record<string, unknown>;
 function describe(v: unknown): string {
   if (v === undefined) return "nothing";
   const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + "..." : s;
+  return s === undefined
+    ? String(v)
+    : s.length > 60
+    ? s.slice(0, 57) + "..."
+    : s;
 }
 
 function int(

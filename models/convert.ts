@@ -45,11 +45,7 @@
  */
 
 import { dtypeInfo, type DTypeName } from "../core/dtypes.ts";
-import type {
-  ModelFile,
-  TensorIndex,
-  TensorInfo,
-} from "../core/model.ts";
+import type { ModelFile, TensorIndex, TensorInfo } from "../core/model.ts";
 import { type Tensor, tensorFromF32, toFloat32 } from "../core/tensor.ts";
 import type {
   GenerationConfigJson,
@@ -63,7 +59,7 @@ import {
   type TransformerConfig,
 } from "./config.ts";
 import { configFromGguf, configToGguf } from "./gguf_config.ts";
-import { parseTensorName, type ParsedTensorName, tensorName } from "./names.ts";
+import { type ParsedTensorName, parseTensorName, tensorName } from "./names.ts";
 import {
   llama3RopeFactors,
   permuteToHalfSplit,
@@ -181,7 +177,8 @@ export function hfToGguf(
         shape: [f.length],
         byteLength: f.byteLength,
       },
-      make: () => Promise.resolve(tensorFromF32("rope_freqs.weight", f, [f.length])),
+      make: () =>
+        Promise.resolve(tensorFromF32("rope_freqs.weight", f, [f.length])),
     });
   }
   const found = new Map<string, { from: string; p: ParsedTensorName }>();
@@ -197,7 +194,9 @@ export function hfToGguf(
     for (const kind of ["weight", "bias"] as const) {
       const g = tensorName("gguf", { role, layer, kind });
       if (found.has(g)) order.push(g);
-      else if (kind === "weight" && !(role === "lm_head" && cfg.tieWordEmbeddings)) {
+      else if (
+        kind === "weight" && !(role === "lm_head" && cfg.tieWordEmbeddings)
+      ) {
         throw new TypeError(
           `Cannot convert to GGUF: the checkpoint has no ${
             tensorName("hf", { role, layer, kind })
@@ -359,7 +358,9 @@ export async function ggufToHf(
       },
       make: async () => {
         let t = await src.load(name);
-        if (t.dtype !== dtype) t = tensorFromF32(to, toFloat32(t), [...t.shape]);
+        if (t.dtype !== dtype) {
+          t = tensorFromF32(to, toFloat32(t), [...t.shape]);
+        }
         t = { ...t, name: to };
         return unpermute && heads > 0 ? permuteToHalfSplit(t, heads) : t;
       },
@@ -377,7 +378,11 @@ export async function ggufToHf(
   const generationConfig: GenerationConfigJson = {
     ...(cfg.bosTokenId !== undefined ? { bos_token_id: cfg.bosTokenId } : {}),
     ...(cfg.eosTokenIds.length > 0
-      ? { eos_token_id: cfg.eosTokenIds.length === 1 ? cfg.eosTokenIds[0] : cfg.eosTokenIds }
+      ? {
+        eos_token_id: cfg.eosTokenIds.length === 1
+          ? cfg.eosTokenIds[0]
+          : cfg.eosTokenIds,
+      }
       : {}),
   };
   return {

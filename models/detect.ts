@@ -43,8 +43,8 @@ import { configFromGguf } from "./gguf_config.ts";
 import {
   type NameScheme,
   parseTensorName,
-  type TensorRole,
   tensorName,
+  type TensorRole,
 } from "./names.ts";
 
 /** A tensor as detection sees it. */
@@ -267,7 +267,9 @@ export function detectArchitecture(
   if (config && !("general.architecture" in config)) {
     // a config.json beside the tensors: ties follow the tensors present
     if (!find("lm_head") && !cfg.tieWordEmbeddings) {
-      notes.push("config says tie_word_embeddings false, but there is no lm_head: tied");
+      notes.push(
+        "config says tie_word_embeddings false, but there is no lm_head: tied",
+      );
       cfg.tieWordEmbeddings = true;
     }
   }
@@ -275,22 +277,26 @@ export function detectArchitecture(
   for (const t of detected) {
     if (t.role === "unknown" || t.scheme !== naming || !t.kind) continue;
     if (t.layer !== undefined && t.layer >= cfg.numLayers) {
-      notes.push(`${t.name}: block ${t.layer} beyond the config's ${cfg.numLayers}`);
+      notes.push(
+        `${t.name}: block ${t.layer} beyond the config's ${cfg.numLayers}`,
+      );
       bad++;
       continue;
     }
     const want = expectedShape(cfg, t.role, t.kind);
     if (want && !same(want, t.shape)) {
       notes.push(
-        `${t.name} has shape [${t.shape.join(", ")}], the ${cfg.family} config expects [${
-          want.join(", ")
-        }]`,
+        `${t.name} has shape [${
+          t.shape.join(", ")
+        }], the ${cfg.family} config expects [${want.join(", ")}]`,
       );
       bad++;
     }
   }
   if (numLayers !== cfg.numLayers) {
-    notes.push(`the tensors hold ${numLayers} blocks, the config says ${cfg.numLayers}`);
+    notes.push(
+      `the tensors hold ${numLayers} blocks, the config says ${cfg.numLayers}`,
+    );
     bad++;
   }
   if (bad > 0) {
@@ -333,7 +339,9 @@ export function detectArchitecture(
       rmsNormEps: 1e-5,
       ropeTheta: family === "qwen2" ? 1e6 : 10000,
       ropeScaling: null,
-      ropeStyle: naming === "gguf" && family !== "qwen2" ? "interleaved" : "neox",
+      ropeStyle: naming === "gguf" && family !== "qwen2"
+        ? "interleaved"
+        : "neox",
       slidingWindow: null,
       attentionBias: {
         q: bias("attn_q"),
@@ -370,5 +378,9 @@ export function networkNameOf(
   if (t.role === "unknown" || t.role === "rope_freqs" || !t.kind) {
     return undefined;
   }
-  return tensorName("network", { role: t.role, layer: t.layer, kind: t.kind }, numLayers);
+  return tensorName(
+    "network",
+    { role: t.role, layer: t.layer, kind: t.kind },
+    numLayers,
+  );
 }

@@ -149,7 +149,10 @@ export function promptIds(
   prompt: Prompt,
   options: GenerateOptions = {},
 ): number[] {
-  if (typeof prompt !== "string" && (prompt.length === 0 || typeof prompt[0] === "number")) {
+  if (
+    typeof prompt !== "string" &&
+    (prompt.length === 0 || typeof prompt[0] === "number")
+  ) {
     return [...(prompt as readonly number[])];
   }
   const tok = model.tokenizer;
@@ -279,7 +282,10 @@ function holdBack(text: string, stops: readonly string[]): number {
 function checkOptions(o: GenerateOptions): void {
   const bad = (field: string, want: string, v: unknown) =>
     new RangeError(`generate: ${field} must be ${want}, got ${v}`);
-  if (o.maxTokens !== undefined && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) {
+  if (
+    o.maxTokens !== undefined &&
+    (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)
+  ) {
     throw bad("maxTokens", "an integer ≥ 0", o.maxTokens);
   }
   if (o.temperature !== undefined && !(o.temperature >= 0)) {
@@ -340,7 +346,8 @@ export async function* generate(
     GENERATE_DEFAULTS.temperature;
   const sampling: Sampling = {
     greedy: options.greedy ??
-      (temperature === 0 || (options.temperature === undefined && d.doSample === false)),
+      (temperature === 0 ||
+        (options.temperature === undefined && d.doSample === false)),
     temperature,
     topK: options.topK ?? d.topK ?? GENERATE_DEFAULTS.topK,
     topP: options.topP ?? d.topP ?? GENERATE_DEFAULTS.topP,

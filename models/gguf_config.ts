@@ -49,7 +49,11 @@ function describe(v: unknown): string {
   if (v === undefined) return "nothing";
   if (typeof v === "bigint") return `${v}`;
   const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > 60 ? s.slice(0, 57) + "..." : s;
+  return s === undefined
+    ? String(v)
+    : s.length > 60
+    ? s.slice(0, 57) + "..."
+    : s;
 }
 
 /**
@@ -134,7 +138,9 @@ export function configFromGguf(
   const heads = int("attention.head_count");
   const kvHeads = int("attention.head_count_kv", heads);
   const keyLength = get("attention.key_length");
-  const headDim = keyLength === undefined ? hidden / heads : int("attention.key_length");
+  const headDim = keyLength === undefined
+    ? hidden / heads
+    : int("attention.key_length");
   if (!Number.isInteger(headDim)) {
     throw new TypeError(
       `${where}: ${arch}.embedding_length ${hidden} is not a multiple of head_count ${heads} and no attention.key_length is given`,
@@ -246,7 +252,10 @@ export interface GgufMetadata {
  * console.assert(values["general.architecture"] === "llama" && types["llama.block_count"] === "UINT32");
  * ```
  */
-export function configToGguf(cfg: TransformerConfig, name = "model"): GgufMetadata {
+export function configToGguf(
+  cfg: TransformerConfig,
+  name = "model",
+): GgufMetadata {
   const arch = cfg.family === "qwen2" ? "qwen2" : "llama";
   const values: Record<string, unknown> = {};
   const types: Record<string, string> = {};

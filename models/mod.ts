@@ -52,8 +52,8 @@ export {
   type ParsedTensorName,
   parseTensorName,
   renameTensor,
-  type TensorRole,
   tensorName,
+  type TensorRole,
 } from "./names.ts";
 export {
   llama3RopeFactors,
@@ -99,9 +99,9 @@ export {
   type VocabToGgufOptions,
 } from "./vocab.ts";
 export {
+  detectArchitecture,
   type DetectedArchitecture,
   type DetectedTensor,
-  detectArchitecture,
   networkNameOf,
   type TensorShapeInfo,
 } from "./detect.ts";

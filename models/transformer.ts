@@ -70,7 +70,7 @@ import {
   transformerNetwork,
 } from "./config.ts";
 import { configFromGguf } from "./gguf_config.ts";
-import { parseTensorName, type TensorRole, tensorName } from "./names.ts";
+import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
 
 /** Per-sequence state: the layers' KV caches and the tokens seen so far. */
 export interface TransformerState extends NetworkState {
@@ -101,7 +101,10 @@ export interface TransformerMemory {
   /** `8 · weightBytes / parameters`. */
   bitsPerWeight: number;
   /** The same, per stored dtype. */
-  byDtype: Record<string, { tensors: number; parameters: number; bytes: number }>;
+  byDtype: Record<
+    string,
+    { tensors: number; parameters: number; bytes: number }
+  >;
 }
 
 /** Options of {@link Transformer.forward}. */
@@ -196,10 +199,16 @@ export function buildTransformer(
   const lookup = options.registry ?? defaultLookup();
   const netConfig = transformerNetwork(config);
   const n = config.numLayers;
-  const headName = tensorName("network", { role: "lm_head", kind: "weight" }, n);
+  const headName = tensorName(
+    "network",
+    { role: "lm_head", kind: "weight" },
+    n,
+  );
   const all = new Map(tensors);
   if (!all.has(headName)) {
-    const emb = all.get(tensorName("network", { role: "embedding", kind: "weight" }, n));
+    const emb = all.get(
+      tensorName("network", { role: "embedding", kind: "weight" }, n),
+    );
     if (config.tieWordEmbeddings && emb) {
       all.set(headName, { ...emb, name: headName });
     }
@@ -209,9 +218,9 @@ export function buildTransformer(
     const parts: string[] = [];
     if (check.missing.length > 0) {
       parts.push(
-        `missing ${check.missing.length}: ${check.missing.slice(0, 8).join(", ")}${
-          check.missing.length > 8 ? ", …" : ""
-        }`,
+        `missing ${check.missing.length}: ${
+          check.missing.slice(0, 8).join(", ")
+        }${check.missing.length > 8 ? ", …" : ""}`,
       );
     }
     for (const w of check.wrongShape.slice(0, 8)) {
@@ -222,7 +231,9 @@ export function buildTransformer(
       );
     }
     throw new TypeError(
-      `Cannot build ${options.name ?? "the model"} (${config.family}, ${n} blocks, hidden ${config.hiddenSize}): ${
+      `Cannot build ${
+        options.name ?? "the model"
+      } (${config.family}, ${n} blocks, hidden ${config.hiddenSize}): ${
         parts.join("; ")
       }`,
     );
@@ -257,7 +268,7 @@ export function buildTransformer(
     }
     h = layers[normIndex].forward(h);
     const logits = layers[headIndex].forward(h).data;
-    if (state) for (let i = 0; i < t; i++) state.tokens.push(x[i]);
+    if (state) { for (let i = 0; i < t; i++) state.tokens.push(x[i]); }
     return logits.length === vocab || opts.allPositions
       ? logits
       : logits.subarray(logits.length - vocab);
@@ -340,7 +351,9 @@ async function loadRenamed(
   return out;
 }
 
-function defaultsFromJson(g: GenerationConfigJson | undefined): GenerationDefaults {
+function defaultsFromJson(
+  g: GenerationConfigJson | undefined,
+): GenerationDefaults {
   if (!g) return {};
   const out: GenerationDefaults = {};
   if (typeof g.do_sample === "boolean") out.doSample = g.do_sample;

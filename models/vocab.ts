@@ -40,7 +40,10 @@ import type {
   TokenizerJson,
 } from "../tokenizers/hf.ts";
 import { createTokenizer } from "../tokenizers/mod.ts";
-import { GGUF_PRE_NAMES, ggufPreTokenizer } from "../tokenizers/pre_tokenize.ts";
+import {
+  GGUF_PRE_NAMES,
+  ggufPreTokenizer,
+} from "../tokenizers/pre_tokenize.ts";
 import type { GgufMetadata } from "./gguf_config.ts";
 
 /** GGUF token types (llama.cpp's `llama_token_type`). */
@@ -91,7 +94,10 @@ function splitPatterns(pre: unknown, out: string[]): boolean {
     case "Split": {
       const pat = obj(c.pattern) ?? {};
       const behavior = String(c.behavior ?? "Isolated").toLowerCase();
-      if (typeof pat.Regex !== "string" || behavior !== "isolated" || c.invert === true) {
+      if (
+        typeof pat.Regex !== "string" || behavior !== "isolated" ||
+        c.invert === true
+      ) {
         return false;
       }
       out.push(pat.Regex);
@@ -182,7 +188,9 @@ export function ggufVocabFromTokenizerJson(
   const tokens: string[] = [];
   const types = new Int32Array(n);
   const special = new Map<number, boolean>();
-  for (const a of json.added_tokens ?? []) special.set(a.id, a.special === true);
+  for (const a of json.added_tokens ?? []) {
+    special.set(a.id, a.special === true);
+  }
   for (let id = 0; id < n; id++) {
     const text = id < tok.vocabSize ? tok.tokenText(id) : "";
     if (id >= tok.vocabSize || (text === "" && !special.has(id))) {
@@ -222,7 +230,10 @@ export function ggufVocabFromTokenizerJson(
     });
     for (let id = 0; id < n; id++) {
       // Pieces no merge produces can only come from the pieces themselves.
-      if (!ranked.has(id) && [...tokens[id]].length > 1 && types[id] === GgufTokenType.NORMAL) {
+      if (
+        !ranked.has(id) && [...tokens[id]].length > 1 &&
+        types[id] === GgufTokenType.NORMAL
+      ) {
         scores[id] = -1e9;
       }
     }
@@ -311,7 +322,10 @@ export function tokenizerJsonFromGguf(
   const added: TokenizerJson["added_tokens"] = [];
   tokens.forEach((t, id) => {
     const type = types[id] ?? GgufTokenType.NORMAL;
-    if (type === GgufTokenType.CONTROL || type === GgufTokenType.USER_DEFINED || type === GgufTokenType.UNKNOWN) {
+    if (
+      type === GgufTokenType.CONTROL || type === GgufTokenType.USER_DEFINED ||
+      type === GgufTokenType.UNKNOWN
+    ) {
       added!.push({
         id,
         content: t,
@@ -341,7 +355,11 @@ export function tokenizerJsonFromGguf(
         { Sequence: { id: "B", type_id: 1 } },
       ],
       special_tokens: {
-        [tokens[src.bos]]: { id: tokens[src.bos], ids: [src.bos], tokens: [tokens[src.bos]] },
+        [tokens[src.bos]]: {
+          id: tokens[src.bos],
+          ids: [src.bos],
+          tokens: [tokens[src.bos]],
+        },
       },
     }
     : null;
@@ -352,12 +370,17 @@ export function tokenizerJsonFromGguf(
     eos_token: textOf(src.eos) ?? null,
     unk_token: textOf(src.unk) ?? null,
     ...(src.pad !== undefined ? { pad_token: tokens[src.pad] } : {}),
-    ...(src.chatTemplate !== undefined ? { chat_template: src.chatTemplate } : {}),
-    tokenizer_class: kind === "llama" ? "LlamaTokenizerFast" : "PreTrainedTokenizerFast",
+    ...(src.chatTemplate !== undefined
+      ? { chat_template: src.chatTemplate }
+      : {}),
+    tokenizer_class: kind === "llama"
+      ? "LlamaTokenizerFast"
+      : "PreTrainedTokenizerFast",
   };
   if (kind === "llama") {
     const scores = Array.from(
-      (md["tokenizer.ggml.scores"] ?? new Array(tokens.length).fill(0)) as ArrayLike<number>,
+      (md["tokenizer.ggml.scores"] ??
+        new Array(tokens.length).fill(0)) as ArrayLike<number>,
       Number,
     );
     const merges: [string, string, number, number, number][] = [];
@@ -368,7 +391,9 @@ export function tokenizerJsonFromGguf(
       for (let k = 1; k < chars.length; k++) {
         const l = chars.slice(0, k).join(""), r = chars.slice(k).join("");
         const li = ids.get(l), ri = ids.get(r);
-        if (li !== undefined && ri !== undefined) local.push([l, r, scores[id], li, ri]);
+        if (li !== undefined && ri !== undefined) {
+          local.push([l, r, scores[id], li, ri]);
+        }
       }
       local.sort((a, b) => a[3] - b[3] || a[4] - b[4]);
       merges.push(...local);
@@ -395,7 +420,9 @@ export function tokenizerJsonFromGguf(
             { type: "Replace", pattern: { String: "▁" }, content: " " },
             { type: "ByteFallback" },
             { type: "Fuse" },
-            ...(space ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
+            ...(space
+              ? [{ type: "Strip", content: " ", start: 1, stop: 0 }]
+              : []),
           ],
         },
         model: {
@@ -416,7 +443,9 @@ export function tokenizerJsonFromGguf(
   }
   if (kind !== "gpt2") {
     throw new TypeError(
-      `GGUF tokenizer model ${JSON.stringify(kind)} cannot be written as a Llama-family tokenizer.json (llama or gpt2 only)`,
+      `GGUF tokenizer model ${
+        JSON.stringify(kind)
+      } cannot be written as a Llama-family tokenizer.json (llama or gpt2 only)`,
     );
   }
   const pre = ggufPreTokenizer(md["tokenizer.ggml.pre"] as string | undefined);
@@ -435,11 +464,21 @@ export function tokenizerJsonFromGguf(
             behavior: "Isolated",
             invert: false,
           })),
-          { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
+          {
+            type: "ByteLevel",
+            add_prefix_space: false,
+            trim_offsets: true,
+            use_regex: false,
+          },
         ],
       },
       post_processor: post,
-      decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
+      decoder: {
+        type: "ByteLevel",
+        add_prefix_space: true,
+        trim_offsets: true,
+        use_regex: true,
+      },
       model: {
         type: "BPE",
         dropout: null,

@@ -31,9 +31,12 @@ import { readGguf } from "../../formats/gguf.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import { convertHfToGguf, loadTransformer } from "../../io/transformer.ts";
 import {
+  buildTransformer,
+  detectArchitecture,
   generate,
   generateText,
   ggufToHf,
+  networkNameOf,
   type Transformer,
 } from "../../models/mod.ts";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";
@@ -69,15 +72,18 @@ async function greedy200(model: Transformer) {
   return { ids, text };
 }
 
-conformanceTest("stories260K: 200 greedy tokens from BOS and their text match llama2.c's reference", async () => {
-  const ref = await storiesReference();
-  const model = await loadTransformer(fixture("gguf/stories260K.gguf"));
-  const { ids, text } = await greedy200(model);
-  assertEquals(ids, ref.token_ids);
-  const bytes = new TextEncoder().encode(text);
-  assertEquals(bytes.length, ref.expected_text_bytes);
-  assertEquals(bytes, new TextEncoder().encode(ref.expected_text));
-});
+conformanceTest(
+  "stories260K: 200 greedy tokens from BOS and their text match llama2.c's reference",
+  async () => {
+    const ref = await storiesReference();
+    const model = await loadTransformer(fixture("gguf/stories260K.gguf"));
+    const { ids, text } = await greedy200(model);
+    assertEquals(ids, ref.token_ids);
+    const bytes = new TextEncoder().encode(text);
+    assertEquals(bytes.length, ref.expected_text_bytes);
+    assertEquals(bytes, new TextEncoder().encode(ref.expected_text));
+  },
+);
 
 interface LogitsCase {
   stem: string;
@@ -143,75 +149,85 @@ function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 for (const c of LOGITS_CASES) {
-  conformanceTest(`${c.stem}: logits at every prompt position and 64 greedy steps match llama.cpp`, async () => {
-    const ref = JSON.parse(
-      await Deno.readTextFile(
-        fixture(`reference/llama-logits/${c.stem}.logits.json`),
-      ),
-    ) as {
-      prompt_text: string;
-      prompt_ids: number[];
-      n_vocab: number;
-      logits: number[][];
-      greedy_ids: number[];
-    };
-    const greedyRows = new Float32Array(
-      (await Deno.readFile(
-        fixture(`reference/llama-logits/${c.stem}.greedy_logits.f32.bin`),
-      )).buffer,
-    );
-    const model = await loadTransformer(fixture(c.file));
-    assertEquals(
-      Object.keys(model.memory().byDtype).sort(),
-      c.dtypes,
-      "weights stay in their stored dtypes",
-    );
-    const ids = model.tokenizer!.encode(ref.prompt_text);
-    assertEquals(ids, ref.prompt_ids);
-    const V = ref.n_vocab;
-    const state = model.createState();
-    const all = model.forward(ids, state, { allPositions: true });
-    const prefill = maxAbs(all, ref.logits.flat());
-    assert(prefill < c.prefillTol, `prefill max abs ${prefill}`);
-    for (let t = 0; t < ids.length; t++) {
-      assertEquals(argmax(all, t * V, V), argmax(ref.logits[t]), `position ${t}`);
-    }
-    let last: Float32Array = all.slice((ids.length - 1) * V);
-    let decode = 0;
-    const got: number[] = [];
-    for (let s = 0; s < ref.greedy_ids.length; s++) {
-      decode = Math.max(
-        decode,
-        maxAbs(last, greedyRows.subarray(s * V, (s + 1) * V)),
+  conformanceTest(
+    `${c.stem}: logits at every prompt position and 64 greedy steps match llama.cpp`,
+    async () => {
+      const ref = JSON.parse(
+        await Deno.readTextFile(
+          fixture(`reference/llama-logits/${c.stem}.logits.json`),
+        ),
+      ) as {
+        prompt_text: string;
+        prompt_ids: number[];
+        n_vocab: number;
+        logits: number[][];
+        greedy_ids: number[];
+      };
+      const greedyRows = new Float32Array(
+        (await Deno.readFile(
+          fixture(`reference/llama-logits/${c.stem}.greedy_logits.f32.bin`),
+        )).buffer,
       );
-      const id = argmax(last);
-      got.push(id);
-      last = model.forward([id], state);
-    }
-    assertEquals(got, ref.greedy_ids);
-    assert(decode < c.decodeTol, `decode max abs ${decode}`);
-    console.log(
-      `${c.stem}: prefill max abs ${prefill.toExponential(2)}, decode ${
-        decode.toExponential(2)
-      }`,
-    );
-  });
+      const model = await loadTransformer(fixture(c.file));
+      assertEquals(
+        Object.keys(model.memory().byDtype).sort(),
+        c.dtypes,
+        "weights stay in their stored dtypes",
+      );
+      const ids = model.tokenizer!.encode(ref.prompt_text);
+      assertEquals(ids, ref.prompt_ids);
+      const V = ref.n_vocab;
+      const state = model.createState();
+      const all = model.forward(ids, state, { allPositions: true });
+      const prefill = maxAbs(all, ref.logits.flat());
+      assert(prefill < c.prefillTol, `prefill max abs ${prefill}`);
+      for (let t = 0; t < ids.length; t++) {
+        assertEquals(
+          argmax(all, t * V, V),
+          argmax(ref.logits[t]),
+          `position ${t}`,
+        );
+      }
+      let last: Float32Array = all.slice((ids.length - 1) * V);
+      let decode = 0;
+      const got: number[] = [];
+      for (let s = 0; s < ref.greedy_ids.length; s++) {
+        decode = Math.max(
+          decode,
+          maxAbs(last, greedyRows.subarray(s * V, (s + 1) * V)),
+        );
+        const id = argmax(last);
+        got.push(id);
+        last = model.forward([id], state);
+      }
+      assertEquals(got, ref.greedy_ids);
+      assert(decode < c.decodeTol, `decode max abs ${decode}`);
+      console.log(
+        `${c.stem}: prefill max abs ${prefill.toExponential(2)}, decode ${
+          decode.toExponential(2)
+        }`,
+      );
+    },
+  );
 }
 
-conformanceTest("stories260K-Q4_0: weights held at their stored size (Q4_0 blocks, F16 ffn_down)", async () => {
-  const path = fixture("reference/llama-logits/stories260K-Q4_0.gguf");
-  const file = await readGguf(memorySource(await Deno.readFile(path)));
-  const idx = file.models[0].tensors;
-  let fileBytes = 0;
-  for (const n of idx.names()) fileBytes += idx.info(n).byteLength;
-  const model = await loadTransformer(path);
-  const mem = model.memory();
-  assertEquals(mem.weightBytes, fileBytes);
-  assertEquals(mem.byDtype.Q4_0.bytes, mem.byDtype.Q4_0.parameters / 32 * 18);
-  // embedding and lm_head stay Q4_0 (the embedding widens only looked-up rows)
-  assertEquals(model.tensors.get("layers.0.weight")!.dtype, "Q4_0");
-  assertEquals(model.tensors.get("layers.7.weight")!.dtype, "Q4_0");
-});
+conformanceTest(
+  "stories260K-Q4_0: weights held at their stored size (Q4_0 blocks, F16 ffn_down)",
+  async () => {
+    const path = fixture("reference/llama-logits/stories260K-Q4_0.gguf");
+    const file = await readGguf(memorySource(await Deno.readFile(path)));
+    const idx = file.models[0].tensors;
+    let fileBytes = 0;
+    for (const n of idx.names()) fileBytes += idx.info(n).byteLength;
+    const model = await loadTransformer(path);
+    const mem = model.memory();
+    assertEquals(mem.weightBytes, fileBytes);
+    assertEquals(mem.byDtype.Q4_0.bytes, mem.byDtype.Q4_0.parameters / 32 * 18);
+    // embedding and lm_head stay Q4_0 (the embedding widens only looked-up rows)
+    assertEquals(model.tensors.get("layers.0.weight")!.dtype, "Q4_0");
+    assertEquals(model.tensors.get("layers.7.weight")!.dtype, "Q4_0");
+  },
+);
 
 // ------------------------------------------------- a Hugging Face folder
 
@@ -263,7 +279,9 @@ function tokenizerJson(md: Record<string, unknown>) {
         local.push([l, r, scores[i]]);
       }
     }
-    local.sort((a, b) => vocab[a[0]] - vocab[b[0]] || vocab[a[1]] - vocab[b[1]]);
+    local.sort((a, b) =>
+      vocab[a[0]] - vocab[b[0]] || vocab[a[1]] - vocab[b[1]]
+    );
     merges.push(...local);
   });
   merges.sort((a, b) => b[2] - a[2]);
@@ -307,7 +325,9 @@ function tokenizerJson(md: Record<string, unknown>) {
 }
 
 /** Writes stories260K as a Hugging Face folder; returns the folder and its tensors. */
-async function storiesAsHfFolder(): Promise<{ dir: string; tensors: Tensor[] }> {
+async function storiesAsHfFolder(): Promise<
+  { dir: string; tensors: Tensor[] }
+> {
   const file = await readGguf(
     memorySource(await Deno.readFile(fixture("gguf/stories260K.gguf"))),
   );
@@ -371,94 +391,137 @@ async function storiesAsHfFolder(): Promise<{ dir: string; tensors: Tensor[] }> 
     }),
   );
   await saveSafetensors(join(dir, "model.safetensors"), {
-    models: [{ id: "stories260K", metadata: {}, tensors: memoryTensorIndex(tensors) }],
+    models: [{
+      id: "stories260K",
+      metadata: {},
+      tensors: memoryTensorIndex(tensors),
+    }],
   });
   return { dir, tensors };
 }
 
-conformanceTest("stories260K as a Hugging Face folder: same 200 tokens, same prompt ids; ggufToHf gives the same tensors", async () => {
-  const ref = await storiesReference();
-  const { dir, tensors } = await storiesAsHfFolder();
-  try {
-    const model = await loadTransformer(dir);
-    assertEquals(model.config.ropeStyle, "neox");
-    const { ids, text } = await greedy200(model);
-    assertEquals(ids, ref.token_ids);
-    assertEquals(text, ref.expected_text);
-    assertEquals(model.tokenizer!.encode("Once upon a time"), [1, 403, 407, 261, 378]);
+conformanceTest(
+  "stories260K as a Hugging Face folder: same 200 tokens, same prompt ids; ggufToHf gives the same tensors",
+  async () => {
+    const ref = await storiesReference();
+    const { dir, tensors } = await storiesAsHfFolder();
+    try {
+      const model = await loadTransformer(dir);
+      assertEquals(model.config.ropeStyle, "neox");
+      const { ids, text } = await greedy200(model);
+      assertEquals(ids, ref.token_ids);
+      assertEquals(text, ref.expected_text);
+      assertEquals(model.tokenizer!.encode("Once upon a time"), [
+        1,
+        403,
+        407,
+        261,
+        378,
+      ]);
 
-    // our converter un-permutes exactly as this file does
-    const ours = await ggufToHf(
-      await readGguf(
-        memorySource(await Deno.readFile(fixture("gguf/stories260K.gguf"))),
-      ),
-    );
-    for (const t of tensors) {
-      const o = await ours.model.models[0].tensors.load(t.name);
-      assertEquals(o.bytes, t.bytes, t.name);
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-conformanceTest("stories260K Hugging Face folder → GGUF: byte-identical to the original and to llama.cpp's Q8_0/Q4_0; same 200 tokens", async () => {
-  const ref = await storiesReference();
-  const { dir } = await storiesAsHfFolder();
-  try {
-    const cases: [string | undefined, string][] = [
-      [undefined, "gguf/stories260K.gguf"],
-      ["Q8_0", "reference/llama-logits/stories260K-Q8_0.gguf"],
-      ["Q4_0", "reference/llama-logits/stories260K-Q4_0.gguf"],
-    ];
-    for (const [quant, refFile] of cases) {
-      const out = join(dir, `out-${quant ?? "F32"}.gguf`);
-      await convertHfToGguf(dir, out, {
-        quantize: quant as "Q8_0" | undefined,
-      });
-      const ours = (await readGguf(memorySource(await Deno.readFile(out))))
-        .models[0];
-      const theirs = (await readGguf(
-        memorySource(await Deno.readFile(fixture(refFile))),
-      )).models[0];
-      assertEquals(
-        ours.tensors.names().sort(),
-        theirs.tensors.names().sort(),
+      // our converter un-permutes exactly as this file does
+      const ours = await ggufToHf(
+        await readGguf(
+          memorySource(await Deno.readFile(fixture("gguf/stories260K.gguf"))),
+        ),
       );
-      for (const n of theirs.tensors.names()) {
-        const a = await theirs.tensors.load(n), b = await ours.tensors.load(n);
-        assertEquals(b.dtype, a.dtype, n);
-        assertEquals(b.bytes, a.bytes, `${n} (${quant ?? "F32"})`);
+      for (const t of tensors) {
+        const o = await ours.model.models[0].tensors.load(t.name);
+        assertEquals(o.bytes, t.bytes, t.name);
       }
-      for (
-        const k of [
-          "llama.embedding_length",
-          "llama.block_count",
-          "llama.attention.head_count",
-          "llama.attention.head_count_kv",
-          "llama.rope.dimension_count",
-          "llama.attention.layer_norm_rms_epsilon",
-          "tokenizer.ggml.model",
-          "tokenizer.ggml.tokens",
-          "tokenizer.ggml.token_type",
-          "tokenizer.ggml.bos_token_id",
-          "tokenizer.ggml.eos_token_id",
-        ]
-      ) assertEquals(ours.metadata[k], theirs.metadata[k], k);
-      const types = ours.metadata["gguf.types"] as Record<string, string>;
-      assertEquals(types["llama.attention.layer_norm_rms_epsilon"], "FLOAT32");
-      assertEquals(types["llama.block_count"], "UINT32");
-      if (quant === undefined) {
-        const r = await generateText(await loadTransformer(out), [1], {
-          greedy: true,
-          maxTokens: 200,
-          stopAtEos: false,
-        });
-        assertEquals(r.ids, ref.token_ids);
-        assertEquals(r.text, ref.expected_text);
-      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
+  },
+);
+
+conformanceTest(
+  "stories260K Hugging Face folder → GGUF: byte-identical to the original and to llama.cpp's Q8_0/Q4_0; same 200 tokens",
+  async () => {
+    const ref = await storiesReference();
+    const { dir } = await storiesAsHfFolder();
+    try {
+      const cases: [string | undefined, string][] = [
+        [undefined, "gguf/stories260K.gguf"],
+        ["Q8_0", "reference/llama-logits/stories260K-Q8_0.gguf"],
+        ["Q4_0", "reference/llama-logits/stories260K-Q4_0.gguf"],
+      ];
+      for (const [quant, refFile] of cases) {
+        const out = join(dir, `out-${quant ?? "F32"}.gguf`);
+        await convertHfToGguf(dir, out, {
+          quantize: quant as "Q8_0" | undefined,
+        });
+        const ours = (await readGguf(memorySource(await Deno.readFile(out))))
+          .models[0];
+        const theirs = (await readGguf(
+          memorySource(await Deno.readFile(fixture(refFile))),
+        )).models[0];
+        assertEquals(
+          ours.tensors.names().sort(),
+          theirs.tensors.names().sort(),
+        );
+        for (const n of theirs.tensors.names()) {
+          const a = await theirs.tensors.load(n),
+            b = await ours.tensors.load(n);
+          assertEquals(b.dtype, a.dtype, n);
+          assertEquals(b.bytes, a.bytes, `${n} (${quant ?? "F32"})`);
+        }
+        for (
+          const k of [
+            "llama.embedding_length",
+            "llama.block_count",
+            "llama.attention.head_count",
+            "llama.attention.head_count_kv",
+            "llama.rope.dimension_count",
+            "llama.attention.layer_norm_rms_epsilon",
+            "tokenizer.ggml.model",
+            "tokenizer.ggml.tokens",
+            "tokenizer.ggml.token_type",
+            "tokenizer.ggml.bos_token_id",
+            "tokenizer.ggml.eos_token_id",
+          ]
+        ) assertEquals(ours.metadata[k], theirs.metadata[k], k);
+        const types = ours.metadata["gguf.types"] as Record<string, string>;
+        assertEquals(
+          types["llama.attention.layer_norm_rms_epsilon"],
+          "FLOAT32",
+        );
+        assertEquals(types["llama.block_count"], "UINT32");
+        if (quant === undefined) {
+          const r = await generateText(await loadTransformer(out), [1], {
+            greedy: true,
+            maxTokens: 200,
+            stopAtEos: false,
+          });
+          assertEquals(r.ids, ref.token_ids);
+          assertEquals(r.text, ref.expected_text);
+        }
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+);
+
+conformanceTest(
+  "stories260K: detectArchitecture with the GGUF metadata builds a network that generates the reference",
+  async () => {
+    const ref = await storiesReference();
+    const file = await readGguf(
+      memorySource(await Deno.readFile(fixture("gguf/stories260K.gguf"))),
+    );
+    const m = file.models[0];
+    const d = detectArchitecture(m.tensors, m.metadata);
+    assertEquals([d.family, d.naming, d.guessed], ["llama", "gguf", []]);
+    assertEquals(d.tensors.filter((t) => t.role === "unknown"), []);
+    assertEquals(d.tensors.filter((t) => t.role === "attn_q").length, 5);
+    const tensors = new Map<string, Tensor>();
+    for (const t of d.tensors) {
+      const name = networkNameOf(t, d.config!.numLayers)!;
+      tensors.set(name, { ...(await m.tensors.load(t.name)), name });
+    }
+    const model = buildTransformer(d.config!, tensors);
+    const r = await generateText(model, [1], { greedy: true, maxTokens: 40 });
+    assertEquals(r.ids, ref.token_ids.slice(0, 40));
+  },
+);

@@ -1,6 +1,6 @@
 /**
  * Every supported family on tiny checkpoints against an independent float64
- * NumPy forward pass (tests/gen/llama_families_ref.py → 
+ * NumPy forward pass (tests/gen/llama_families_ref.py →
  * tests/vectors/llama_families.json): GQA, llama3 rope scaling with tied
  * embeddings and a head size other than hidden / heads, attention and MLP
  * biases with linear rope scaling, Mistral's sliding window, Qwen2's q/k/v
@@ -62,7 +62,11 @@ async function writeFolder(c: Case): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: `llama-${c.name}-` });
   await Deno.writeTextFile(join(dir, "config.json"), JSON.stringify(c.config));
   await saveSafetensors(join(dir, "model.safetensors"), {
-    models: [{ id: c.name, metadata: {}, tensors: memoryTensorIndex(weights(c)) }],
+    models: [{
+      id: c.name,
+      metadata: {},
+      tensors: memoryTensorIndex(weights(c)),
+    }],
   });
   return dir;
 }
@@ -110,7 +114,10 @@ for (const c of vectors.cases) {
         gguf.config.ropeStyle,
         c.config.model_type === "qwen2" ? "neox" : "interleaved",
       );
-      assertEquals(gguf.config.ropeScaling?.rope_type, hf.config.ropeScaling?.rope_type);
+      assertEquals(
+        gguf.config.ropeScaling?.rope_type,
+        hf.config.ropeScaling?.rope_type,
+      );
       assertEquals(gguf.config.slidingWindow, hf.config.slidingWindow);
       check(gguf, c, 1e-4, "GGUF");
 
