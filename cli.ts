@@ -16,19 +16,22 @@
 import { resolve, toFileUrl } from "@std/path";
 import denoJson from "./deno.json" with { type: "json" };
 import { defaultRegistry } from "./mod.ts";
-import type { Plugin } from "./core/plugin.ts";
+import type { FormatPlugin, OptionSpec, Plugin } from "./core/plugin.ts";
 import type { Registry } from "./registry.ts";
 import {
   closest,
   flagHelp,
   flagsFromOptions,
   type FlagSpec,
+  kebab,
+  type Parsed,
   parseFlags,
   UsageError,
 } from "./cli/_args.ts";
+import { compareModels, pickModel, readInput, runModel } from "./cli/_run.ts";
 import { formatReport, inspectFile, validateFile } from "./cli/_inspect.ts";
 import { humanBytes, progress, type ProgressOptions } from "./cli/_progress.ts";
-import { openModel, writeModel } from "./io/open.ts";
+import { openModel, writeModel, type WrittenModel } from "./io/open.ts";
 import type { ModelFile, TensorIndex } from "./core/model.ts";
 
 /** Where the CLI writes; tests pass their own sinks. */
@@ -195,7 +198,121 @@ const CONVERT_FLAGS: FlagSpec[] = [
     value: "KEY=VALUE",
     description: "Provenance field stored in the output's metadata; repeatable",
   },
+  {
+    name: "dtype",
+    type: "string",
+    value: "TYPE",
+    description:
+      "Store weights as TYPE (f32, f16, bf16, i8, f4, q8_0, q4_0, q4_k, q6_k …; the target's choices apply)",
+  },
+  {
+    name: "quant",
+    type: "string",
+    value: "TYPE",
+    description: "Same as --dtype",
+  },
 ];
+
+/** The writer option that picks a storage type (`dtype` or `quantize`), if the format has one. */
+function dtypeOption(format: FormatPlugin): OptionSpec | undefined {
+  return format.options?.find((o) =>
+    o.name === "dtype" || o.name === "quantize"
+  );
+}
+
+/** Writer options from parsed flags: the plugin's own flags, --dtype/--quant, --provenance. */
+function writerOptions(
+  target: FormatPlugin,
+  flags: Parsed["flags"],
+): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  for (const o of target.options ?? []) {
+    const v = flags[kebab(o.name)];
+    if (v !== undefined && o.name !== "dtype" && o.name !== "quantize") {
+      options[o.name] = v;
+    }
+  }
+  const dtype = (flags.dtype ?? flags.quant) as string | undefined;
+  if (dtype !== undefined) {
+    const opt = dtypeOption(target);
+    if (!opt) {
+      throw new UsageError(
+        `format "${target.name}" has no storage-type option; drop --dtype/--quant`,
+      );
+    }
+    const want = dtype.toUpperCase();
+    if (opt.choices && !opt.choices.includes(want)) {
+      const guess = closest(want, opt.choices);
+      throw new UsageError(
+        `format "${target.name}" cannot store ${dtype}; choices: ${
+          opt.choices.map((c) => c.toLowerCase()).join(", ")
+        }${guess ? ` (did you mean ${guess.toLowerCase()}?)` : ""}`,
+      );
+    }
+    options[opt.name] = want;
+  }
+  const prov = flags.provenance as string[] | undefined;
+  if (prov?.length) {
+    options.provenance = Object.fromEntries(prov.map((kv) => {
+      const i = kv.indexOf("=");
+      if (i <= 0) {
+        throw new UsageError(`--provenance expects KEY=VALUE, got "${kv}"`);
+      }
+      return [kv.slice(0, i), kv.slice(i + 1)];
+    }));
+  }
+  return options;
+}
+
+/** Reads a model, optionally keeps one id, and writes it with progress. */
+async function convertFile(
+  ctx: Context,
+  input: string,
+  out: string,
+  target: FormatPlugin,
+  options: Record<string, unknown>,
+  id: string | undefined,
+  label: string,
+): Promise<{ written: WrittenModel; from: string; seconds: number }> {
+  const opened = await openModel(ctx.reg, input);
+  try {
+    let file = opened.file;
+    if (id !== undefined) {
+      file = { ...file, models: [pickModel(file.models, id, input)] };
+    }
+    let total = 0;
+    for (const m of file.models) {
+      for (const n of m.tensors.names()) {
+        total += m.tensors.info(n).byteLength;
+      }
+    }
+    const bar = progress(label, total, ctx.progress);
+    let done = 0;
+    file = withLoadProgress(file, (b) => bar.update(done += b));
+    const t0 = performance.now();
+    const written = await writeModel(target, file, out, options);
+    bar.done();
+    return {
+      written,
+      from: opened.format.name,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  } finally {
+    opened.close();
+  }
+}
+
+async function refuseOverwrite(
+  ctx: Context,
+  out: string,
+  force: boolean,
+): Promise<boolean> {
+  if (!force && await exists(out)) {
+    ctx.io.err(`error: ${out} exists; pass --force to overwrite it`);
+    return true;
+  }
+  return false;
+}
 
 const COMMANDS: Record<string, Command> = {
   inspect: {
@@ -268,7 +385,10 @@ const COMMANDS: Record<string, Command> = {
     usage: "convert IN --to FORMAT -o OUT [format options]",
     flags(reg, args) {
       const target = targetOf(args, reg);
-      return [...CONVERT_FLAGS, ...flagsFromOptions(target?.options)];
+      const own = (target?.options ?? []).filter((o) =>
+        o.name !== "dtype" && o.name !== "quantize"
+      );
+      return [...CONVERT_FLAGS, ...flagsFromOptions(own)];
     },
     more(reg) {
       const lines = [
@@ -276,7 +396,7 @@ const COMMANDS: Record<string, Command> = {
         "Format options (pass --to FORMAT --help to see one):",
       ];
       for (const f of reg.formats()) {
-        if (!f.write) continue;
+        if (!f.write && !f.writeFiles) continue;
         const opts = flagsFromOptions(f.options);
         lines.push(`  ${f.name}:${opts.length ? "" : " (no options)"}`);
         lines.push(...flagHelp(opts).map((l) => `  ${l}`));
@@ -291,75 +411,168 @@ const COMMANDS: Record<string, Command> = {
       const target = flags.to
         ? ctx.reg.format(flags.to as string)
         : ctx.reg.formatForPath(out);
-      if (!target.write) {
-        const writable = ctx.reg.formats().filter((f) => f.write).map((f) =>
-          f.name
-        );
+      if (!target.write && !target.writeFiles) {
+        const writable = ctx.reg.formats().filter((f) =>
+          f.write || f.writeFiles
+        ).map((f) => f.name);
         throw new UsageError(
           `format "${target.name}" cannot write; writable formats: ${
             writable.join(", ")
           }`,
         );
       }
-      if (!flags.force && await exists(out)) {
-        ctx.io.err(`error: ${out} exists; pass --force to overwrite it`);
-        return 1;
+      const options = writerOptions(target, flags);
+      if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
+      const r = await convertFile(
+        ctx,
+        positional[0],
+        out,
+        target,
+        options,
+        flags.id as string | undefined,
+        "converting",
+      );
+      if (!ctx.quiet) {
+        const where = r.written.paths.length > 1
+          ? `${r.written.paths.length} files beside ${out}`
+          : out;
+        ctx.io.err(
+          `wrote ${where} (${target.name}, ${
+            humanBytes(r.written.bytes)
+          }) from ${r.from} in ${r.seconds.toFixed(2)} s`,
+        );
       }
-      const options: Record<string, unknown> = {};
-      for (const o of target.options ?? []) {
-        const v = flags[o.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)];
-        if (v !== undefined) options[o.name] = v;
+      return 0;
+    },
+  },
+  quantize: {
+    summary:
+      "Quantize a model (GGUF Q8_0/Q4_0/K-quants, or any format's storage types) with a per-tensor error report",
+    usage: "quantize IN OUT TYPE [--json] [--force]",
+    flags: () => [
+      JSON_FLAG,
+      {
+        name: "force",
+        short: "f",
+        type: "boolean",
+        description: "Overwrite an existing output",
+      },
+      {
+        name: "id",
+        type: "string",
+        description: "Model id, for files holding several",
+      },
+    ],
+    async run(args, ctx) {
+      const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+      if (positional.length !== 3) {
+        throw new UsageError("quantize takes IN OUT TYPE");
       }
-      const prov = flags.provenance as string[] | undefined;
-      if (prov?.length) {
-        const entries = prov.map((kv) => {
-          const i = kv.indexOf("=");
-          if (i <= 0) {
-            throw new UsageError(`--provenance expects KEY=VALUE, got "${kv}"`);
-          }
-          return [kv.slice(0, i), kv.slice(i + 1)];
-        });
-        options.provenance = Object.fromEntries(entries);
-      }
-      const opened = await openModel(ctx.reg, positional[0]);
+      const [input, out, type] = positional;
+      const target = ctx.reg.formatForPath(out);
+      const options = writerOptions(target, { dtype: type });
+      if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
+      const r = await convertFile(
+        ctx,
+        input,
+        out,
+        target,
+        options,
+        flags.id as string | undefined,
+        "quantizing",
+      );
+      const [a, b] = [
+        await openModel(ctx.reg, input),
+        await openModel(ctx.reg, out),
+      ];
       try {
-        let file = opened.file;
-        if (flags.id !== undefined) {
-          const m = file.models.filter((x) => x.id === flags.id);
-          if (!m.length) {
-            throw new TypeError(
-              `No model "${flags.id}" in ${positional[0]}; ids: ${
-                file.models.map((x) => x.id).join(", ")
-              }`,
+        const ma = pickModel(
+          a.file.models,
+          flags.id as string | undefined,
+          input,
+        );
+        const rows = await compareModels(ma, b.file.models[0]);
+        if (flags.json) {
+          ctx.io.out(
+            JSON.stringify(
+              {
+                input,
+                output: out,
+                type: type.toUpperCase(),
+                bytes: r.written.bytes,
+                tensors: rows,
+              },
+              null,
+              2,
+            ),
+          );
+        } else {
+          const w = Math.max(4, ...rows.map((x) => x.name.length));
+          ctx.io.out(
+            `${
+              "name".padEnd(w)
+            }  from     to        rmse        cosine      max abs`,
+          );
+          for (const x of rows) {
+            ctx.io.out(
+              `${x.name.padEnd(w)}  ${x.from.padEnd(7)}  ${x.to.padEnd(7)}  ${
+                x.rmse.toExponential(3).padStart(10)
+              }  ${x.cosine.toFixed(7)}  ${x.maxAbs.toExponential(3)}`,
             );
           }
-          file = { ...file, models: m };
-        }
-        let total = 0;
-        for (const m of file.models) {
-          for (const n of m.tensors.names()) {
-            total += m.tensors.info(n).byteLength;
-          }
-        }
-        const bar = progress(`converting`, total, ctx.progress);
-        let done = 0;
-        file = withLoadProgress(file, (b) => bar.update(done += b));
-        const t0 = performance.now();
-        const written = await writeModel(target, file, out, options);
-        bar.done();
-        if (!ctx.quiet) {
-          ctx.io.err(
-            `wrote ${out} (${target.name}, ${
-              humanBytes(written)
-            }) from ${opened.format.name} in ${
-              ((performance.now() - t0) / 1000).toFixed(2)
-            } s`,
+          const worst = rows.reduce((m, x) => Math.min(m, x.cosine), 1);
+          ctx.io.out(
+            `${rows.length} tensors, ${
+              humanBytes(r.written.bytes)
+            } written to ${out}; lowest cosine ${worst.toFixed(7)}`,
           );
         }
         return 0;
       } finally {
-        opened.close();
+        a.close();
+        b.close();
       }
+    },
+  },
+  run: {
+    summary:
+      "Run a stored network's forward pass (bundle, or SafeTensors/GGUF with a network config)",
+    usage:
+      "run MODEL --input JSON|FILE.json|FILE.npy|- [--id ID] [--config FILE]",
+    flags: () => [
+      {
+        name: "input",
+        short: "i",
+        type: "string",
+        value: "INPUT",
+        description: "Inline JSON, a .json or .npy file, or - for stdin",
+      },
+      {
+        name: "id",
+        type: "string",
+        description: "Model id, for files holding several",
+      },
+      {
+        name: "config",
+        type: "string",
+        value: "FILE",
+        description: "Network config JSON, when the file carries none",
+      },
+    ],
+    async run(args, ctx) {
+      const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+      needFiles(positional, "MODEL");
+      if (flags.input === undefined) throw new UsageError("missing --input");
+      const input = await readInput(flags.input as string);
+      const config = flags.config
+        ? JSON.parse(await Deno.readTextFile(flags.config as string))
+        : undefined;
+      const y = await runModel(ctx.reg, positional[0], input, {
+        id: flags.id as string | undefined,
+        config,
+      });
+      ctx.io.out(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
+      return 0;
     },
   },
   formats: {

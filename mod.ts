@@ -19,6 +19,7 @@ import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors.ts";
 import { gguf } from "./formats/gguf.ts";
+import { bundleFormat } from "./formats/bundle.ts";
 
 export * from "./core/mod.ts";
 export { createRegistry, type Registry } from "./registry.ts";
@@ -42,7 +43,8 @@ export function defaultRegistry(): Registry {
 
 // Built-in plugins, in listing order. Each format/layer issue adds its plugin here.
 const BUILTIN_PLUGINS: Plugin[] = [
+  bundleFormat,
   safetensors(),
-  ...LAYER_PLUGINS,
   gguf,
+  ...LAYER_PLUGINS,
 ];

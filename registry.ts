@@ -109,6 +109,15 @@ export function createRegistry(): Registry {
     formats: () => [...formats.values()],
     formatForPath(pathOrExt) {
       const ext = extensionOf(pathOrExt);
+      // A compound extension (".bundle.json") wins over its last part (".json").
+      const base = (pathOrExt.split(/[\\/]/).pop() ?? "").toLowerCase();
+      for (const f of formats.values()) {
+        for (const e of f.extensions) {
+          if (e.length > ext.length && e.endsWith(ext) && base.endsWith(e)) {
+            return f;
+          }
+        }
+      }
       for (const f of formats.values()) {
         if (f.extensions.includes(ext)) return f;
       }

@@ -18,6 +18,7 @@ export * from "./errors.ts";
 export * from "./model.ts";
 export * from "./network.ts";
 export * from "./plugin.ts";
+export * from "./quantize.ts";
 export * from "./rng.ts";
 export * from "./scope.ts";
 export * from "./sources.ts";

@@ -45,6 +45,14 @@ export interface WriteOptions {
 /** What a writer produces: all bytes at once, or chunks streamed in order. */
 export type WriteResult = Promise<Uint8Array> | AsyncIterable<Uint8Array>;
 
+/** One output file of a multi-file write. */
+export interface WrittenFile {
+  /** File name, relative to the output's folder. */
+  name: string;
+  /** The bytes, or chunks streamed in order. */
+  data: Uint8Array | AsyncIterable<Uint8Array>;
+}
+
 /** A format plugin: reads files into a {@link ModelFile} and/or writes them. */
 export interface FormatPlugin {
   /** Discriminates plugin kinds in `registry.use`. */
@@ -72,6 +80,17 @@ export interface FormatPlugin {
   validate?(src: ByteSource, options?: ReadOptions): Promise<string[]>;
   /** Writes a model file. */
   write?(file: ModelFile, options?: WriteOptions): WriteResult;
+  /**
+   * Writes a model as one or more files (shards and an index, a graph and
+   * its external data). `options.baseName` is the output's file name
+   * without its extension. When there is exactly one file it goes to the
+   * requested path whatever its name; otherwise every file goes beside it.
+   * Writers use this instead of `write` when present.
+   */
+  writeFiles?(
+    file: ModelFile,
+    options: WriteOptions & { baseName: string },
+  ): Promise<WrittenFile[]>;
   /** Option specs for `read`/`write`, listed by `convert --help`. */
   readonly options?: readonly OptionSpec[];
 }

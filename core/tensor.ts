@@ -99,43 +99,80 @@ export function numel(t: { shape: readonly number[] }): number {
   return elementCount(t.shape, "tensor");
 }
 
+function checkCount(
+  name: string,
+  what: string,
+  arr: Float32Array | number | undefined,
+  need: number,
+  context: string,
+): void {
+  if (typeof arr === "object" && arr.length !== need) {
+    throw new TypeError(
+      `Cannot dequantize tensor "${name}": ${arr.length} ${what}, expected ${need} (${context})`,
+    );
+  }
+}
+
 function applyQuant(
+  name: string,
   values: Float32Array,
   shape: number[],
   q: QuantParams,
 ): Float32Array {
   const n = values.length;
+  const zps = q.zeroPoint;
   if (typeof q.scale === "number") {
-    const z = typeof q.zeroPoint === "number" ? q.zeroPoint : 0;
+    if (typeof zps === "object") {
+      throw new TypeError(
+        `Cannot dequantize tensor "${name}": one scale but ${zps.length} zero points`,
+      );
+    }
+    const z = zps ?? 0;
     for (let i = 0; i < n; i++) values[i] = (values[i] - z) * q.scale;
     return values;
   }
   const scales = q.scale;
-  const zps = q.zeroPoint;
   if (q.blockSize !== undefined) {
     const bs = q.blockSize;
-    for (let i = 0; i < n; i++) {
-      const b = Math.floor(i / bs);
+    if (!Number.isSafeInteger(bs) || bs < 1) {
+      throw new TypeError(
+        `Cannot dequantize tensor "${name}": blockSize must be a positive integer, got ${bs}`,
+      );
+    }
+    const blocks = Math.ceil(n / bs);
+    const why = `${n} elements in blocks of ${bs}`;
+    checkCount(name, "block scales", scales, blocks, why);
+    checkCount(name, "block zero points", zps, blocks, why);
+    for (let b = 0; b < blocks; b++) {
+      const s = scales[b];
       const z = zps === undefined ? 0 : typeof zps === "number" ? zps : zps[b];
-      values[i] = (values[i] - z) * scales[b];
+      const end = Math.min(n, (b + 1) * bs);
+      for (let i = b * bs; i < end; i++) values[i] = (values[i] - z) * s;
     }
     return values;
   }
   const axis = q.axis ?? 0;
+  if (!Number.isInteger(axis) || axis < 0 || axis >= shape.length) {
+    throw new TypeError(
+      `Cannot dequantize tensor "${name}": per-channel axis ${axis} is outside shape [${
+        shape.join(", ")
+      }]`,
+    );
+  }
   const dim = shape[axis];
   let inner = 1;
   for (let i = axis + 1; i < shape.length; i++) inner *= shape[i];
-  if (scales.length !== dim) {
-    throw new TypeError(
-      `Cannot apply ${scales.length} per-channel scales along axis ${axis} of shape [${
-        shape.join(", ")
-      }]: that axis has ${dim} channels`,
-    );
-  }
-  for (let i = 0; i < n; i++) {
-    const c = Math.floor(i / inner) % dim;
-    const z = zps === undefined ? 0 : typeof zps === "number" ? zps : zps[c];
-    values[i] = (values[i] - z) * scales[c];
+  const why = `axis ${axis} of shape [${shape.join(", ")}]`;
+  checkCount(name, "per-channel scales", scales, dim, why);
+  checkCount(name, "per-channel zero points", zps, dim, why);
+  const outer = dim * inner === 0 ? 0 : n / (dim * inner);
+  let i = 0;
+  for (let o = 0; o < outer; o++) {
+    for (let c = 0; c < dim; c++) {
+      const s = scales[c];
+      const z = zps === undefined ? 0 : typeof zps === "number" ? zps : zps[c];
+      for (let k = 0; k < inner; k++, i++) values[i] = (values[i] - z) * s;
+    }
   }
   return values;
 }
@@ -147,6 +184,8 @@ function applyQuant(
  * @returns A new Float32Array with one value per element.
  * @throws {RangeError} When `bytes` is shorter than dtype × shape needs.
  * @throws {UnsupportedDTypeError} When the dtype has no decoder.
+ * @throws {TypeError} When the quantization parameters do not fit the shape
+ * (count of scales or zero points, axis).
  *
  * @example
  * ```ts
@@ -170,7 +209,7 @@ export function toFloat32(t: Tensor): Float32Array {
     );
   }
   const values = decodeToF32(t.dtype, t.bytes, n);
-  return t.quant ? applyQuant(values, t.shape, t.quant) : values;
+  return t.quant ? applyQuant(t.name, values, t.shape, t.quant) : values;
 }
 
 /**

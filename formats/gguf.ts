@@ -87,7 +87,7 @@ import {
   GgufType,
   type GgufValue,
 } from "./_gguf_types.ts";
-import { readGgufHeader } from "./_gguf_read.ts";
+import { readGgufHeader, type ReadGgufHeaderOptions } from "./_gguf_read.ts";
 import { ggufTypeDescriptor } from "./_gguf_desc.ts";
 import { type GgufWriteOptions, writeGguf } from "./_gguf_write.ts";
 export { ggufTypeDescriptor } from "./_gguf_desc.ts";
@@ -120,6 +120,12 @@ export {
   MAX_STRING_BYTES,
   MAX_TENSOR_NAME_BYTES,
 } from "./_gguf_types.ts";
+export {
+  dequantize,
+  DEQUANTIZE_TYPES,
+  quantize,
+  QUANTIZE_TYPES,
+} from "../kernels/quants.ts";
 export {
   parseGgufHeader,
   readGgufHeader,
@@ -315,6 +321,7 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
  * Reads a GGUF file's header and returns it as a lazy {@link ModelFile}.
  *
  * @param src The file.
+ * @param options Window size of the header reads (see {@link readGgufHeader}).
  * @returns The model file.
  * @throws {SyntaxError} Bad magic, unsupported version, big-endian file, unknown value type, duplicates.
  * @throws {RangeError} Counts, lengths, dims or offsets the file cannot hold.
@@ -329,8 +336,11 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
  * console.assert(file.models[0].tensors.names().length === 0);
  * ```
  */
-export async function readGguf(src: ByteSource): Promise<ModelFile> {
-  return ggufModelFile(src, await readGgufHeader(src));
+export async function readGguf(
+  src: ByteSource,
+  options: ReadGgufHeaderOptions = {},
+): Promise<ModelFile> {
+  return ggufModelFile(src, await readGgufHeader(src, options));
 }
 
 /**
@@ -368,7 +378,12 @@ export const gguf: FormatPlugin = {
     "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors, quantize on write",
   extensions: [".gguf"],
   detect: isGguf,
-  read: (src) => readGguf(src),
+  read: (src, options) =>
+    readGguf(src, {
+      ...(typeof options?.initialRead === "number"
+        ? { initialRead: options.initialRead }
+        : {}),
+    }),
   write: (file, options) => writeGguf(file, options as GgufWriteOptions),
   options: [
     {

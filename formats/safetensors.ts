@@ -91,6 +91,7 @@ import { validateSafetensors } from "./_safetensors_validate.ts";
 import {
   type SafetensorsWriteOptions,
   writeSafetensors,
+  writeSafetensorsShards,
 } from "./_safetensors_write.ts";
 
 export {
@@ -335,6 +336,18 @@ export function safetensors(
     },
     write: (file, writeOptions) =>
       writeSafetensors(file, { ...options.write, ...writeOptions }),
+    writeFiles: async (file, writeOptions) => {
+      const plan = await writeSafetensorsShards(file, {
+        ...options.write,
+        ...writeOptions,
+      });
+      return [
+        ...plan.shards.map((s) => ({ name: s.fileName, data: s.chunks() })),
+        ...(plan.index
+          ? [{ name: plan.index.fileName, data: plan.index.bytes }]
+          : []),
+      ];
+    },
     options: OPTIONS,
   };
 }

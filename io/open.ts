@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dirname, join } from "@std/path";
+import { basename, dirname, join } from "@std/path";
 import type {
   FormatPlugin,
   ReadOptions,
@@ -174,15 +174,26 @@ export async function openModel(
   }
 }
 
+/** What {@link writeModel} wrote. */
+export interface WrittenModel {
+  /** Every path written (the main file first). */
+  paths: string[];
+  /** Total bytes written. */
+  bytes: number;
+}
+
 /**
- * Writes a model file with a format plugin, atomically (temporary file,
- * then rename).
+ * Writes a model file with a format plugin, atomically: every output goes to
+ * a temporary file first and is renamed into place only when all of them
+ * are complete, so a failure never leaves a half-written model. A plugin
+ * with `writeFiles` may produce several files (shards and an index); they
+ * go beside `path`.
  *
- * @param format The plugin (must have `write`).
+ * @param format The plugin (must have `write` or `writeFiles`).
  * @param file The model file.
- * @param path Destination.
+ * @param path Destination of the main file.
  * @param options Writer options.
- * @returns Bytes written.
+ * @returns The paths and bytes written.
  *
  * @example
  * ```ts ignore
@@ -195,11 +206,37 @@ export async function writeModel(
   file: ModelFile,
   path: string,
   options: WriteOptions = {},
-): Promise<number> {
+): Promise<WrittenModel> {
+  if (format.writeFiles) {
+    const stem = basename(path).replace(/\.[^.]+$/, "");
+    const files = await format.writeFiles(file, { ...options, baseName: stem });
+    if (files.length === 1) {
+      return {
+        paths: [path],
+        bytes: await writeFileAtomic(path, files[0].data),
+      };
+    }
+    const dir = dirname(path);
+    const suffix = `.partial-${Date.now().toString(36)}`;
+    const done: [string, string][] = [];
+    let bytes = 0;
+    try {
+      for (const f of files) {
+        const final = join(dir, f.name);
+        bytes += await writeFileAtomic(final + suffix, f.data);
+        done.push([final + suffix, final]);
+      }
+    } catch (e) {
+      for (const [tmp] of done) await Deno.remove(tmp).catch(() => {});
+      throw e;
+    }
+    for (const [tmp, final] of done) await Deno.rename(tmp, final);
+    return { paths: done.map(([, final]) => final), bytes };
+  }
   if (!format.write) {
     throw new TypeError(`Format "${format.name}" cannot write files`);
   }
   const result = format.write(file, options);
   const data = result instanceof Promise ? await result : result;
-  return await writeFileAtomic(path, data);
+  return { paths: [path], bytes: await writeFileAtomic(path, data) };
 }

@@ -121,6 +121,9 @@ export interface HfTokenizerOptions {
 
 type Json = Record<string, unknown>;
 
+/** Unused ids tolerated past twice the defined tokens (a hostile-size limit). */
+const MAX_ID_GAP = 4096;
+
 const obj = (v: unknown): Json | undefined =>
   v !== null && typeof v === "object" && !Array.isArray(v)
     ? v as Json
@@ -147,6 +150,7 @@ function tokenText(t: HfTokenText | undefined): string | undefined {
  * @returns The tokenizer.
  * @throws {TypeError} For a model type or pipeline part that is not
  * supported, or a malformed field; the message names it.
+ * @throws {RangeError} When token ids run far past the tokens defined.
  *
  * @example
  * ```ts
@@ -187,6 +191,15 @@ export function tokenizerFromJson(
     size = Math.max(size, (id as number) + 1);
   }
   for (const a of added) size = Math.max(size, a.id + 1);
+  // ids are dense in real files; a far-away id must not size a huge table
+  const entries = Object.keys(vocab).length + added.length;
+  if (size > 2 * entries + MAX_ID_GAP) {
+    throw new RangeError(
+      `${where}: token id ${
+        size - 1
+      } is far beyond the ${entries} tokens the file defines`,
+    );
+  }
   const tokens: string[] = new Array(size).fill("");
   const attrs = new Uint8Array(size).fill(TokenAttr.UNUSED);
   const byteFallback = model.byte_fallback === true;

@@ -433,9 +433,10 @@ export function quantizeQ8_0(x: Float32Array): Uint8Array {
     out[o] = h & 255;
     out[o + 1] = h >> 8;
     for (let j = 0; j < 32; j++) {
-      // roundf: halves away from zero.
+      // roundf (halves away from zero): v ± 0.5 is exact in double, then
+      // truncate toward zero.
       const v = fround(x[s + j] * id);
-      out[o + 2 + j] = v < 0 ? -Math.round(-v) : Math.round(v);
+      out[o + 2 + j] = (v < 0 ? v - 0.5 : v + 0.5) | 0;
     }
   }
   return out;

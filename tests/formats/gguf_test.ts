@@ -387,3 +387,45 @@ Deno.test("gguf reader: 3000 seeded mutations and truncations of a valid file gi
     throw new Error(`parsed ${parsed} of 3000`);
   }
 });
+
+Deno.test("gguf reader over HTTP ranges: the header and one tensor travel, the rest of the file does not", async () => {
+  // The Python-built file, then 8 MiB of a third tensor we never load.
+  const head = await Deno.readFile(`${VEC}/gguf_all_types.gguf`);
+  const data = new Uint8Array(head.length + 8 * 1024 * 1024);
+  data.set(head);
+  const ac = new AbortController();
+  const server = Deno.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    signal: ac.signal,
+    onListen() {},
+  }, (req) => {
+    if (req.method === "HEAD") {
+      return new Response(null, {
+        headers: { "content-length": String(data.length) },
+      });
+    }
+    const m = req.headers.get("range")!.match(/^bytes=(\d+)-(\d+)$/)!;
+    const start = Number(m[1]);
+    const end = Math.min(Number(m[2]), data.length - 1);
+    return new Response(data.slice(start, end + 1), {
+      status: 206,
+      headers: { "content-range": `bytes ${start}-${end}/${data.length}` },
+    });
+  });
+  try {
+    const { httpSource } = await import("../../core/sources.ts");
+    const src = await httpSource(`http://127.0.0.1:${server.addr.port}/m.gguf`);
+    const file = await readGguf(src, { initialRead: 4096 });
+    const t = await file.models[0].tensors.load("q.weight");
+    assertEquals(t.bytes.length, 34);
+    if (src.bytesTransferred > 4096 + 34) {
+      throw new Error(
+        `transferred ${src.bytesTransferred} bytes of ${data.length}`,
+      );
+    }
+  } finally {
+    ac.abort();
+    await server.finished;
+  }
+});

@@ -376,3 +376,35 @@ Deno.test("gguf writer: a network config travels as modelhost.config and comes b
   assertEquals(back.models[0].config, config);
   assertEquals(back.models[0].tensors.info("layers.0.weight").shape, [3, 2]);
 });
+
+Deno.test("gguf plugin: found by the default registry; its streamed write goes to disk and reads back", async () => {
+  const { defaultRegistry } = await import("../../mod.ts");
+  const { fileSource, writeFileAtomic } = await import("../../io/file.ts");
+  const reg = defaultRegistry();
+  const plugin = reg.formatForPath("model.gguf");
+  assertEquals(plugin.name, "gguf");
+  const original = await Deno.readFile(`${VEC}/gguf_all_types.gguf`);
+  assertEquals(reg.detect(original.subarray(0, 8))?.name, "gguf");
+  const file = await plugin.read!(memorySource(original));
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/out.gguf`;
+    const written = await writeFileAtomic(
+      path,
+      plugin.write!(file, { quantize: "Q8_0" }) as AsyncIterable<Uint8Array>,
+    );
+    const src = await fileSource(path);
+    const back = await plugin.read!(src);
+    assertEquals(written, src.size);
+    // a.weight is 2×3: rows of 3 do not divide 32, so F16; q.weight is already Q8_0.
+    assertEquals(
+      back.models[0].tensors.names().map((n) =>
+        back.models[0].tensors.info(n).dtype
+      ),
+      ["F16", "Q8_0"],
+    );
+    src.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

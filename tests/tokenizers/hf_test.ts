@@ -237,6 +237,15 @@ Deno.test("tokenizer.json: unsupported parts are refused by name", () => {
     'model.merges[0] = "ab" is neither "a b" nor ["a", "b"]',
   );
   assertThrows(
+    () =>
+      tokenizerFromJson({
+        ...base,
+        model: { type: "BPE", vocab: { a: 1_000_000_000 } },
+      }),
+    RangeError,
+    "token id 1000000000 is far beyond the 5 tokens the file defines",
+  );
+  assertThrows(
     () => tokenizerFromJson(base, { config: { bos_token: "<nope>" } }),
     TypeError,
     'bos_token "<nope>" is not in the vocabulary',
