@@ -109,7 +109,7 @@ function needFiles(positional: string[], what: string, min = 1): void {
 /** Wraps a file's tensor indexes so each load reports progress. */
 function withLoadProgress(
   file: ModelFile,
-  onLoad: (bytes: number) => void,
+  onLoad: (bytes: number, name: string) => void,
 ): ModelFile {
   return {
     ...file,
@@ -121,7 +121,7 @@ function withLoadProgress(
         info: (n) => t.info(n),
         load: async (n) => {
           const tensor = await t.load(n);
-          onLoad(tensor.bytes.byteLength);
+          onLoad(tensor.bytes.byteLength, n);
           return tensor;
         },
       };
@@ -288,9 +288,17 @@ async function convertFile(
     }
     const bar = progress(label, total, ctx.progress);
     let done = 0;
-    file = withLoadProgress(file, (b) => bar.update(done += b));
+    file = withLoadProgress(file, (b, name) => {
+      bar.update(done += b);
+      if (ctx.verbose) ctx.io.err(`  ${name} (${humanBytes(b)})`);
+    });
     const t0 = performance.now();
-    const written = await writeModel(target, file, out, options);
+    // Writers that build networks (ONNX export) look layer types up in the
+    // registry, so layers added with --plugin export too.
+    const written = await writeModel(target, file, out, {
+      layers: ctx.reg,
+      ...options,
+    });
     bar.done();
     return {
       written,

@@ -19,6 +19,7 @@ import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors.ts";
 import { gguf } from "./formats/gguf.ts";
+import { onnx } from "./formats/onnx.ts";
 import { bundleFormat } from "./formats/bundle.ts";
 
 export * from "./core/mod.ts";
@@ -46,5 +47,6 @@ const BUILTIN_PLUGINS: Plugin[] = [
   bundleFormat,
   safetensors(),
   gguf,
+  onnx(),
   ...LAYER_PLUGINS,
 ];

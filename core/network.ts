@@ -95,6 +95,8 @@ export interface Network extends NetworkLike {
   createState(): NetworkState;
   /** Every parameter tensor with its full name (`layers.3.weight`) and shape. */
   paramSpecs(): ParamSpec[];
+  /** The tensors the network was built from, by full name (exporters read them). */
+  readonly tensors?: ReadonlyMap<string, Tensor>;
 }
 
 /** What {@link checkNetworkTensors} found. */
@@ -619,6 +621,7 @@ export function buildNetwork(
     },
     createState: () => ({ layers: layers.map(() => ({})) }),
     paramSpecs: () => networkParams(spec),
+    tensors,
   };
   return net;
 }

@@ -236,6 +236,19 @@ export interface LayerPlugin<C = unknown> {
   init?(cfg: C, rng: Rng): Map<string, Float32Array>;
   /** Binds the config to weights. */
   build(cfg: C, weights: Scope): Layer;
+  /**
+   * Lowers the layer to ONNX operators: adds nodes to `g` that compute the
+   * layer's output from the value named `input` and returns the output's
+   * value name. A layer that cannot be lowered (or not at `g.opset`) throws
+   * `g.refuse(...)`, a `TypeError` naming the layer path and type.
+   */
+  toOnnx?(
+    g: OnnxBuilder,
+    cfg: C,
+    weights: Scope,
+    input: string,
+    context: OnnxLowerContext,
+  ): string;
 }
 
 /** Any plugin the registry accepts. */
@@ -247,4 +260,118 @@ export interface NetworkLike {
   readonly config: NetworkConfig;
   /** Runs the network on a batch. */
   forward(x: FloatTensor, state?: LayerState): FloatTensor;
+}
+
+/** Element types of ONNX constants a layer can create. */
+export type OnnxConstantDType = "F32" | "F64" | "F16" | "I64" | "I32" | "BOOL";
+
+/** A literal tensor: an ONNX `TENSOR` attribute value or a constant. */
+export interface OnnxTensorLiteral {
+  /** Element type. */
+  readonly dtype: OnnxConstantDType;
+  /** Dimensions (empty for a scalar). */
+  readonly dims: readonly number[];
+  /** Values, row-major (booleans as 0/1). */
+  readonly values: ArrayLike<number>;
+}
+
+/**
+ * An ONNX node attribute value. Plain numbers are `INT` (they must be
+ * integers: ONNX tells ints from floats, so floats are written
+ * `{ float: 0.5 }`); arrays of numbers are `INTS`.
+ */
+export type OnnxAttribute =
+  | number
+  | string
+  | readonly number[]
+  | { readonly float: number }
+  | { readonly floats: readonly number[] }
+  | { readonly tensor: OnnxTensorLiteral };
+
+/** What a layer's container tells its lowering, beside the input. */
+export interface OnnxLowerContext {
+  /** Where the layer sits (`layers[3].branches[1]`), for names and messages. */
+  readonly path: string;
+  /**
+   * The value holding the input of the layer that runs just before this one
+   * (what a `residual` layer without sub-layers adds), when there is one.
+   */
+  readonly previousInput?: string;
+}
+
+/** Options of {@link OnnxBuilder.weight}. */
+export interface OnnxWeightOptions {
+  /** Expected shape (checked, as `Scope.get` does). */
+  shape?: number[];
+  /**
+   * Store a matrix transposed (`[out, in]` → `[in, out]`, what `MatMul`
+   * wants), so the graph needs no `Transpose` node.
+   */
+  transpose?: boolean;
+}
+
+/**
+ * Builds an ONNX graph while layers lower themselves: it names values and
+ * nodes, stores weights as initializers (in their stored dtype, with the
+ * `Cast` / `DequantizeLinear` that turns them into F32), and lowers child
+ * layers for containers. The exporter in `formats/onnx.ts` implements it;
+ * layer plugins only see this interface.
+ */
+export interface OnnxBuilder {
+  /** The opset version of the default domain being exported (13 to 23). */
+  readonly opset: number;
+  /**
+   * The exporter's options, for layers that read their own
+   * (`gumbelMaxRows`, `maxSequenceLength`).
+   */
+  readonly options: Readonly<Record<string, unknown>>;
+  /**
+   * Adds a node.
+   *
+   * @param opType The operator (`"MatMul"`).
+   * @param inputs Input value names; `""` skips an optional input.
+   * @param attributes Attributes by name.
+   * @param outputs How many outputs to name. @default {1}
+   * @returns The fresh output value names.
+   */
+  node(
+    opType: string,
+    inputs: readonly string[],
+    attributes?: Readonly<Record<string, OnnxAttribute>>,
+    outputs?: number,
+  ): string[];
+  /** Adds a one-output node and returns its output value name. */
+  op(
+    opType: string,
+    inputs: readonly string[],
+    attributes?: Readonly<Record<string, OnnxAttribute>>,
+  ): string;
+  /** Adds a constant initializer (deduplicated by content) and returns its name. */
+  constant(
+    dtype: OnnxConstantDType,
+    dims: readonly number[],
+    values: ArrayLike<number>,
+  ): string;
+  /**
+   * A stored weight as an F32 value: the tensor becomes an initializer in
+   * its stored dtype where ONNX holds it, followed by the nodes that widen it.
+   */
+  weight(weights: Scope, name: string, options?: OnnxWeightOptions): string;
+  /** The ONNX element type of a value, when the builder knows it (1 = FLOAT, 7 = INT64). */
+  elemType(value: string): number | undefined;
+  /** Lowers a child layer (a container's sub-layer) on `input`; returns its output. */
+  lower(
+    layer: ParsedLayer,
+    weights: Scope,
+    input: string,
+    context: OnnxLowerContext,
+  ): string;
+  /**
+   * The error for a layer that cannot be lowered; throw what it returns.
+   *
+   * @param path The layer's path (`layers[2]`).
+   * @param type The layer type.
+   * @param reason Why, in a few words.
+   */
+  refuse(path: string, type: string, reason: string): TypeError;
 }

@@ -54,7 +54,15 @@ export interface QuantizeOptions {
   blockSize?: number;
 }
 
-/** The defaults of the optional {@link QuantizeOptions} fields. */
+/**
+ * The defaults of the optional {@link QuantizeOptions} fields.
+ *
+ * @example
+ * ```ts
+ * import { quantizeDefaults } from "./quantize.ts";
+ * console.assert(quantizeDefaults.blockSize === 32);
+ * ```
+ */
 export const quantizeDefaults = {
   granularity: "tensor",
   symmetric: false,

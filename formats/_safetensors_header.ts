@@ -22,7 +22,15 @@ import {
   parseStrictJson,
 } from "./_strict_json.ts";
 
-/** Largest header accepted, in bytes: the reference reader's `MAX_HEADER_SIZE`. */
+/**
+ * Largest header accepted, in bytes: the reference reader's `MAX_HEADER_SIZE`.
+ *
+ * @example
+ * ```ts
+ * import { SAFETENSORS_MAX_HEADER_BYTES } from "./_safetensors_header.ts";
+ * console.assert(SAFETENSORS_MAX_HEADER_BYTES === 100_000_000);
+ * ```
+ */
 export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;
 
 /** Bytes of the little-endian u64 that opens every file. */

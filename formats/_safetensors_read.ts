@@ -24,7 +24,15 @@ import {
   type SafetensorsTensorEntry,
 } from "./_safetensors_header.ts";
 
-/** `__metadata__` keys modelhost reads and writes. */
+/**
+ * `__metadata__` keys modelhost reads and writes.
+ *
+ * @example
+ * ```ts
+ * import { SAFETENSORS_KEYS } from "./_safetensors_read.ts";
+ * console.assert(`${SAFETENSORS_KEYS.provenance}seed` === "modelhost.provenance.seed");
+ * ```
+ */
 export const SAFETENSORS_KEYS = {
   /** The network config, a JSON object (`NetworkConfig`). */
   config: "modelhost.config",

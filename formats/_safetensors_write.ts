@@ -73,7 +73,15 @@ export interface SafetensorsWriteOptions extends WriteOptions {
   baseName?: string;
 }
 
-/** Defaults of {@link SafetensorsWriteOptions}. */
+/**
+ * Defaults of {@link SafetensorsWriteOptions}.
+ *
+ * @example
+ * ```ts
+ * import { safetensorsWriteDefaults } from "./_safetensors_write.ts";
+ * console.assert(safetensorsWriteDefaults.format === "pt");
+ * ```
+ */
 export const safetensorsWriteDefaults = {
   format: "pt",
   sha256: false,
@@ -266,6 +274,13 @@ function hex(buf: ArrayBuffer): string {
  *
  * @param bytes The bytes.
  * @returns The hex digest.
+ *
+ * @example
+ * ```ts
+ * import { sha256Hex } from "./_safetensors_write.ts";
+ * const digest = await sha256Hex(new TextEncoder().encode("abc"));
+ * console.assert(digest.startsWith("ba7816bf8f01cfea"));
+ * ```
  */
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   const view = bytes.buffer instanceof ArrayBuffer

@@ -8,6 +8,8 @@
  */
 
 import { type Tensor, toFloat32 } from "../core/tensor.ts";
+import { fastLinear } from "./fast/matmul.ts";
+import { isFastDType } from "./fast/quant_ref.ts";
 
 /**
  * Reference matmul with a transposed right side: `out[r, o] = Σ_i x[r, i] · w[o, i] (+ bias[o])`.
@@ -55,8 +57,11 @@ export function matmulTransposedRef(
 
 /**
  * `y = x · Wᵀ + b` for a weight tensor in any dtype with a decoder.
- * Today it widens non-F32 weights to F32 and runs the reference loop; the
- * fast kernels replace the body without changing the contract.
+ * F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K weights (without affine
+ * `quant` parameters) run the fast kernels of `kernels/fast/matmul.ts`,
+ * which keep the weight in its stored dtype (copied once into kernel
+ * memory on first use; in-place edits are noticed by sampling, see
+ * `fastLinear`); other dtypes are widened to F32 and run the reference loop.
  *
  * @param x Input rows, `rows × in`.
  * @param rows Number of rows.
@@ -93,6 +98,7 @@ export function linear(
       `Cannot apply "${w.name}" [${outF}, ${inF}]: input has ${x.length} values, expected ${rows} × ${inF}`,
     );
   }
+  if (isFastDType(w.dtype) && !w.quant) return fastLinear(x, rows, w, bias);
   const wf = w.dtype === "F32" && !w.quant && w.bytes.byteOffset % 4 === 0
     ? new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF)
     : toFloat32(w);

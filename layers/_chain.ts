@@ -10,6 +10,8 @@ import type {
   ForwardContext,
   Layer,
   LayerState,
+  OnnxBuilder,
+  OnnxLowerContext,
   ParamSpec,
   ParseContext,
   ParsedLayer,
@@ -126,6 +128,32 @@ export function runChain(
   let previous = ctx?.previousInput;
   for (let j = 0; j < layers.length; j++) {
     const out = layers[j].forward(cur, states[j], { previousInput: previous });
+    previous = cur;
+    cur = out;
+  }
+  return cur;
+}
+
+/**
+ * Lowers a chain to ONNX: child j on scope `{prefix}.{j}`, each told the
+ * input of the child before it (the first, the container's previous input).
+ */
+export function lowerChain(
+  g: OnnxBuilder,
+  prefix: string,
+  field: string,
+  chain: ParsedLayer[],
+  weights: Scope,
+  input: string,
+  ctx: OnnxLowerContext,
+): string {
+  let cur = input;
+  let previous = ctx.previousInput;
+  for (let j = 0; j < chain.length; j++) {
+    const out = g.lower(chain[j], weights.at(`${prefix}.${j}`), cur, {
+      path: chain[j].path ?? `${ctx.path}.${field}[${j}]`,
+      previousInput: previous,
+    });
     previous = cur;
     cur = out;
   }

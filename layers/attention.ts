@@ -39,6 +39,7 @@ import type {
   Layer,
   LayerPlugin,
   LayerState,
+  OnnxBuilder,
   ParamSpec,
   Scope,
 } from "../core/plugin.ts";
@@ -63,6 +64,7 @@ import {
   attentionFieldsToJSON,
   parseAttentionFields,
 } from "./_attention_config.ts";
+import { ints, linearOnnx, scalar, sliceLast } from "./_onnx.ts";
 
 export type { AttentionConfig } from "./_attention_config.ts";
 export type { KvCache } from "../kernels/attention.ts";
@@ -136,6 +138,152 @@ function uniformInit(rng: Rng, n: number, fanIn: number): Float32Array {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = (2 * rng.next() - 1) * bound;
   return out;
+}
+
+/** Positions the exported RoPE tables cover unless `maxSequenceLength` says otherwise. */
+export const ONNX_MAX_SEQUENCE = 2048;
+
+/**
+ * RoPE on `x` `[batch, seq, heads, head_dim]` for positions 0 … seq − 1:
+ * `cos`/`sin` are `[seq, 1, half]` slices of the stored tables.
+ */
+function ropeOnnx(
+  g: OnnxBuilder,
+  x: string,
+  cos: string,
+  sin: string,
+  half: number,
+  style: "neox" | "interleaved",
+): string {
+  const rotate = (a: string, b: string, c: string, s: string) => [
+    g.op("Sub", [g.op("Mul", [a, c]), g.op("Mul", [b, s])]),
+    g.op("Add", [g.op("Mul", [b, c]), g.op("Mul", [a, s])]),
+  ];
+  if (style === "neox") {
+    const [a, b] = rotate(
+      sliceLast(g, x, 0, half),
+      sliceLast(g, x, half, 2 * half),
+      cos,
+      sin,
+    );
+    return g.op("Concat", [a, b], { axis: -1 });
+  }
+  // Interleaved pairs (2i, 2i+1): view the head as [half, 2].
+  const pairs = g.op("Reshape", [x, ints(g, [0, 0, 0, half, 2])]);
+  const c = g.op("Unsqueeze", [cos, ints(g, [-1])]);
+  const s = g.op("Unsqueeze", [sin, ints(g, [-1])]);
+  const [a, b] = rotate(
+    sliceLast(g, pairs, 0, 1),
+    sliceLast(g, pairs, 1, 2),
+    c,
+    s,
+  );
+  return g.op("Reshape", [
+    g.op("Concat", [a, b], { axis: -1 }),
+    ints(g, [0, 0, 0, 2 * half]),
+  ]);
+}
+
+/**
+ * Lowers attention over a whole `[batch, seq, d_model]` input (a prefill:
+ * positions 0 … seq − 1, no cache): projections, RoPE from stored cos/sin
+ * tables sliced to the sequence length, grouped-query scores (the key/value
+ * heads are repeated by broadcasting a `[batch, kv_heads, group, seq, dim]`
+ * view), the causal / sliding-window mask built from `Range`, `Softmax`,
+ * and the output projection.
+ *
+ * @param g The builder.
+ * @param cfg The attention config.
+ * @param weights The layer's weights (`q_proj.weight`, …).
+ * @param input The `[batch, seq, d_model]` input.
+ * @returns The `[batch, seq, d_model]` output.
+ */
+export function attentionOnnx(
+  g: OnnxBuilder,
+  cfg: AttentionConfig,
+  weights: Scope,
+  input: string,
+): string {
+  const [qp, kp, vp, op] = projections(cfg);
+  const proj = (p: ReturnType<typeof projections>[number], x: string) =>
+    linearOnnx(
+      g,
+      weights,
+      x,
+      `${p.name}.weight`,
+      p.bias ? `${p.name}.bias` : undefined,
+      [p.out, p.in],
+    );
+  const H = cfg.num_heads, KV = cfg.num_kv_heads, D = cfg.head_dim;
+  const heads = (x: string, n: number) =>
+    g.op("Reshape", [x, ints(g, [0, 0, n, D])]);
+  let q = heads(proj(qp, input), H);
+  let k = heads(proj(kp, input), KV);
+  const v = heads(proj(vp, input), KV);
+  const shape = g.op("Shape", [input]);
+  if (cfg.use_rope) {
+    const limit = g.options.maxSequenceLength ?? ONNX_MAX_SEQUENCE;
+    const half = D / 2;
+    const table = ropeTable(
+      ropeFrequencies(D, cfg.rope_theta, cfg.rope_scaling),
+      limit as number,
+    );
+    const seqLen = g.op("Slice", [shape, ints(g, [1]), ints(g, [2])]);
+    const rows = (t: Float32Array) =>
+      g.op("Unsqueeze", [
+        g.op("Slice", [
+          g.constant("F32", [table.length, half], t),
+          ints(g, [0]),
+          seqLen,
+          ints(g, [0]),
+        ]),
+        ints(g, [1]),
+      ]);
+    const cos = rows(table.cos), sin = rows(table.sin);
+    q = ropeOnnx(g, q, cos, sin, half, cfg.rope_style);
+    k = ropeOnnx(g, k, cos, sin, half, cfg.rope_style);
+  }
+  // [batch, heads, seq, dim]; with groups, queries viewed as [batch, kv, group, seq, dim].
+  const group = H / KV;
+  let qh = g.op("Transpose", [q], { perm: [0, 2, 1, 3] });
+  let kt = g.op("Transpose", [k], { perm: [0, 2, 3, 1] });
+  let vh = g.op("Transpose", [v], { perm: [0, 2, 1, 3] });
+  if (group > 1) {
+    qh = g.op("Reshape", [qh, ints(g, [0, KV, group, -1, D])]);
+    kt = g.op("Unsqueeze", [kt, ints(g, [2])]);
+    vh = g.op("Unsqueeze", [vh, ints(g, [2])]);
+  }
+  let scores = g.op("Mul", [
+    g.op("MatMul", [qh, kt]),
+    scalar(g, 1 / Math.sqrt(D)),
+  ]);
+  if (cfg.causal) {
+    const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
+    const pos = g.op("Range", [
+      g.constant("I64", [], [0]),
+      t,
+      g.constant("I64", [], [1]),
+    ]);
+    const row = g.op("Unsqueeze", [pos, ints(g, [1])]);
+    const col = g.op("Unsqueeze", [pos, ints(g, [0])]);
+    let hidden = g.op("Greater", [col, row]);
+    if (cfg.sliding_window !== null) {
+      const oldest = g.op("Sub", [
+        row,
+        g.constant("I64", [], [cfg.sliding_window - 1]),
+      ]);
+      hidden = g.op("Or", [hidden, g.op("Less", [col, oldest])]);
+    }
+    scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
+  }
+  const p = g.op("Softmax", [scores], { axis: -1 });
+  let ctx = g.op("MatMul", [p, vh]);
+  if (group > 1) ctx = g.op("Reshape", [ctx, ints(g, [0, H, -1, D])]);
+  const merged = g.op("Reshape", [
+    g.op("Transpose", [ctx], { perm: [0, 2, 1, 3] }),
+    ints(g, [0, 0, H * D]),
+  ]);
+  return proj(op, merged);
 }
 
 /**
@@ -251,4 +399,5 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
       },
     };
   },
+  toOnnx: (g, cfg, weights, input) => attentionOnnx(g, cfg, weights, input),
 };

@@ -31,6 +31,7 @@ import {
   applyActivation,
 } from "../kernels/activations.ts";
 import { linear } from "../kernels/linear.ts";
+import { activationOnnx, linearOnnx } from "./_onnx.ts";
 import {
   boolField,
   checkFeatures,
@@ -156,5 +157,16 @@ export const dense: LayerPlugin<DenseConfig> = {
         return floatTensor(y, withLastDim(x, cfg.outputSize));
       },
     };
+  },
+  toOnnx(g, cfg, weights, input) {
+    const y = linearOnnx(
+      g,
+      weights,
+      input,
+      "weight",
+      cfg.bias ? "bias" : undefined,
+      [cfg.outputSize, cfg.inputSize],
+    );
+    return activationOnnx(g, cfg.activation, y, cfg.negativeSlope);
   },
 };

@@ -27,6 +27,7 @@ import { dtypeInfo } from "../core/dtypes.ts";
 import type { LayerPlugin } from "../core/plugin.ts";
 import { floatTensor, type Tensor } from "../core/tensor.ts";
 import { layerFields, positiveInt } from "./_fields.ts";
+import { INT64 } from "./_onnx.ts";
 
 /** Normalized config of an `embedding` layer. */
 export interface EmbeddingConfig {
@@ -127,5 +128,15 @@ export const embedding: LayerPlugin<EmbeddingConfig> = {
         return floatTensor(out, [...x.shape, d]);
       },
     };
+  },
+  toOnnx(g, cfg, weights, input) {
+    const table = g.weight(weights, "weight", {
+      shape: [cfg.vocabSize, cfg.embeddingDim],
+    });
+    // Float ids are cast (truncating); the exporter feeds INT64 ids directly.
+    const ids = g.elemType(input) === INT64
+      ? input
+      : g.op("Cast", [input], { to: INT64 });
+    return g.op("Gather", [table, ids], { axis: 0 });
   },
 };

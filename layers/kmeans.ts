@@ -49,6 +49,7 @@ import {
   distances,
 } from "../kernels/kmeans.ts";
 import { childState } from "./_chain.ts";
+import { ints, reduce, scalar } from "./_onnx.ts";
 import {
   checkFeatures,
   choiceField,
@@ -70,7 +71,15 @@ export {
   kmeansPlusPlus,
 } from "../kernels/kmeans.ts";
 
-/** What a kmeans layer outputs. */
+/**
+ * What a kmeans layer outputs.
+ *
+ * @example
+ * ```ts
+ * import { KMEANS_OUTPUT_MODES } from "./kmeans.ts";
+ * console.assert(KMEANS_OUTPUT_MODES.includes("probabilities"));
+ * ```
+ */
 export const KMEANS_OUTPUT_MODES = [
   "probabilities",
   "features",
@@ -301,5 +310,59 @@ export const kmeans: LayerPlugin<KMeansConfig> = {
         return floatTensor(out, withLastDim(feats, d));
       },
     };
+  },
+  toOnnx(g, cfg, weights, input, ctx) {
+    const k = cfg.numClusters, d = cfg.featureSize;
+    const feats = cfg.attached
+      ? g.lower(cfg.attached, weights.at("attached"), input, {
+        path: cfg.attached.path ?? `${cfg.path}.attached_layer`,
+        previousInput: ctx.previousInput,
+      })
+      : input;
+    const c = g.weight(weights, "centroids", { shape: [k, d] });
+    // dist² (Euclidean) or dist (the others), shape [..., k]; the Euclidean
+    // and Manhattan ones from the differences, without the |x|² − 2x·c + |c|²
+    // shortcut, so nothing cancels.
+    let dist: string, squared: boolean;
+    if (cfg.metric === "cosine") {
+      const dot = g.op("MatMul", [
+        feats,
+        g.weight(weights, "centroids", { shape: [k, d], transpose: true }),
+      ]);
+      const nx = reduce(
+        g,
+        "ReduceSum",
+        g.op("Mul", [feats, feats]),
+        [-1],
+        true,
+      );
+      const nc = reduce(g, "ReduceSum", g.op("Mul", [c, c]), [-1], false);
+      const denom = g.op("Sqrt", [g.op("Mul", [nx, nc])]);
+      const one = scalar(g, 1);
+      dist = g.op("Where", [
+        g.op("Equal", [denom, scalar(g, 0)]),
+        one,
+        g.op("Sub", [one, g.op("Div", [dot, denom])]),
+      ]);
+      squared = false;
+    } else {
+      const diff = g.op("Sub", [g.op("Unsqueeze", [feats, ints(g, [-2])]), c]);
+      dist = cfg.metric === "euclidean"
+        ? reduce(g, "ReduceSum", g.op("Mul", [diff, diff]), [-1], false)
+        : reduce(g, "ReduceSum", g.op("Abs", [diff]), [-1], false);
+      squared = cfg.metric === "euclidean";
+    }
+    if (cfg.outputMode === "reconstruction") {
+      const best = g.op("ArgMin", [dist], {
+        axis: -1,
+        keepdims: 0,
+        select_last_index: 0,
+      });
+      return g.op("Gather", [c, best], { axis: 0 });
+    }
+    const sq = squared ? dist : g.op("Mul", [dist, dist]);
+    const logits = g.op("Div", [g.op("Neg", [sq]), scalar(g, cfg.temperature)]);
+    const p = g.op("Softmax", [logits], { axis: -1 });
+    return cfg.outputMode === "probabilities" ? p : g.op("MatMul", [p, c]);
   },
 };

@@ -25,6 +25,7 @@ import { floatTensor } from "../core/tensor.ts";
 import { layerNorm } from "../kernels/norms.ts";
 import { boolField, checkFeatures, rowsOf } from "./_fields.ts";
 import { parseNorm } from "./_norm.ts";
+import { layerNormOnnx } from "./_onnx.ts";
 
 /** Normalized config of a `layer_norm` layer. */
 export interface LayerNormConfig {
@@ -82,5 +83,12 @@ export const layerNormLayer: LayerPlugin<LayerNormConfig> = {
         );
       },
     };
+  },
+  toOnnx(g, cfg, weights, input) {
+    const w = g.weight(weights, "weight", { shape: [cfg.size] });
+    const b = cfg.bias
+      ? g.weight(weights, "bias", { shape: [cfg.size] })
+      : undefined;
+    return layerNormOnnx(g, input, w, b, cfg.epsilon);
   },
 };

@@ -76,9 +76,19 @@ import {
   parseSoftmaxFields,
   type SoftmaxConfig,
   softmaxFieldsJSON,
+  softmaxOnnx,
 } from "./softmax.ts";
+import { ints, reduce, sliceLast, zerosLast } from "./_onnx.ts";
 
-/** How a parallel layer combines its branches. */
+/**
+ * How a parallel layer combines its branches.
+ *
+ * @example
+ * ```ts
+ * import { COMBINE_MODES } from "./parallel.ts";
+ * console.assert(COMBINE_MODES.includes("filter"));
+ * ```
+ */
 export const COMBINE_MODES = [
   "concat",
   "add",
@@ -664,5 +674,60 @@ export const parallel: LayerPlugin<ParallelConfig> = {
         return floatTensor(result, withLastDim(x, size));
       },
     };
+  },
+  toOnnx(g, cfg, weights, input, ctx) {
+    const n = cfg.branches.length;
+    const outs = cfg.branches.map((b, j) =>
+      g.lower(b, weights.at(`branches.${j}`), input, {
+        path: b.path ?? `${cfg.path}.branches[${j}]`,
+        previousInput: ctx.previousInput,
+      })
+    );
+    if (cfg.mode === "concat" || cfg.mode === "grid_scatter") {
+      const order = cfg.mode === "grid_scatter"
+        ? cfg.scatterOrder!
+        : outs.map((_, j) => j);
+      if (order.length === 1) return outs[order[0]];
+      return g.op("Concat", order.map((j) => outs[j]), { axis: -1 });
+    }
+    if (cfg.mode === "add" || cfg.mode === "avg") {
+      if (n === 1) return outs[0];
+      return g.op(cfg.mode === "add" ? "Sum" : "Mean", outs);
+    }
+    // filter: the dense mixture Σ_j w_j · pad(branch_j). Rows where top_k
+    // zeroes a weight add 0 · branch_j, which equals skipping the expert.
+    const logits = cfg.gate
+      ? g.lower(cfg.gate, weights.at("gate"), input, {
+        path: cfg.gate.path ?? `${cfg.path}.filter_gate`,
+        previousInput: ctx.previousInput,
+      })
+      : zerosLast(g, input, n);
+    let w = softmaxOnnx(g, cfg.softmax!, logits, n, cfg.path);
+    if (cfg.topK !== undefined && cfg.topK < n) {
+      const [vals, idx] = g.node("TopK", [w, ints(g, [cfg.topK])], {
+        axis: -1,
+        largest: 1,
+        sorted: 1,
+      }, 2);
+      const kept = g.op("Div", [
+        vals,
+        reduce(g, "ReduceSum", vals, [-1], true),
+      ]);
+      const zeros = g.op("ConstantOfShape", [g.op("Shape", [w])], {
+        value: { tensor: { dtype: "F32", dims: [1], values: [0] } },
+      });
+      w = g.op("ScatterElements", [zeros, idx, kept], { axis: -1 });
+    }
+    const out = cfg.outputSize;
+    let acc: string | undefined;
+    outs.forEach((y, j) => {
+      const s = cfg.branchSizes[j];
+      const padded = s === out
+        ? y
+        : g.op("Concat", [y, zerosLast(g, y, out - s)], { axis: -1 });
+      const term = g.op("Mul", [padded, sliceLast(g, w, j, j + 1)]);
+      acc = acc === undefined ? term : g.op("Add", [acc, term]);
+    });
+    return acc!;
   },
 };

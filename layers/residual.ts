@@ -34,6 +34,7 @@ import {
   chainInit,
   chainParams,
   childStates,
+  lowerChain,
   parseChain,
   runChain,
 } from "./_chain.ts";
@@ -178,5 +179,27 @@ export const residual: LayerPlugin<ResidualConfig> = {
         return floatTensor(y, x.shape.slice());
       },
     };
+  },
+  toOnnx(g, cfg, weights, input, ctx) {
+    if (cfg.layers.length) {
+      const f = lowerChain(
+        g,
+        "layers",
+        "layers",
+        cfg.layers,
+        weights,
+        input,
+        ctx,
+      );
+      return g.op("Add", [input, f]);
+    }
+    if (ctx.previousInput === undefined) {
+      throw g.refuse(
+        cfg.path,
+        "residual",
+        "it has no layers and no layer runs before it, so there is nothing to add",
+      );
+    }
+    return g.op("Add", [input, ctx.previousInput]);
   },
 };

@@ -24,6 +24,7 @@ import { floatTensor } from "../core/tensor.ts";
 import { rmsNorm } from "../kernels/norms.ts";
 import { checkFeatures, rowsOf } from "./_fields.ts";
 import { parseNorm } from "./_norm.ts";
+import { rmsNormOnnx } from "./_onnx.ts";
 
 /** Normalized config of an `rms_norm` layer. */
 export interface RmsNormConfig {
@@ -69,5 +70,9 @@ export const rmsNormLayer: LayerPlugin<RmsNormConfig> = {
         );
       },
     };
+  },
+  toOnnx(g, cfg, weights, input) {
+    const w = g.weight(weights, "weight", { shape: [cfg.size] });
+    return rmsNormOnnx(g, input, w, cfg.epsilon);
   },
 };

@@ -26,6 +26,7 @@ import {
   chainInit,
   chainParams,
   childStates,
+  lowerChain,
   parseChain,
   runChain,
 } from "./_chain.ts";
@@ -110,4 +111,6 @@ export const sequential: LayerPlugin<SequentialConfig> = {
         runChain(layers, x, childStates(state, "layers", layers.length), ctx),
     };
   },
+  toOnnx: (g, cfg, weights, input, ctx) =>
+    lowerChain(g, "layers", "layers", cfg.layers, weights, input, ctx),
 };

@@ -33,7 +33,7 @@
  * @module
  */
 
-import type { LayerPlugin, LayerState } from "../core/plugin.ts";
+import type { LayerPlugin, LayerState, OnnxBuilder } from "../core/plugin.ts";
 import { createRng, type Rng } from "../core/rng.ts";
 import { type FloatTensor, floatTensor } from "../core/tensor.ts";
 import {
@@ -54,8 +54,25 @@ import {
   rowsOf,
   shown,
 } from "./_fields.ts";
+import {
+  DOUBLE,
+  FLOAT,
+  INT64,
+  ints,
+  reduce,
+  scalar,
+  scalar64,
+} from "./_onnx.ts";
 
-/** The softmax variants. */
+/**
+ * The softmax variants.
+ *
+ * @example
+ * ```ts
+ * import { SOFTMAX_VARIANTS } from "./softmax.ts";
+ * console.assert(SOFTMAX_VARIANTS.includes("sparsemax"));
+ * ```
+ */
 export const SOFTMAX_VARIANTS = [
   "standard",
   "temperature",
@@ -351,6 +368,230 @@ export function applySoftmax(
   }
 }
 
+/** Rows of Gumbel noise an export holds unless `gumbelMaxRows` says otherwise. */
+export const GUMBEL_MAX_ROWS = 256;
+
+/** `x / temperature`, skipping the division when the temperature is 1. */
+function divide(g: OnnxBuilder, x: string, t: number, f64 = false): string {
+  if (t === 1) return x;
+  return g.op("Div", [x, f64 ? scalar64(g, t) : scalar(g, t)]);
+}
+
+/** The rows of a tensor sorted descending along the last axis (`TopK` with k = n). */
+function sortDesc(g: OnnxBuilder, z: string, n: number): string {
+  return g.node("TopK", [z, ints(g, [n])], {
+    axis: -1,
+    largest: 1,
+    sorted: 1,
+  }, 2)[0];
+}
+
+/** 1, 2, …, n as an F64 row. */
+function counts(g: OnnxBuilder, n: number): string {
+  return g.constant("F64", [n], Array.from({ length: n }, (_, i) => i + 1));
+}
+
+/** Picks `values[..., idx]` where `idx` is a float count (1-based) of shape [..., 1]. */
+function pickAt(g: OnnxBuilder, values: string, count: string): string {
+  const idx = g.op("Cast", [g.op("Sub", [count, scalar64(g, 1)])], {
+    to: INT64,
+  });
+  return g.op("GatherElements", [values, idx], { axis: -1 });
+}
+
+/** Sparsemax of `z` (F64) by sorting: τ = (Σ_{j≤k*} s_j − 1) / k*. */
+function sparsemaxOnnx(g: OnnxBuilder, z: string, n: number): string {
+  const s = sortDesc(g, z, n);
+  const cum = g.op("CumSum", [s, ints(g, [-1])]);
+  const k = counts(g, n);
+  // Support: the largest k with 1 + k·s_k > Σ_{j≤k} s_j.
+  const ok = g.op("Greater", [
+    g.op("Add", [g.op("Mul", [k, s]), scalar64(g, 1)]),
+    cum,
+  ]);
+  const kStar = reduce(
+    g,
+    "ReduceMax",
+    g.op("Mul", [g.op("Cast", [ok], { to: DOUBLE }), k]),
+    [-1],
+    true,
+  );
+  const tau = g.op("Div", [
+    g.op("Sub", [pickAt(g, cum, kStar), scalar64(g, 1)]),
+    kStar,
+  ]);
+  return g.op("Max", [g.op("Sub", [z, tau]), scalar64(g, 0)]);
+}
+
+/** 1.5-entmax of `z` (F64, already halved) by sorting, as the reference kernel does. */
+function entmax15Onnx(g: OnnxBuilder, z: string, n: number): string {
+  const s = sortDesc(g, z, n);
+  const top = reduce(g, "ReduceMax", z, [-1], true);
+  const v = g.op("Sub", [s, top]);
+  const axis = ints(g, [-1]);
+  const sum = g.op("CumSum", [v, axis]);
+  const sumSq = g.op("CumSum", [g.op("Mul", [v, v]), axis]);
+  const k = counts(g, n);
+  const mean = g.op("Div", [sum, k]);
+  const ss = g.op("Sub", [sumSq, g.op("Mul", [k, g.op("Mul", [mean, mean])])]);
+  const rad = g.op("Max", [
+    g.op("Div", [g.op("Sub", [scalar64(g, 1), ss]), k]),
+    scalar64(g, 0),
+  ]);
+  const tau = g.op("Sub", [mean, g.op("Sqrt", [rad])]);
+  // Support size: how many k have τ_k ≤ s_k (shifted by the top value).
+  const support = reduce(
+    g,
+    "ReduceSum",
+    g.op("Cast", [g.op("LessOrEqual", [tau, v])], { to: DOUBLE }),
+    [-1],
+    true,
+  );
+  const tauStar = g.op("Add", [pickAt(g, tau, support), top]);
+  const d = g.op("Max", [g.op("Sub", [z, tauStar]), scalar64(g, 0)]);
+  return g.op("Mul", [d, d]);
+}
+
+/** α-entmax of `x` by 60 unrolled bisection steps on τ (F64), as the reference kernel does. */
+function entmaxBisectOnnx(
+  g: OnnxBuilder,
+  x: string,
+  n: number,
+  alpha: number,
+  t: number,
+): string {
+  const am1 = alpha - 1;
+  const z = g.op("Div", [g.op("Mul", [x, scalar64(g, am1)]), scalar64(g, t)]);
+  const max = reduce(g, "ReduceMax", z, [-1], true);
+  const inv = scalar64(g, 1 / am1);
+  const zero = scalar64(g, 0);
+  const p = (tau: string) =>
+    g.op("Pow", [g.op("Max", [g.op("Sub", [z, tau]), zero]), inv]);
+  let lo = g.op("Sub", [max, scalar64(g, 1)]);
+  let hi = g.op("Sub", [max, scalar64(g, Math.pow(1 / n, am1))]);
+  const half = scalar64(g, 0.5);
+  const one = scalar64(g, 1);
+  for (let it = 0; it < 60; it++) {
+    const mid = g.op("Mul", [g.op("Add", [lo, hi]), half]);
+    const mass = reduce(g, "ReduceSum", p(mid), [-1], true);
+    const up = g.op("GreaterOrEqual", [mass, one]);
+    const nextLo = g.op("Where", [up, mid, lo]);
+    hi = g.op("Where", [up, hi, mid]);
+    lo = nextLo;
+  }
+  const pl = p(lo);
+  return g.op("Div", [pl, reduce(g, "ReduceSum", pl, [-1], true)]);
+}
+
+/** The uniforms a stateless forward draws for `count` values, as Gumbel noise −log(−log u). */
+function gumbelNoise(seed: number, count: number): Float32Array {
+  const rng = createRng(seed);
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) {
+    out[i] = -Math.log(-Math.log(uniformOpen(rng)));
+  }
+  return out;
+}
+
+/**
+ * Lowers a softmax config to ONNX on the last axis of `x` (n features).
+ * Standard, temperature, masked and grid use `Softmax`; sparsemax and
+ * entmax are decomposed (sort by `TopK` with k = n, `CumSum`, gathers) and
+ * computed in F64 like the reference kernels; `gumbel` adds the noise a
+ * stateless forward draws, held as a constant for up to `gumbelMaxRows`
+ * rows (the option; default {@link GUMBEL_MAX_ROWS}).
+ *
+ * @param g The builder.
+ * @param cfg The softmax config.
+ * @param x The logits.
+ * @param n Features per row.
+ * @param path Where the layer sits, for messages.
+ * @returns The probabilities.
+ *
+ * @example
+ * ```ts ignore
+ * const p = softmaxOnnx(g, cfg, "logits", 4, "layers[0]");
+ * ```
+ */
+export function softmaxOnnx(
+  g: OnnxBuilder,
+  cfg: SoftmaxConfig,
+  x: string,
+  n: number,
+  path: string,
+): string {
+  const t = cfg.temperature;
+  const f64 = (fn: (z: string) => string, scale: number) => {
+    const z = divide(g, g.op("Cast", [x], { to: DOUBLE }), scale, true);
+    return g.op("Cast", [fn(z)], { to: FLOAT });
+  };
+  switch (cfg.variant) {
+    case "standard":
+    case "temperature":
+      return g.op("Softmax", [divide(g, x, t)], { axis: -1 });
+    case "masked": {
+      const keep = g.constant("BOOL", [n], cfg.mask!.map((m) => (m ? 1 : 0)));
+      const masked = g.op("Where", [
+        keep,
+        divide(g, x, t),
+        scalar(g, -Infinity),
+      ]);
+      return g.op("Softmax", [masked], { axis: -1 });
+    }
+    case "grid": {
+      const c = cfg.gridCols!;
+      const rows = g.op("Reshape", [x, ints(g, [-1, c])]);
+      const p = g.op("Softmax", [divide(g, rows, t)], { axis: -1 });
+      return g.op("Reshape", [p, g.op("Shape", [x])]);
+    }
+    case "sparsemax":
+      return f64((z) => sparsemaxOnnx(g, z, n), t);
+    case "entmax":
+      if (cfg.alpha === 1) {
+        return g.op("Softmax", [divide(g, x, t)], { axis: -1 });
+      }
+      if (cfg.alpha === 2) return f64((z) => sparsemaxOnnx(g, z, n), t);
+      if (cfg.alpha === 1.5) return f64((z) => entmax15Onnx(g, z, n), 2 * t);
+      return g.op("Cast", [
+        entmaxBisectOnnx(
+          g,
+          g.op("Cast", [x], { to: DOUBLE }),
+          n,
+          cfg.alpha,
+          t,
+        ),
+      ], { to: FLOAT });
+    case "gumbel": {
+      const limit = g.options.gumbelMaxRows ?? GUMBEL_MAX_ROWS;
+      if (
+        typeof limit !== "number" || !Number.isSafeInteger(limit) || limit <= 0
+      ) {
+        throw g.refuse(
+          path,
+          "softmax",
+          `gumbelMaxRows must be a positive integer, got ${shown(limit)}`,
+        );
+      }
+      const noise = g.constant(
+        "F32",
+        [limit, n],
+        gumbelNoise(cfg.seed, limit * n),
+      );
+      const rows = g.op("Reshape", [x, ints(g, [-1, n])]);
+      const count = g.op("Slice", [
+        g.op("Shape", [rows]),
+        ints(g, [0]),
+        ints(g, [1]),
+      ]);
+      const used = g.op("Slice", [noise, ints(g, [0]), count, ints(g, [0])]);
+      const p = g.op("Softmax", [divide(g, g.op("Add", [rows, used]), t)], {
+        axis: -1,
+      });
+      return g.op("Reshape", [p, g.op("Shape", [x])]);
+    }
+  }
+}
+
 /**
  * The `softmax` layer plugin.
  *
@@ -386,5 +627,15 @@ export const softmaxLayer: LayerPlugin<SoftmaxConfig> = {
         );
       },
     };
+  },
+  toOnnx(g, cfg, _weights, input, ctx) {
+    if (cfg.inputSize === undefined) {
+      throw g.refuse(
+        ctx.path,
+        "softmax",
+        "its input size is unknown (set input_size or the network's input_size)",
+      );
+    }
+    return softmaxOnnx(g, cfg, input, cfg.inputSize, ctx.path);
   },
 };

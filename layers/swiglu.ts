@@ -26,6 +26,7 @@
 import type { LayerPlugin, ParamSpec } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
 import { linear } from "../kernels/linear.ts";
+import { linearOnnx, siluOnnx } from "./_onnx.ts";
 import {
   boolField,
   checkFeatures,
@@ -152,5 +153,20 @@ export const swiglu: LayerPlugin<SwigluConfig> = {
         return floatTensor(linear(g, rows, down, db), x.shape.slice());
       },
     };
+  },
+  toOnnx(g, cfg, weights, input) {
+    const d = cfg.inputSize, h = cfg.intermediateSize;
+    const proj = (p: string, x: string, outIn: [number, number]) =>
+      linearOnnx(
+        g,
+        weights,
+        x,
+        `${p}.weight`,
+        cfg.bias ? `${p}.bias` : undefined,
+        outIn,
+      );
+    const gate = siluOnnx(g, proj("gate_proj", input, [h, d]));
+    const up = proj("up_proj", input, [h, d]);
+    return proj("down_proj", g.op("Mul", [gate, up]), [d, h]);
   },
 };

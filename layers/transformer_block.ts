@@ -52,7 +52,8 @@ import {
   parseAttentionFields,
 } from "./_attention_config.ts";
 import { boolField, numberField, positiveInt } from "./_fields.ts";
-import { multiHeadAttention } from "./attention.ts";
+import { attentionOnnx, multiHeadAttention } from "./attention.ts";
+import { rmsNormOnnx } from "./_onnx.ts";
 import { swiglu, type SwigluConfig } from "./swiglu.ts";
 
 /** Normalized transformer-block config: the attention fields plus the MLP and norms. */
@@ -196,5 +197,25 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
         return floatTensor(h, [...s]);
       },
     };
+  },
+  toOnnx(g, cfg, weights, input, ctx) {
+    const d = cfg.d_model, eps = cfg.rms_norm_eps;
+    const norm = (name: string, x: string) =>
+      rmsNormOnnx(g, x, g.weight(weights, name, { shape: [d] }), eps);
+    const a = attentionOnnx(
+      g,
+      cfg,
+      weights.at("self_attn"),
+      norm("input_layernorm.weight", input),
+    );
+    const h = g.op("Add", [input, a]);
+    const m = swiglu.toOnnx!(
+      g,
+      mlpConfig(cfg),
+      weights.at("mlp"),
+      norm("post_attention_layernorm.weight", h),
+      ctx,
+    );
+    return g.op("Add", [h, m]);
   },
 };

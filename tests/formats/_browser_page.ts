@@ -10,6 +10,7 @@ import { floatTensor } from "../../core/tensor.ts";
 import { loadBundle } from "../../formats/bundle.ts";
 import { LAYER_PLUGINS } from "../../layers/mod.ts";
 import { createRegistry } from "../../registry.ts";
+import { kernelInfo } from "../../kernels/fast/mod.ts";
 
 interface Input {
   data: number[];
@@ -47,7 +48,13 @@ async function main(): Promise<void> {
     } catch (e) {
       tampered = `${(e as Error).name}: ${(e as Error).message}`;
     }
-    await post({ ok: true, results, tampered, agent: navigator.userAgent });
+    await post({
+      ok: true,
+      results,
+      tampered,
+      agent: navigator.userAgent,
+      kernels: kernelInfo(),
+    });
   } catch (e) {
     await post({ ok: false, error: String((e as Error)?.stack ?? e) });
   }

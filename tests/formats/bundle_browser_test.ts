@@ -5,6 +5,7 @@
  * Chromium is installed (set CHROMIUM to its path to use another one).
  */
 
+import { kernelInfo } from "../../kernels/fast/mod.ts";
 import { assert, assertEquals } from "@std/assert";
 import { fromFileUrl } from "@std/path";
 import { loadAllTensors } from "../../core/model.ts";
@@ -182,6 +183,9 @@ Deno.test({
       });
       const got = await Promise.race([result, timeout]);
       assert(got.ok, `page failed: ${got.error}`);
+      // The page runs the same WebAssembly kernels (not the JS fallback).
+      const kernels = got.kernels as { backend: string; note?: string };
+      assertEquals(kernels.backend, kernelInfo().backend, kernels.note);
       assertEquals(got.results, expected);
       assert(
         String(got.tampered).startsWith(

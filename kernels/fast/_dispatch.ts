@@ -1,0 +1,121 @@
+/**
+ * Kernel dispatch state shared by the fast kernels: the configured thread
+ * count and thresholds, the idle timer that stops workers, and the helper
+ * that splits a kernel's output units over the threads.
+ *
+ * @module
+ */
+
+import { type Engine, getEngine } from "../wasm/_engine.ts";
+
+/** Option defaults (see `KernelOptions` in runtime.ts). */
+export const DEFAULTS = {
+  threads: 1,
+  minParallelWork: 1 << 18,
+  idleMs: 1000,
+  spin: 20000,
+  noRelaxedSimd: false,
+};
+
+/** The live configuration. */
+export const state = {
+  ...DEFAULTS,
+  note: undefined as string | undefined,
+  starting: undefined as Promise<void> | undefined,
+  lastParallel: 0,
+  timer: undefined as ReturnType<typeof setTimeout> | undefined,
+};
+
+/** Starts the configured number of workers (once; concurrent calls share the start). */
+export function startWorkers(e: Engine): Promise<void> {
+  const want = state.threads - 1;
+  if (e.pool && e.pool.size === want) return Promise.resolve();
+  if (state.starting) return state.starting;
+  state.starting = e.startPool(want, state.spin).then(
+    () => {
+      state.note = undefined;
+      state.lastParallel = performance.now();
+      armTimer();
+    },
+    (err) => {
+      state.note = String(err instanceof Error ? err.message : err);
+      state.threads = 1;
+    },
+  ).finally(() => state.starting = undefined);
+  return state.starting;
+}
+
+/** Clears the idle timer. */
+export function stopTimer(): void {
+  if (state.timer !== undefined) clearTimeout(state.timer);
+  state.timer = undefined;
+}
+
+function armTimer(): void {
+  if (state.timer !== undefined || !Number.isFinite(state.idleMs)) return;
+  const wait = Math.max(
+    1,
+    state.lastParallel + state.idleMs - performance.now(),
+  );
+  state.timer = setTimeout(() => {
+    state.timer = undefined;
+    const e = getEngine();
+    if (!e?.pool) return;
+    if (performance.now() - state.lastParallel >= state.idleMs) e.stopPool();
+    else armTimer();
+  }, wait);
+}
+
+/**
+ * How many parts to split a kernel of `work` multiply-adds over `units`
+ * independent output units into (1 when it stays on this thread). Restarts
+ * stopped workers in the background when threads are configured.
+ *
+ * @param e The engine.
+ * @param work Multiply-adds (or comparable element operations).
+ * @param units Units the work divides into (rows, panels, heads).
+ * @returns Number of parts, at least 1.
+ */
+export function partsFor(e: Engine, work: number, units: number): number {
+  if (state.threads <= 1 || work < state.minParallelWork || units < 2) {
+    return 1;
+  }
+  if (!e.pool) {
+    startWorkers(e);
+    return 1;
+  }
+  state.lastParallel = performance.now();
+  armTimer();
+  return Math.min(e.pool.size + 1, units);
+}
+
+/**
+ * Splits `units` into `parts` contiguous ranges and runs `name` on each,
+ * with the range placed by `args(start, end)`.
+ *
+ * @param e The engine.
+ * @param name Kernel export name.
+ * @param work Multiply-adds, for the parallel threshold.
+ * @param units Output units to split.
+ * @param args The kernel's arguments for one range.
+ */
+export function runSplit(
+  e: Engine,
+  name: string,
+  work: number,
+  units: number,
+  args: (start: number, end: number) => number[],
+): void {
+  const parts = partsFor(e, work, units);
+  if (parts === 1) {
+    e.fn[name](...args(0, units));
+    return;
+  }
+  const list: number[][] = [];
+  for (let p = 0; p < parts; p++) {
+    const a = Math.floor((units * p) / parts);
+    const b = Math.floor((units * (p + 1)) / parts);
+    list.push(args(a, b));
+  }
+  e.run(name, list);
+}

@@ -1,0 +1,399 @@
+/**
+ * Fast `y = x · Wᵀ + b` for weights stored `[out, in]` in F32, F16, BF16,
+ * Q8_0, Q4_0, Q4_K or Q6_K, with scalar `_ref` twins.
+ *
+ * How the fast path works:
+ * - Weights stay in their stored dtype. On first use a weight is copied
+ *   once into kernel memory (F32/F16/BF16 repacked into panels of 4 rows,
+ *   quantized blocks copied as they are, or used in place when they already
+ *   live there, see `allocateKernelBytes`) and reused by later calls.
+ * - F32/F16/BF16: a register-blocked SIMD microkernel (2 x rows × 4 W rows,
+ *   cache-blocked along the input dimension); 16-bit weights are widened in
+ *   registers.
+ * - Quantized weights: each activation row is first quantized to int8 codes
+ *   with one F32 scale per 32 elements (like llama.cpp's Q8_0 activations),
+ *   then dotted against the weight blocks in 16-bit integer SIMD, one float
+ *   scale product per block (per 16 for Q6_K). Weights are never widened
+ *   to F32 in memory. Error budget: per output, at most
+ *   `Σ_i |w_i|·d_i/2` from the activation rounding (`d_i` = the scale of
+ *   the 32-block holding `x_i`, `max|x|/127`), plus F32 rounding; typical
+ *   relative error ~1e-3 of `Σ|w·x|`.
+ * - Large calls are split by output rows across the worker threads
+ *   configured with `configureKernels`.
+ *
+ * @module
+ */
+
+import type { Tensor } from "../../core/tensor.ts";
+import { type Engine, getEngine, PANEL } from "../wasm/_engine.ts";
+import {
+  BLOCKS,
+  dequantizeRowRef,
+  type FastDType,
+  isFastDType,
+  rowBytes,
+} from "./quant_ref.ts";
+import { runSplit } from "./_dispatch.ts";
+import {
+  isRepacked,
+  kernelRowBytes,
+  META_ARRAYS,
+} from "../wasm/_kernels_quant.ts";
+
+const XQ = 32; // activation quantization block
+
+function checkShapes(
+  x: Float32Array,
+  rows: number,
+  w: Tensor,
+): [number, number] {
+  if (w.shape.length !== 2) {
+    throw new TypeError(
+      `Weight "${w.name}" must be 2-D [out, in], has shape [${
+        w.shape.join(", ")
+      }]`,
+    );
+  }
+  const [outF, inF] = w.shape;
+  if (!Number.isInteger(rows) || rows < 0 || x.length !== rows * inF) {
+    throw new TypeError(
+      `Cannot apply "${w.name}" [${outF}, ${inF}]: input has ${x.length} values, expected ${rows} × ${inF}`,
+    );
+  }
+  return [outF, inF];
+}
+
+function checkBias(name: string, outF: number, bias?: Float32Array): void {
+  if (bias && bias.length !== outF) {
+    throw new TypeError(
+      `Cannot apply "${name}": bias has ${bias.length} values, expected ${outF}`,
+    );
+  }
+}
+
+function checkBytes(w: Tensor, dtype: FastDType, outF: number, inF: number) {
+  const need = outF * rowBytes(dtype, inF);
+  if (w.bytes.byteLength < need) {
+    throw new RangeError(
+      `Cannot read weight "${w.name}": ${dtype} [${outF}, ${inF}] needs ${need} bytes, has ${w.bytes.byteLength}`,
+    );
+  }
+}
+
+/**
+ * Reference `y = x · Wᵀ + b` for a weight in any {@link FAST_DTYPES} dtype:
+ * decodes one weight row at a time and accumulates in F64. The scalar twin
+ * of {@link fastLinear}.
+ *
+ * @param x Input rows, `rows × in`, row-major.
+ * @param rows Number of rows.
+ * @param w Weight tensor `[out, in]`.
+ * @param bias Optional bias of length `out`.
+ * @returns The `rows × out` output.
+ * @throws {TypeError} When shapes disagree.
+ * @throws {RangeError} When the weight's bytes are short, or `in` is not a
+ * whole number of blocks.
+ * @throws {UnsupportedDTypeError} When the dtype has no row decoder.
+ *
+ * @example
+ * ```ts
+ * import { linearRef } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
+ * const y = linearRef(new Float32Array([1, 1]), 1, w, new Float32Array([0.5, 0]));
+ * console.assert(y[0] === 3.5 && y[1] === 7);
+ * ```
+ */
+export function linearRef(
+  x: Float32Array,
+  rows: number,
+  w: Tensor,
+  bias?: Float32Array,
+): Float32Array {
+  const [outF, inF] = checkShapes(x, rows, w);
+  checkBias(w.name, outF, bias);
+  const out = new Float32Array(rows * outF);
+  const wr = new Float32Array(inF);
+  for (let o = 0; o < outF; o++) {
+    dequantizeRowRef(w.dtype, w.bytes, o, inF, wr);
+    for (let r = 0; r < rows; r++) {
+      let s = 0;
+      const xo = r * inF;
+      for (let i = 0; i < inF; i++) s += x[xo + i] * wr[i];
+      out[r * outF + o] = bias ? s + bias[o] : s;
+    }
+  }
+  return out;
+}
+
+const DENSE_KIND: Partial<Record<FastDType, "f32" | "f16" | "bf16">> = {
+  F32: "f32",
+  F16: "f16",
+  BF16: "bf16",
+};
+
+const QUANT_KIND: Partial<
+  Record<FastDType, "q8_0" | "q4_0" | "q4_k" | "q6_k">
+> = {
+  Q8_0: "q8_0",
+  Q4_0: "q4_0",
+  Q4_K: "q4_k",
+  Q6_K: "q6_k",
+};
+
+/** Chunk (elements along `in`) of a dense kind's panels. */
+const CHUNK = { f32: 4, f16: 8, bf16: 8 } as const;
+
+function padBias(
+  e: Engine,
+  outF: number,
+  cols: number,
+  bias?: Float32Array,
+): number {
+  const n = Math.ceil(outF / cols) * cols;
+  const bp = e.scratch("bias", n * 4);
+  const f = e.f32;
+  f.fill(0, bp >> 2, (bp >> 2) + n);
+  if (bias) f.set(bias, bp >> 2);
+  return bp;
+}
+
+function copyIn(e: Engine, name: string, x: Float32Array): number {
+  const p = e.scratch(name, x.byteLength + 64);
+  e.f32.set(x, p >> 2);
+  return p;
+}
+
+function copyOut(e: Engine, p: number, n: number): Float32Array {
+  return e.f32.slice(p >> 2, (p >> 2) + n);
+}
+
+function denseLinear(
+  e: Engine,
+  kind: "f32" | "f16" | "bf16",
+  key: object,
+  wBytes: Uint8Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const { rows: R, cols: C } = PANEL;
+  const chunk = CHUNK[kind];
+  const kn = Math.ceil(inF / chunk);
+  const panels = Math.ceil(outF / C);
+  const elemBytes = kind === "f32" ? 4 : 2;
+  const res = e.resident(key, `${kind}-panels`, wBytes, (en) => {
+    const size = panels * kn * C * 16;
+    const ptr = en.alloc(size);
+    const src = en.scratch("wsrc", outF * inF * elemBytes);
+    en.u8.set(wBytes.subarray(0, outF * inF * elemBytes), src);
+    en.u8.fill(0, ptr, ptr + size); // padding rows of the last panel stay zero
+    en.fn[`${kind}_pack_w`](src, ptr, outF, inF, kn);
+    return { ptr, size, owned: true };
+  });
+  const xs = copyIn(e, "x", x);
+  const xp = e.scratch("xpack", Math.ceil(rows / R) * R * kn * chunk * 4 + 64);
+  e.fn[`${kind}_pack_x`](xs, xp, rows, inF, kn);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, C, bias);
+  runSplit(e, `${kind}_mm`, rows * inF * outF, panels, (p0, p1) => [
+    xp,
+    res.ptr,
+    y,
+    bp,
+    rows,
+    kn,
+    outF,
+    p0,
+    p1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
+function quantLinear(
+  e: Engine,
+  dtype: FastDType,
+  w: Tensor,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const kind = QUANT_KIND[dtype]!;
+  const size = outF * rowBytes(dtype, inF);
+  const nblk = inF / BLOCKS[dtype].elems;
+  const res = e.resident(w.bytes, kind, w.bytes, (en) => {
+    if (!isRepacked(kind)) {
+      if (en.owns(w.bytes)) {
+        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+      }
+      const ptr = en.alloc(size);
+      en.u8.set(w.bytes.subarray(0, size), ptr);
+      return { ptr, size, owned: true };
+    }
+    // Scales first, then codes, row by row; staged through scratch in
+    // chunks of rows so the raw copy never needs the whole weight twice.
+    const rowIn = rowBytes(dtype, inF);
+    const rowOut = kernelRowBytes(kind, nblk);
+    const ptr = en.alloc(rowOut * outF);
+    const step = Math.max(1, Math.floor((1 << 20) / rowIn));
+    for (let r0 = 0; r0 < outF; r0 += step) {
+      const n = Math.min(step, outF - r0);
+      const src = en.scratch("wsrc", n * rowIn);
+      en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
+      en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
+    }
+    return { ptr, size: rowOut * outF, owned: true };
+  });
+  const nb = inF / XQ;
+  const xs = copyIn(e, "x", x);
+  const q8 = e.scratch("xq8", rows * inF + 64);
+  const q16 = e.scratch("xq16", rows * inF * 2 + 64);
+  const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
+  e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, 1, bias);
+  runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
+    res.ptr,
+    q8,
+    q16,
+    meta,
+    y,
+    bp,
+    rows,
+    inF,
+    outF,
+    o0,
+    o1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
+/**
+ * Fast `y = x · Wᵀ + b` (see the module docs for how). Falls back to
+ * {@link linearRef} where WebAssembly SIMD is unavailable.
+ *
+ * @param x Input rows, `rows × in`, row-major.
+ * @param rows Number of rows (1 for decode).
+ * @param w Weight tensor `[out, in]` in one of {@link FAST_DTYPES}, without
+ * affine `quant` parameters. The kernel keeps a copy made on first use; a
+ * change to the bytes is noticed by sampling (64 spread samples, or all
+ * bytes up to 4 KiB) and re-uploads; after an edit that might miss the
+ * samples call {@link forgetWeight}.
+ * @param bias Optional bias of length `out`.
+ * @returns The `rows × out` output, a new array.
+ * @throws {TypeError} When shapes disagree or the dtype has no fast kernel.
+ * @throws {RangeError} When the weight's bytes are short.
+ *
+ * @example
+ * ```ts
+ * import { fastLinear } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4, 5, 6]), [3, 2]);
+ * const y = fastLinear(new Float32Array([1, 1]), 1, w);
+ * console.assert(y[0] === 3 && y[1] === 7 && y[2] === 11);
+ * ```
+ */
+export function fastLinear(
+  x: Float32Array,
+  rows: number,
+  w: Tensor,
+  bias?: Float32Array,
+): Float32Array {
+  const [outF, inF] = checkShapes(x, rows, w);
+  checkBias(w.name, outF, bias);
+  if (!isFastDType(w.dtype) || w.quant) {
+    throw new TypeError(
+      `No fast kernel for weight "${w.name}" of dtype ${w.dtype}${
+        w.quant ? " with affine quantization" : ""
+      }: supported are F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K`,
+    );
+  }
+  const dtype = w.dtype;
+  checkBytes(w, dtype, outF, inF);
+  const e = getEngine();
+  if (!e || rows === 0 || outF === 0 || inF === 0) {
+    return linearRef(x, rows, w, bias);
+  }
+  const dense = DENSE_KIND[dtype];
+  if (dense) {
+    return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
+  }
+  return quantLinear(e, dtype, w, x, rows, outF, inF, bias);
+}
+
+/**
+ * Fast F32 `y = x · Wᵀ + b` on plain arrays, the fast twin of
+ * `matmulTransposedRef` in `kernels/linear.ts`. `w` is kept resident
+ * (keyed by the array object, changes noticed as in {@link fastLinear}).
+ *
+ * @param x Input rows, `rows × inF`.
+ * @param rows Number of rows.
+ * @param inF Input features.
+ * @param w Weights `outF × inF`, row-major.
+ * @param outF Output features.
+ * @param bias Optional bias of length `outF`.
+ * @returns The `rows × outF` output.
+ * @throws {RangeError} When an array is shorter than its sizes say.
+ *
+ * @example
+ * ```ts
+ * import { fastMatmulF32 } from "./matmul.ts";
+ * const y = fastMatmulF32(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4, 5, 6]), 2);
+ * console.assert(y[0] === 11 && y[1] === 17);
+ * ```
+ */
+export function fastMatmulF32(
+  x: Float32Array,
+  rows: number,
+  inF: number,
+  w: Float32Array,
+  outF: number,
+  bias?: Float32Array,
+): Float32Array {
+  if (x.length < rows * inF || w.length < outF * inF) {
+    throw new RangeError(
+      `Cannot multiply: x has ${x.length} values for ${rows}×${inF}, w has ${w.length} for ${outF}×${inF}`,
+    );
+  }
+  const t: Tensor = {
+    name: "w",
+    dtype: "F32",
+    shape: [outF, inF],
+    bytes: new Uint8Array(w.buffer, w.byteOffset, outF * inF * 4),
+  };
+  const xs = x.length === rows * inF ? x : x.subarray(0, rows * inF);
+  const e = getEngine();
+  if (!e || rows === 0 || outF === 0 || inF === 0) {
+    return linearRef(xs, rows, t, bias);
+  }
+  checkBias("w", outF, bias);
+  return denseLinear(e, "f32", w, t.bytes, xs, rows, outF, inF, bias);
+}
+
+/**
+ * Drops the kernel-memory copy of a weight, so the next call uploads its
+ * bytes again (needed only when the bytes were changed in place).
+ *
+ * @param w The weight tensor (or the F32 array given to {@link fastMatmulF32}).
+ *
+ * @example
+ * ```ts
+ * import { fastLinear, forgetWeight } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const data = new Float32Array([1, 0, 0, 1]);
+ * const w = tensorFromF32("w", data, [2, 2]);
+ * fastLinear(new Float32Array([2, 3]), 1, w);
+ * data[0] = 5;
+ * forgetWeight(w);
+ * console.assert(fastLinear(new Float32Array([2, 3]), 1, w)[0] === 10);
+ * ```
+ */
+export function forgetWeight(w: Tensor | Float32Array): void {
+  const e = getEngine();
+  if (!e) return;
+  e.forget(w instanceof Float32Array ? w : w.bytes);
+}

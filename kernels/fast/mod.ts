@@ -1,0 +1,42 @@
+/**
+ * Fast CPU kernels in WebAssembly SIMD (relaxed-SIMD fused multiply-add
+ * where the runtime has it), split across worker threads when configured,
+ * each with a scalar `Ref` twin:
+ *
+ * - {@link fastLinear} / {@link linearRef}: `y = x · Wᵀ + b` for weights
+ *   `[out, in]` in F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K, kept in their
+ *   stored dtype; {@link fastMatmulF32} on plain arrays.
+ * - {@link fastSoftmax}, {@link fastRmsNorm}, {@link fastRope},
+ *   {@link fastSwiglu} and their `Ref` twins.
+ * - {@link fastAttention} / {@link fastAttentionRef} over a
+ *   {@link createKvCache} cache, prefill and decode.
+ * - {@link configureKernels}, {@link kernelInfo}, {@link shutdownKernels}:
+ *   threads and backend.
+ *
+ * @example
+ * ```ts
+ * import { configureKernels, fastLinear, shutdownKernels } from "./mod.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * await configureKernels({ threads: 2 });
+ * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
+ * const y = fastLinear(new Float32Array([1, 1]), 1, w);
+ * console.assert(y[0] === 3 && y[1] === 7);
+ * await shutdownKernels();
+ * ```
+ *
+ * @module
+ */
+
+export * from "./attention.ts";
+export * from "./matmul.ts";
+export * from "./ops.ts";
+export {
+  BLOCKS as FAST_BLOCKS,
+  dequantizeRowRef,
+  FAST_DTYPES,
+  type FastDType,
+  halfToFloat,
+  isFastDType,
+  rowBytes,
+} from "./quant_ref.ts";
+export * from "./runtime.ts";

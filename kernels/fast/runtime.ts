@@ -1,0 +1,217 @@
+/**
+ * Configuration of the fast kernels: which instruction set runs, how many
+ * threads share large kernels, and when idle workers stop.
+ *
+ * The kernels run single-threaded until {@link configureKernels} asks for
+ * more threads. Workers then start (module workers over a
+ * `SharedArrayBuffer`-backed WebAssembly memory) and serve every kernel big
+ * enough to pay for the hand-off; after `idleMs` without such work they
+ * stop, so an idle process can exit, and start again on the next large
+ * call. {@link shutdownKernels} stops them at once (tests call it last).
+ *
+ * Where WebAssembly SIMD is missing, every fast kernel falls back to its
+ * scalar `_ref` twin; where `SharedArrayBuffer` is missing (a browser page
+ * without cross-origin isolation) they run single-threaded.
+ *
+ * @example
+ * ```ts
+ * import { configureKernels, kernelInfo, shutdownKernels } from "./runtime.ts";
+ * await configureKernels({ threads: 2 });
+ * console.log(kernelInfo().backend); // "wasm-relaxed-simd" on current V8
+ * await shutdownKernels();
+ * ```
+ *
+ * @module
+ */
+
+import {
+  engineFailure,
+  getEngine,
+  MAX_WORKERS,
+  resetEngine,
+} from "../wasm/_engine.ts";
+import { DEFAULTS, startWorkers, state, stopTimer } from "./_dispatch.ts";
+
+/** Options of {@link configureKernels}. */
+export interface KernelOptions {
+  /**
+   * Threads that share a large kernel, the calling thread included; 1 runs
+   * everything on the calling thread.
+   * @default {1}
+   */
+  threads?: number;
+  /**
+   * Smallest kernel, in multiply-adds, that is split across threads.
+   * @default {262144}
+   */
+  minParallelWork?: number;
+  /**
+   * Stop the workers after this many milliseconds without parallel work
+   * (they restart on the next large kernel); `Infinity` keeps them.
+   * @default {1000}
+   */
+  idleMs?: number;
+  /**
+   * How many times an idle worker polls for the next job before it sleeps.
+   * @default {20000}
+   */
+  spin?: number;
+  /**
+   * Use the plain-SIMD module even where relaxed SIMD validates.
+   * @default {false}
+   */
+  noRelaxedSimd?: boolean;
+}
+
+/** What {@link kernelInfo} reports. */
+export interface KernelInfo {
+  /** The instruction level in use; `"js"` when WebAssembly SIMD is missing. */
+  backend: "wasm-relaxed-simd" | "wasm-simd" | "js";
+  /** Threads configured (the caller's included). */
+  threads: number;
+  /** Workers running now. */
+  workers: number;
+  /** Whether the kernel memory is shared (workers possible). */
+  shared: boolean;
+  /** Bytes of kernel memory reserved. */
+  memoryBytes: number;
+  /** Bytes of it holding resident weight copies. */
+  residentBytes: number;
+  /** Why the backend is `"js"` or why workers could not start, if so. */
+  note?: string;
+}
+
+/** Defaults of {@link KernelOptions}. */
+export const kernelDefaults: Readonly<Required<KernelOptions>> = DEFAULTS;
+
+/**
+ * Sets the kernel options (unset fields keep their current values) and, for
+ * `threads > 1`, starts the workers; resolves when they are ready.
+ *
+ * @param opts The options to change.
+ * @returns The resulting {@link KernelInfo}; its `note` says why workers
+ * did not start, if they did not.
+ * @throws {RangeError} When `threads` is not a positive integer.
+ *
+ * @example
+ * ```ts
+ * import { configureKernels, shutdownKernels } from "./runtime.ts";
+ * const info = await configureKernels({ threads: 2, minParallelWork: 1 << 16 });
+ * console.assert(info.threads === 2);
+ * await shutdownKernels();
+ * ```
+ */
+export async function configureKernels(
+  opts: KernelOptions = {},
+): Promise<KernelInfo> {
+  if (
+    opts.threads !== undefined &&
+    (!Number.isInteger(opts.threads) || opts.threads < 1)
+  ) {
+    throw new RangeError(
+      `Cannot use ${opts.threads} kernel threads: expected an integer ≥ 1`,
+    );
+  }
+  const relaxedChanged = opts.noRelaxedSimd !== undefined &&
+    opts.noRelaxedSimd !== state.noRelaxedSimd;
+  Object.assign(
+    state,
+    Object.fromEntries(
+      Object.entries(opts).filter(([, v]) => v !== undefined),
+    ),
+  );
+  state.threads = Math.min(state.threads, MAX_WORKERS + 1);
+  if (relaxedChanged) {
+    stopTimer();
+    resetEngine({ noRelaxed: state.noRelaxedSimd });
+  }
+  const e = getEngine();
+  if (e && state.threads > 1) {
+    await startWorkers(e);
+  } else if (e) {
+    stopTimer();
+    e.stopPool();
+  }
+  return kernelInfo();
+}
+
+/**
+ * Stops the workers and their idle timer (the engine and its memory stay).
+ * Call it before a test ends, or before a program that configured threads
+ * wants to exit at once.
+ *
+ * @returns Resolves once the workers are terminated.
+ *
+ * @example
+ * ```ts
+ * import { shutdownKernels } from "./runtime.ts";
+ * await shutdownKernels();
+ * ```
+ */
+export async function shutdownKernels(): Promise<void> {
+  await state.starting?.catch(() => {});
+  stopTimer();
+  getEngine()?.stopPool();
+}
+
+/**
+ * Reports the backend, threads and memory of the kernels.
+ *
+ * @returns The current {@link KernelInfo}.
+ *
+ * @example
+ * ```ts
+ * import { kernelInfo } from "./runtime.ts";
+ * console.log(kernelInfo().backend);
+ * ```
+ */
+export function kernelInfo(): KernelInfo {
+  const e = getEngine();
+  if (!e) {
+    return {
+      backend: "js",
+      threads: 1,
+      workers: 0,
+      shared: false,
+      memoryBytes: 0,
+      residentBytes: 0,
+      note: engineFailure(),
+    };
+  }
+  return {
+    backend: e.backend,
+    threads: state.threads,
+    workers: e.pool?.size ?? 0,
+    shared: e.shared,
+    memoryBytes: e.memory.buffer.byteLength,
+    residentBytes: e.residentBytes(),
+    ...(state.note ? { note: state.note } : {}),
+  };
+}
+
+/**
+ * A byte array inside kernel memory, freed when the array is garbage
+ * collected. Weights whose bytes live here are used in place by the
+ * quantized kernels (no copy on first use); F32, F16 and BF16 weights are
+ * still repacked once into panels.
+ *
+ * @param n Bytes.
+ * @returns The bytes (zeroed; a plain `Uint8Array` when WebAssembly SIMD or
+ * `SharedArrayBuffer` is missing).
+ *
+ * @example
+ * ```ts
+ * import { allocateKernelBytes } from "./runtime.ts";
+ * const b = allocateKernelBytes(34);
+ * console.assert(b.length === 34);
+ * ```
+ */
+export function allocateKernelBytes(n: number): Uint8Array {
+  const e = getEngine();
+  // A plain memory detaches its old views when it grows: in-place use
+  // needs the shared one.
+  if (!e || !e.shared) return new Uint8Array(n);
+  const b = e.bytes(n);
+  b.fill(0);
+  return b;
+}

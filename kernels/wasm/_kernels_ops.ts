@@ -1,0 +1,825 @@
+/**
+ * Kernel source for the element-wise and attention kernels: softmax,
+ * RMSNorm, RoPE, SwiGLU and attention over a KV cache. Part of the module
+ * emitted by `_kernels.ts`.
+ *
+ * @module
+ */
+
+import {
+  brIf,
+  call,
+  type Code,
+  f32,
+  f32x4,
+  forLoop,
+  type FuncBuilder,
+  get,
+  i32,
+  i32x4,
+  i8x16,
+  if_,
+  type Local,
+  loop,
+  type ModuleBuilder,
+  select,
+  seq,
+  set,
+  T,
+  v128,
+} from "./_asm.ts";
+import {
+  c,
+  type Ctx,
+  f32x4c,
+  hsum,
+  hsum4,
+  i32x4c,
+  zero,
+} from "./_kernels_util.ts";
+
+const I = T.i32;
+const F = T.f32;
+const V = T.v128;
+
+// Range reduction and polynomial of expf (Cephes): exp(x) = 2^n · p(r),
+// n = round(x·log2 e), r = x − n·ln 2 split in two parts for precision.
+const EXP_HI = 88.3762626647949;
+const EXP_LO = -87.3365447505531; // below this the result is flushed to 0
+const LOG2E = 1.44269504088896341;
+const LN2_HI = 0.693359375;
+const LN2_LO = -2.12194440e-4;
+const EXP_P = [
+  1.9875691500e-4,
+  1.3981999507e-3,
+  8.3334519073e-3,
+  4.1665795894e-2,
+  1.6666665459e-1,
+  5.0000001201e-1,
+];
+
+/** `exp` on four lanes, ~2 ulp, 0 below −87.3, clamped above 88.4. */
+function expKernel(m: ModuleBuilder, ctx: Ctx): FuncBuilder {
+  const f = m.func("exp4", [["x", V]], [V]);
+  const { x } = f.params;
+  const [n, r, p, under] = f.locals(V, 4);
+  let poly: Code = f32x4c(EXP_P[0]);
+  for (let i = 1; i < EXP_P.length; i++) {
+    poly = ctx.madd(poly, get(r), f32x4c(EXP_P[i]));
+  }
+  f.body(
+    set(under, f32x4.lt(get(x), f32x4c(EXP_LO))),
+    set(x, f32x4.min(f32x4.max(get(x), f32x4c(EXP_LO)), f32x4c(EXP_HI))),
+    set(n, f32x4.nearest(f32x4.mul(get(x), f32x4c(LOG2E)))),
+    set(r, f32x4.sub(get(x), f32x4.mul(get(n), f32x4c(LN2_HI)))),
+    set(r, f32x4.sub(get(r), f32x4.mul(get(n), f32x4c(LN2_LO)))),
+    set(p, poly),
+    // p·r² + r + 1
+    set(
+      p,
+      f32x4.add(
+        ctx.madd(get(p), f32x4.mul(get(r), get(r)), get(r)),
+        f32x4c(1),
+      ),
+    ),
+    set(
+      p,
+      f32x4.mul(
+        get(p),
+        i32x4.shl(
+          i32x4.add(i32x4.trunc_sat_f32x4_s(get(n)), i32x4c(127)),
+          c(23),
+        ),
+      ),
+    ),
+    v128.andnot(get(p), get(under)),
+  );
+  return f;
+}
+
+/** Scalar `exp` through the vector one (lane 0). */
+function exp1(exp4: FuncBuilder, x: Code): Code {
+  return f32x4.extract_lane(call(exp4, f32x4.splat(x)), 0);
+}
+
+/** Address `base + i·4`. */
+const at = (base: Local | Code, i: Code): Code =>
+  i32.add(typeof base === "function" ? base : get(base), i32.shl(i, c(2)));
+
+function softmaxKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
+  const f = m.func("softmax_rows", [["x", I], ["rows", I], ["n", I]]);
+  const { x, rows, n } = f.params;
+  const [r, i, row, n4] = f.locals(I, 4);
+  const [mx, sum, inv] = f.locals(F, 3);
+  const [vm, vs, t, e] = f.locals(V, 4);
+  f.body(
+    set(n4, i32.and(get(n), c(~3))),
+    forLoop(
+      "r",
+      r,
+      c(0),
+      get(rows),
+      c(1),
+      set(row, i32.add(get(x), i32.shl(i32.mul(get(r), get(n)), c(2)))),
+      // max
+      set(vm, f32x4c(-Infinity)),
+      forLoop(
+        "m",
+        i,
+        c(0),
+        get(n4),
+        c(4),
+        set(vm, f32x4.max(get(vm), v128.load(at(row, get(i))))),
+      ),
+      set(
+        vm,
+        f32x4.max(
+          get(vm),
+          i8x16.shuffle(get(vm), get(vm), [
+            8,
+            9,
+            10,
+            11,
+            12,
+            13,
+            14,
+            15,
+            0,
+            1,
+            2,
+            3,
+            4,
+            5,
+            6,
+            7,
+          ]),
+        ),
+      ),
+      set(
+        mx,
+        f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
+      ),
+      forLoop(
+        "mt",
+        i,
+        get(n4),
+        get(n),
+        c(1),
+        set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
+      ),
+      // exp and sum
+      set(vm, f32x4.splat(get(mx))),
+      set(vs, zero),
+      forLoop(
+        "e",
+        i,
+        c(0),
+        get(n4),
+        c(4),
+        set(e, call(exp4, f32x4.sub(v128.load(at(row, get(i))), get(vm)))),
+        v128.store(at(row, get(i)), get(e)),
+        set(vs, f32x4.add(get(vs), get(e))),
+      ),
+      set(sum, hsum(get(vs), t)),
+      forLoop(
+        "et",
+        i,
+        get(n4),
+        get(n),
+        c(1),
+        f32.store(
+          at(row, get(i)),
+          exp1(exp4, f32.sub(f32.load(at(row, get(i))), get(mx))),
+        ),
+        set(sum, f32.add(get(sum), f32.load(at(row, get(i))))),
+      ),
+      // normalize
+      set(inv, f32.div(f32.const(1), get(sum))),
+      set(vm, f32x4.splat(get(inv))),
+      forLoop(
+        "s",
+        i,
+        c(0),
+        get(n4),
+        c(4),
+        v128.store(
+          at(row, get(i)),
+          f32x4.mul(v128.load(at(row, get(i))), get(vm)),
+        ),
+      ),
+      forLoop(
+        "st",
+        i,
+        get(n4),
+        get(n),
+        c(1),
+        f32.store(
+          at(row, get(i)),
+          f32.mul(f32.load(at(row, get(i))), get(inv)),
+        ),
+      ),
+    ),
+  );
+}
+
+function rmsNormKernel(m: ModuleBuilder, ctx: Ctx): void {
+  const f = m.func("rmsnorm_rows", [
+    ["x", I],
+    ["w", I],
+    ["y", I],
+    ["rows", I],
+    ["n", I],
+    ["eps", F],
+  ]);
+  const { x, w, y, rows, n, eps } = f.params;
+  const [r, i, row, out, n4] = f.locals(I, 5);
+  const [ss, inv] = f.locals(F, 2);
+  const [vs, t, vi] = f.locals(V, 3);
+  f.body(
+    set(n4, i32.and(get(n), c(~3))),
+    forLoop(
+      "r",
+      r,
+      c(0),
+      get(rows),
+      c(1),
+      set(row, i32.add(get(x), i32.shl(i32.mul(get(r), get(n)), c(2)))),
+      set(out, i32.add(get(y), i32.shl(i32.mul(get(r), get(n)), c(2)))),
+      set(vs, zero),
+      forLoop(
+        "s",
+        i,
+        c(0),
+        get(n4),
+        c(4),
+        set(t, v128.load(at(row, get(i)))),
+        set(vs, ctx.madd(get(t), get(t), get(vs))),
+      ),
+      set(ss, hsum(get(vs), t)),
+      forLoop(
+        "st",
+        i,
+        get(n4),
+        get(n),
+        c(1),
+        set(
+          ss,
+          f32.add(
+            get(ss),
+            f32.mul(f32.load(at(row, get(i))), f32.load(at(row, get(i)))),
+          ),
+        ),
+      ),
+      set(
+        inv,
+        f32.div(
+          f32.const(1),
+          f32.sqrt(
+            f32.add(f32.div(get(ss), f32.convert_i32_s(get(n))), get(eps)),
+          ),
+        ),
+      ),
+      set(vi, f32x4.splat(get(inv))),
+      forLoop(
+        "o",
+        i,
+        c(0),
+        get(n4),
+        c(4),
+        v128.store(
+          at(out, get(i)),
+          f32x4.mul(
+            f32x4.mul(v128.load(at(row, get(i))), get(vi)),
+            v128.load(at(w, get(i))),
+          ),
+        ),
+      ),
+      forLoop(
+        "ot",
+        i,
+        get(n4),
+        get(n),
+        c(1),
+        f32.store(
+          at(out, get(i)),
+          f32.mul(
+            f32.mul(f32.load(at(row, get(i))), get(inv)),
+            f32.load(at(w, get(i))),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function ropeKernels(m: ModuleBuilder, ctx: Ctx): void {
+  // NeoX / Hugging Face "rotate_half": pairs (i, i + rot/2); tables
+  // cos/sin [seq][rot/2]. Requires rot/2 to be a multiple of 4.
+  {
+    const f = m.func("rope_neox", [
+      ["x", I],
+      ["cs", I],
+      ["sn", I],
+      ["seq", I],
+      ["heads", I],
+      ["hd", I],
+      ["rot", I],
+    ]);
+    const { x, cs, sn, seq: nseq, heads, hd, rot } = f.params;
+    const [s, h, i, half, p1, p2, tc, ts] = f.locals(I, 8);
+    const [a, b, vc, vsn] = f.locals(V, 4);
+    f.body(
+      set(half, i32.shr_u(get(rot), c(1))),
+      forLoop(
+        "s",
+        s,
+        c(0),
+        get(nseq),
+        c(1),
+        set(tc, at(cs, i32.mul(get(s), get(half)))),
+        set(ts, at(sn, i32.mul(get(s), get(half)))),
+        forLoop(
+          "h",
+          h,
+          c(0),
+          get(heads),
+          c(1),
+          set(
+            p1,
+            at(
+              x,
+              i32.mul(i32.add(i32.mul(get(s), get(heads)), get(h)), get(hd)),
+            ),
+          ),
+          set(p2, at(p1, get(half))),
+          forLoop(
+            "i",
+            i,
+            c(0),
+            get(half),
+            c(4),
+            set(a, v128.load(at(p1, get(i)))),
+            set(b, v128.load(at(p2, get(i)))),
+            set(vc, v128.load(at(tc, get(i)))),
+            set(vsn, v128.load(at(ts, get(i)))),
+            v128.store(
+              at(p1, get(i)),
+              f32x4.sub(
+                f32x4.mul(get(a), get(vc)),
+                f32x4.mul(get(b), get(vsn)),
+              ),
+            ),
+            v128.store(
+              at(p2, get(i)),
+              ctx.madd(get(a), get(vsn), f32x4.mul(get(b), get(vc))),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+  // Interleaved (GPT-J / original ggml): pairs (2i, 2i + 1); tables hold
+  // cos duplicated per pair and (−sin, sin) per pair, [seq][rot]. Requires
+  // rot to be a multiple of 4.
+  {
+    const f = m.func("rope_interleaved", [
+      ["x", I],
+      ["cs", I],
+      ["sn", I],
+      ["seq", I],
+      ["heads", I],
+      ["hd", I],
+      ["rot", I],
+    ]);
+    const { x, cs, sn, seq: nseq, heads, hd, rot } = f.params;
+    const [s, h, i, p1, tc, ts] = f.locals(I, 6);
+    const [a] = f.locals(V, 1);
+    f.body(
+      forLoop(
+        "s",
+        s,
+        c(0),
+        get(nseq),
+        c(1),
+        set(tc, at(cs, i32.mul(get(s), get(rot)))),
+        set(ts, at(sn, i32.mul(get(s), get(rot)))),
+        forLoop(
+          "h",
+          h,
+          c(0),
+          get(heads),
+          c(1),
+          set(
+            p1,
+            at(
+              x,
+              i32.mul(i32.add(i32.mul(get(s), get(heads)), get(h)), get(hd)),
+            ),
+          ),
+          forLoop(
+            "i",
+            i,
+            c(0),
+            get(rot),
+            c(4),
+            set(a, v128.load(at(p1, get(i)))),
+            v128.store(
+              at(p1, get(i)),
+              ctx.madd(
+                i8x16.shuffle(get(a), get(a), [
+                  4,
+                  5,
+                  6,
+                  7,
+                  0,
+                  1,
+                  2,
+                  3,
+                  12,
+                  13,
+                  14,
+                  15,
+                  8,
+                  9,
+                  10,
+                  11,
+                ]),
+                v128.load(at(ts, get(i))),
+                f32x4.mul(get(a), v128.load(at(tc, get(i)))),
+              ),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+}
+
+function swigluKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
+  // out = silu(g) · u = g / (1 + exp(−g)) · u
+  const f = m.func("swiglu", [["g", I], ["u", I], ["out", I], ["n", I]]);
+  const { g, u, out, n } = f.params;
+  const [i, n4] = f.locals(I, 2);
+  const [a] = f.locals(V, 1);
+  const [s] = f.locals(F, 1);
+  f.body(
+    set(n4, i32.and(get(n), c(~3))),
+    forLoop(
+      "i",
+      i,
+      c(0),
+      get(n4),
+      c(4),
+      set(a, v128.load(at(g, get(i)))),
+      v128.store(
+        at(out, get(i)),
+        f32x4.mul(
+          f32x4.div(
+            get(a),
+            f32x4.add(f32x4c(1), call(exp4, f32x4.neg(get(a)))),
+          ),
+          v128.load(at(u, get(i))),
+        ),
+      ),
+    ),
+    forLoop(
+      "t",
+      i,
+      get(n4),
+      get(n),
+      c(1),
+      set(s, f32.load(at(g, get(i)))),
+      f32.store(
+        at(out, get(i)),
+        f32.mul(
+          f32.div(
+            get(s),
+            f32.add(f32.const(1), exp1(exp4, f32.neg(get(s)))),
+          ),
+          f32.load(at(u, get(i))),
+        ),
+      ),
+    ),
+  );
+}
+
+/**
+ * Attention of `nq` query rows over a KV cache, heads `[h0, h1)`.
+ * q: [nq][heads][hd]; caches: [kvHeads][cap][hd]; out like q; scores:
+ * per-head scratch of `len` floats at `scores + h·len·4`. Query i sits at
+ * position `start + i`; causal queries see keys `0..start+i`, others see
+ * all `start + nq` keys. Requires hd % 4 == 0.
+ */
+function attentionKernel(
+  m: ModuleBuilder,
+  ctx: Ctx,
+  exp4: FuncBuilder,
+): void {
+  const f = m.func("attention", [
+    ["q", I],
+    ["kc", I],
+    ["vc", I],
+    ["out", I],
+    ["scores", I],
+    ["nq", I],
+    ["heads", I],
+    ["kvHeads", I],
+    ["hd", I],
+    ["cap", I],
+    ["start", I],
+    ["scale", F],
+    ["causal", I],
+    ["h0", I],
+    ["h1", I],
+  ]);
+  const P = f.params;
+  const [h, qi, j, d, len, group, qv, kb, vb, sc, ov, kj, rowBytes, len4] = f
+    .locals(I, 14);
+  const [mx, sum, inv, pj] = f.locals(F, 4);
+  const acc = f.locals(V, 8);
+  const [qd, t0, t1, vm, vs] = f.locals(V, 5);
+  const t = f.locals(V, 4);
+  const dot4keys: Code[] = [];
+  // scores[j..j+4) = scale · q·k_{j..j+4}
+  for (let u = 0; u < 4; u++) dot4keys.push(set(acc[u], zero));
+  dot4keys.push(
+    set(kj, i32.add(get(kb), i32.mul(get(j), get(rowBytes)))),
+    forLoop(
+      "d4",
+      d,
+      c(0),
+      get(P.hd),
+      c(4),
+      set(qd, v128.load(at(qv, get(d)))),
+      ...[0, 1, 2, 3].map((u) =>
+        set(
+          acc[u],
+          ctx.madd(
+            get(qd),
+            v128.load(
+              at(i32.add(get(kj), i32.mul(get(rowBytes), c(u))), get(d)),
+            ),
+            get(acc[u]),
+          ),
+        )
+      ),
+    ),
+    hsum4(get(acc[0]), get(acc[1]), get(acc[2]), get(acc[3]), t),
+    v128.store(
+      at(sc, get(j)),
+      f32x4.mul(get(t[0]), f32x4.splat(get(P.scale))),
+    ),
+  );
+  const dot1key: Code[] = [
+    set(acc[0], zero),
+    set(kj, i32.add(get(kb), i32.mul(get(j), get(rowBytes)))),
+    forLoop(
+      "d1",
+      d,
+      c(0),
+      get(P.hd),
+      c(4),
+      set(
+        acc[0],
+        ctx.madd(
+          v128.load(at(qv, get(d))),
+          v128.load(at(kj, get(d))),
+          get(acc[0]),
+        ),
+      ),
+    ),
+    f32.store(at(sc, get(j)), f32.mul(hsum(get(acc[0]), t0), get(P.scale))),
+  ];
+  // out[d..d+32) = Σ_j p_j v_j[d..d+32), 8 vectors in registers at a time
+  const vAccum = (nv: number): Code[] => [
+    ...Array.from({ length: nv }, (_, u) => set(acc[u], zero)),
+    forLoop(
+      "vj",
+      j,
+      c(0),
+      get(len),
+      c(1),
+      set(vm, f32x4.splat(f32.load(at(sc, get(j))))),
+      set(kj, i32.add(at(vb, get(d)), i32.mul(get(j), get(rowBytes)))),
+      ...Array.from(
+        { length: nv },
+        (_, u) =>
+          set(
+            acc[u],
+            ctx.madd(get(vm), v128.load(get(kj), u * 16), get(acc[u])),
+          ),
+      ),
+    ),
+    ...Array.from(
+      { length: nv },
+      (_, u) => v128.store(at(ov, get(d)), get(acc[u]), u * 16),
+    ),
+  ];
+  f.body(
+    set(group, i32.div_u(get(P.heads), get(P.kvHeads))),
+    set(rowBytes, i32.shl(get(P.hd), c(2))),
+    forLoop(
+      "h",
+      h,
+      get(P.h0),
+      get(P.h1),
+      c(1),
+      set(
+        kb,
+        i32.add(
+          get(P.kc),
+          i32.mul(
+            i32.mul(i32.div_u(get(h), get(group)), get(P.cap)),
+            get(rowBytes),
+          ),
+        ),
+      ),
+      set(vb, i32.add(get(P.vc), i32.sub(get(kb), get(P.kc)))),
+      set(
+        sc,
+        i32.add(
+          get(P.scores),
+          i32.shl(i32.mul(get(h), i32.add(get(P.start), get(P.nq))), c(2)),
+        ),
+      ),
+      forLoop(
+        "qi",
+        qi,
+        c(0),
+        get(P.nq),
+        c(1),
+        set(
+          qv,
+          at(
+            P.q,
+            i32.mul(
+              i32.add(i32.mul(get(qi), get(P.heads)), get(h)),
+              get(P.hd),
+            ),
+          ),
+        ),
+        set(
+          ov,
+          at(
+            P.out,
+            i32.mul(
+              i32.add(i32.mul(get(qi), get(P.heads)), get(h)),
+              get(P.hd),
+            ),
+          ),
+        ),
+        set(
+          len,
+          select(
+            i32.add(i32.add(get(P.start), get(qi)), c(1)),
+            i32.add(get(P.start), get(P.nq)),
+            get(P.causal),
+          ),
+        ),
+        set(len4, i32.and(get(len), c(~3))),
+        // scores
+        forLoop("j4", j, c(0), get(len4), c(4), ...dot4keys),
+        forLoop("j1", j, get(len4), get(len), c(1), ...dot1key),
+        // softmax over scores[0..len)
+        set(mx, f32.const(-Infinity)),
+        forLoop(
+          "mx",
+          j,
+          c(0),
+          get(len),
+          c(1),
+          set(mx, f32.max(get(mx), f32.load(at(sc, get(j))))),
+        ),
+        set(vm, f32x4.splat(get(mx))),
+        set(vs, zero),
+        forLoop(
+          "ex",
+          j,
+          c(0),
+          get(len4),
+          c(4),
+          set(t1, call(exp4, f32x4.sub(v128.load(at(sc, get(j))), get(vm)))),
+          v128.store(at(sc, get(j)), get(t1)),
+          set(vs, f32x4.add(get(vs), get(t1))),
+        ),
+        set(sum, hsum(get(vs), t0)),
+        forLoop(
+          "ex1",
+          j,
+          get(len4),
+          get(len),
+          c(1),
+          set(pj, exp1(exp4, f32.sub(f32.load(at(sc, get(j))), get(mx)))),
+          f32.store(at(sc, get(j)), get(pj)),
+          set(sum, f32.add(get(sum), get(pj))),
+        ),
+        set(inv, f32.div(f32.const(1), get(sum))),
+        forLoop(
+          "nm",
+          j,
+          c(0),
+          get(len),
+          c(1),
+          f32.store(
+            at(sc, get(j)),
+            f32.mul(f32.load(at(sc, get(j))), get(inv)),
+          ),
+        ),
+        // weighted sum of values, 32 then 4 dims at a time
+        set(d, c(0)),
+        forLoop(
+          "d32",
+          d,
+          c(0),
+          i32.and(get(P.hd), c(~31)),
+          c(32),
+          ...vAccum(8),
+        ),
+        forLoop(
+          "d4v",
+          d,
+          i32.and(get(P.hd), c(~31)),
+          get(P.hd),
+          c(4),
+          ...vAccum(1),
+        ),
+      ),
+    ),
+  );
+}
+
+/**
+ * Reads 64-byte chunks `[c0, c1)` from `p` and stores a checksum at `out`:
+ * the time to stream bytes through SIMD registers, the bandwidth bound the
+ * matvec benchmarks compare against.
+ */
+function readProbe(m: ModuleBuilder): void {
+  const f = m.func("read_probe", [["p", I], ["out", I], ["c0", I], ["c1", I]]);
+  const { p, out, c0, c1 } = f.params;
+  const [q, end] = f.locals(I, 2);
+  const a = f.locals(V, 4);
+  f.body(
+    ...a.map((x) => set(x, zero)),
+    set(q, i32.add(get(p), i32.shl(get(c0), c(6)))),
+    set(end, i32.add(get(p), i32.shl(get(c1), c(6)))),
+    if_(i32.lt_s(get(q), get(end)), [
+      loop(
+        "l",
+        ...a.map((x, i) =>
+          set(x, i32x4.add(get(x), v128.load(get(q), i * 16)))
+        ),
+        set(q, i32.add(get(q), c(64))),
+        brIf("l", i32.lt_u(get(q), get(end))),
+      ),
+    ]),
+    v128.store(
+      get(out),
+      i32x4.add(
+        i32x4.add(get(a[0]), get(a[1])),
+        i32x4.add(get(a[2]), get(a[3])),
+      ),
+    ),
+  );
+}
+
+/**
+ * `n` iterations of 12 independent f32x4 multiply-adds on registers (no
+ * memory traffic), result stored at `out`: the FMA peak of this engine,
+ * the ceiling the dense kernels are measured against.
+ */
+function fmaProbe(m: ModuleBuilder, ctx: Ctx): void {
+  const f = m.func("fma_probe", [["n", I], ["out", I]]);
+  const { n, out } = f.params;
+  const acc = f.locals(V, 12);
+  const [a, b] = f.locals(V, 2);
+  f.body(
+    set(a, f32x4c(0.999)),
+    set(b, f32x4c(0.001)),
+    ...acc.map((x, i) => set(x, f32x4c(i))),
+    if_(i32.gt_s(get(n), c(0)), [
+      loop(
+        "l",
+        ...acc.map((x) => set(x, ctx.madd(get(a), get(x), get(b)))),
+        set(n, i32.sub(get(n), c(1))),
+        brIf("l", get(n)),
+      ),
+    ]),
+    v128.store(
+      get(out),
+      acc.slice(1).reduce((s, x) => f32x4.add(s, get(x)), get(acc[0])),
+    ),
+  );
+}
+
+/** Adds the element-wise and attention kernels to a module. */
+export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
+  const exp4 = expKernel(m, ctx);
+  softmaxKernel(m, exp4);
+  rmsNormKernel(m, ctx);
+  ropeKernels(m, ctx);
+  swigluKernel(m, exp4);
+  attentionKernel(m, ctx, exp4);
+  readProbe(m);
+  fmaProbe(m, ctx);
+  void [if_, seq];
+}

@@ -1,0 +1,133 @@
+/**
+ * Helpers shared by the kernel sources: the per-variant context, constants
+ * and the few instruction idioms (horizontal sums, F16 widening) several
+ * kernels use.
+ *
+ * @module
+ */
+
+import {
+  type Code,
+  f32,
+  f32x4,
+  get,
+  i32,
+  i8x16,
+  type Local,
+  seq,
+  set,
+  v128,
+} from "./_asm.ts";
+
+/** Which instruction set a module variant uses. */
+export type KernelVariant = "relaxed" | "simd";
+
+/** Shorthand for `i32.const`. */
+export const c = i32.const;
+
+/** 32-bit lane indices to the 16 byte indices `i8x16.shuffle` wants. */
+export function lanes32(l: number[]): number[] {
+  return l.flatMap((x) => [4 * x, 4 * x + 1, 4 * x + 2, 4 * x + 3]);
+}
+
+/** A v128 constant with four equal i32 lanes (pooled per function). */
+export function i32x4c(n: number): Code {
+  const b = new Uint8Array(new Int32Array([n, n, n, n]).buffer);
+  return v128.pooled(b);
+}
+/** A v128 constant with four equal f32 lanes (pooled per function). */
+export function f32x4c(x: number): Code {
+  const b = new Uint8Array(new Float32Array([x, x, x, x]).buffer);
+  return v128.pooled(b);
+}
+/** A v128 constant with sixteen equal bytes (pooled per function). */
+export function i8x16c(n: number): Code {
+  return v128.pooled(new Uint8Array(16).fill(n & 0xff));
+}
+
+/** The all-zero vector. */
+export const zero: Code = v128.const(new Uint8Array(16));
+
+/** Per-variant instruction choices. */
+export class Ctx {
+  /** Whether relaxed SIMD may be used. */
+  readonly relaxed: boolean;
+  /** Creates the context for a variant. */
+  constructor(variant: KernelVariant) {
+    this.relaxed = variant === "relaxed";
+  }
+  /** `a·b + acc` on f32x4: one fused op with relaxed SIMD, mul + add otherwise. */
+  madd(a: Code, b: Code, acc: Code): Code {
+    return this.relaxed
+      ? f32x4.relaxed_madd(a, b, acc)
+      : f32x4.add(f32x4.mul(a, b), acc);
+  }
+}
+
+/** 2^112: scales an F16 bit pattern placed in an F32's low exponent bits. */
+export const F16_SCALE = 5.192296858534828e33;
+/** Keeps the sign and the 15 exponent/mantissa bits of a shifted F16. */
+export const F16_MASK = 0x8fffe000 | 0;
+
+/**
+ * F16 → F32 of a half stored in the low 16 bits of an i32 (upper bits
+ * ignored). Exact for every finite half, subnormals included; ±inf and NaN
+ * become large finite numbers (weights never hold them).
+ */
+export function f16ToF32(h: Code): Code {
+  return f32.mul(
+    f32.reinterpret_i32(
+      i32.and(i32.shr_s(i32.shl(h, c(16)), c(3)), c(F16_MASK)),
+    ),
+    f32.const(F16_SCALE),
+  );
+}
+
+/**
+ * Lane sums of four f32x4 vectors as one vector `[Σa, Σb, Σc, Σd]`: a
+ * transpose-and-add in six shuffles and three adds. `t` holds 4 v128 locals.
+ */
+export function hsum4(a: Code, b: Code, cc: Code, d: Code, t: Local[]): Code {
+  return seq(
+    set(t[0], a),
+    set(t[1], b),
+    set(t[2], cc),
+    set(t[3], d),
+    set(
+      t[0],
+      f32x4.add(
+        i8x16.shuffle(get(t[0]), get(t[1]), lanes32([0, 4, 1, 5])),
+        i8x16.shuffle(get(t[0]), get(t[1]), lanes32([2, 6, 3, 7])),
+      ),
+    ),
+    set(
+      t[2],
+      f32x4.add(
+        i8x16.shuffle(get(t[2]), get(t[3]), lanes32([0, 4, 1, 5])),
+        i8x16.shuffle(get(t[2]), get(t[3]), lanes32([2, 6, 3, 7])),
+      ),
+    ),
+    set(
+      t[0],
+      f32x4.add(
+        i8x16.shuffle(get(t[0]), get(t[2]), lanes32([0, 1, 4, 5])),
+        i8x16.shuffle(get(t[0]), get(t[2]), lanes32([2, 3, 6, 7])),
+      ),
+    ),
+  );
+}
+
+/** The sum of the four lanes of an f32x4 as an f32. */
+export function hsum(v: Code, t: Local): Code {
+  return seq(
+    set(t, v),
+    set(
+      t,
+      f32x4.add(
+        get(t),
+        i8x16.shuffle(get(t), get(t), lanes32([2, 3, 0, 1])),
+      ),
+    ),
+    f32.add(f32x4.extract_lane(get(t), 0), f32x4.extract_lane(get(t), 1)),
+  );
+}

@@ -1,0 +1,219 @@
+/**
+ * A small persistent pool of module workers sharing the kernel memory. The
+ * calling thread posts one job per worker through a control slot in the
+ * shared memory (sequence number, function id, f64 arguments), computes
+ * its own part, then waits for the workers' done counters. No messages are
+ * exchanged per job, so a job costs a few atomic operations, plus a futex
+ * wake when a worker had gone to sleep.
+ *
+ * Workers are module workers created from `_worker.ts` next to this file;
+ * where that fails (no Worker, no SharedArrayBuffer, a bundler that drops
+ * the file) the pool reports the error and callers stay single-threaded.
+ *
+ * @module
+ */
+
+/** Bytes of one worker's control slot. */
+export const SLOT_BYTES = 256;
+const SEQ = 0;
+const DONE = 1;
+const FN = 2;
+const NARGS = 3;
+const ARGS_BYTE = 16;
+const MAX_ARGS = 28;
+/** How long the caller waits for a worker before giving up (a dead worker). */
+const JOB_TIMEOUT_MS = 120_000;
+
+/** Options of {@link WorkerPool}. */
+export interface PoolOptions {
+  /** The compiled kernel module. */
+  module: WebAssembly.Module;
+  /** The shared memory the module imports. */
+  memory: WebAssembly.Memory;
+  /** Byte offset of the first control slot (one slot per worker). */
+  ctrl: number;
+  /** Export names; a job names its function by index into this list. */
+  names: string[];
+  /** Number of workers. */
+  workers: number;
+  /** Spin iterations a worker polls before sleeping. */
+  spin: number;
+}
+
+/** One part of a job: the arguments for one thread. */
+export type JobArgs = number[];
+
+/** Whether `Atomics.wait` may block this thread (not a browser main thread). */
+function canBlock(): boolean {
+  try {
+    const a = new Int32Array(new SharedArrayBuffer(4));
+    Atomics.wait(a, 0, 1, 0); // value differs: returns at once, or throws
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The pool. Create with {@link startPool}. */
+export class WorkerPool {
+  /** Number of workers (the caller's thread is not counted). */
+  readonly size: number;
+  readonly #workers: Worker[];
+  readonly #ctrl: Int32Array[];
+  readonly #args: Float64Array[];
+  readonly #seq: number[];
+  readonly #block: boolean;
+  #closed = false;
+
+  /** Use {@link startPool}. */
+  constructor(workers: Worker[], memory: WebAssembly.Memory, ctrl: number) {
+    this.size = workers.length;
+    this.#workers = workers;
+    this.#ctrl = workers.map((_, i) =>
+      new Int32Array(memory.buffer, ctrl + i * SLOT_BYTES, 4)
+    );
+    this.#args = workers.map((_, i) =>
+      new Float64Array(
+        memory.buffer,
+        ctrl + i * SLOT_BYTES + ARGS_BYTE,
+        MAX_ARGS,
+      )
+    );
+    this.#seq = this.#ctrl.map((c) => Atomics.load(c, SEQ));
+    this.#block = canBlock();
+  }
+
+  /**
+   * Runs `parts[0]` on this thread through `local` and `parts[1..]` on the
+   * workers (one each), and returns when all are done.
+   *
+   * @param fn Function id (index into the pool's names).
+   * @param local Runs one part on this thread.
+   * @param parts Argument lists, at most `size + 1`.
+   * @throws {Error} When a worker's kernel trapped or a worker stopped answering.
+   */
+  run(fn: number, local: (args: JobArgs) => void, parts: JobArgs[]): void {
+    if (this.#closed) throw new Error("Kernel worker pool is closed");
+    if (parts.length - 1 > this.size) {
+      throw new RangeError(
+        `Cannot split a job in ${parts.length} parts over ${this.size} workers and the caller`,
+      );
+    }
+    for (let w = 0; w + 1 < parts.length; w++) {
+      const a = parts[w + 1];
+      if (a.length > MAX_ARGS) {
+        throw new RangeError(
+          `A kernel job takes at most ${MAX_ARGS} arguments, got ${a.length}`,
+        );
+      }
+      const ctrl = this.#ctrl[w];
+      this.#args[w].set(a);
+      ctrl[FN] = fn;
+      ctrl[NARGS] = a.length;
+      const s = ++this.#seq[w];
+      Atomics.store(ctrl, SEQ, s);
+      Atomics.notify(ctrl, SEQ);
+    }
+    let error: unknown;
+    try {
+      local(parts[0]);
+    } catch (e) {
+      error = e;
+    }
+    for (let w = 0; w + 1 < parts.length; w++) {
+      const ctrl = this.#ctrl[w];
+      const s = this.#seq[w];
+      const deadline = performance.now() + JOB_TIMEOUT_MS;
+      let spins = 0;
+      while (Atomics.load(ctrl, DONE) !== s) {
+        if (++spins < 4096 || !this.#block) {
+          if (performance.now() > deadline) {
+            throw new Error(
+              `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
+            );
+          }
+          continue;
+        }
+        Atomics.wait(ctrl, DONE, Atomics.load(ctrl, DONE), 50);
+        if (performance.now() > deadline) {
+          throw new Error(
+            `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
+          );
+        }
+      }
+      if (ctrl[NARGS] !== 0) {
+        error ??= new Error(`A kernel trapped in worker ${w}`);
+      }
+    }
+    if (error !== undefined) throw error;
+  }
+
+  /** Tells every worker to quit and terminates it. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#workers.forEach((wk, w) => {
+      const ctrl = this.#ctrl[w];
+      ctrl[FN] = -1;
+      Atomics.store(ctrl, SEQ, ++this.#seq[w]);
+      Atomics.notify(ctrl, SEQ);
+      wk.terminate();
+    });
+  }
+}
+
+/**
+ * Starts `opts.workers` module workers and resolves once every one has
+ * instantiated the module.
+ *
+ * @param opts Module, memory, control area and sizes.
+ * @returns The ready pool.
+ * @throws {Error} When a worker cannot start (the workers started are terminated).
+ */
+export function startPool(opts: PoolOptions): Promise<WorkerPool> {
+  const workers: Worker[] = [];
+  return new Promise<WorkerPool>((resolve, reject) => {
+    let ready = 0;
+    const fail = (why: string) => {
+      for (const w of workers) w.terminate();
+      reject(new Error(`Cannot start kernel workers: ${why}`));
+    };
+    try {
+      for (let i = 0; i < opts.workers; i++) {
+        const w = new Worker(new URL("./_worker.ts", import.meta.url), {
+          type: "module",
+        });
+        workers.push(w);
+        // Zero the slot before the worker reads its first sequence number.
+        new Int32Array(
+          opts.memory.buffer,
+          opts.ctrl + i * SLOT_BYTES,
+          SLOT_BYTES / 4,
+        ).fill(0);
+        w.onmessage = (e: MessageEvent<{ ready: boolean; error?: string }>) => {
+          w.onmessage = null;
+          if (!e.data.ready) {
+            return fail(e.data.error ?? "instantiation failed");
+          }
+          if (++ready === opts.workers) {
+            for (const x of workers) x.onerror = null;
+            resolve(new WorkerPool(workers, opts.memory, opts.ctrl));
+          }
+        };
+        w.onerror = (e: ErrorEvent) => {
+          e.preventDefault();
+          fail(e.message);
+        };
+        w.postMessage({
+          module: opts.module,
+          memory: opts.memory,
+          slot: opts.ctrl + i * SLOT_BYTES,
+          names: opts.names,
+          spin: opts.spin,
+        });
+      }
+    } catch (e) {
+      fail(String(e));
+    }
+  });
+}

@@ -1,0 +1,77 @@
+/**
+ * Worker entry of the kernel pool. It receives the compiled kernel module
+ * and the shared memory, instantiates them, then serves jobs posted through
+ * a control slot in that memory (see `_pool.ts`) until told to quit. It
+ * waits with `Atomics.wait` after a short spin, so a job posted while it is
+ * spinning starts within microseconds.
+ *
+ * @module
+ */
+
+/** The message that starts a worker. */
+interface Start {
+  module: WebAssembly.Module;
+  memory: WebAssembly.Memory;
+  /** Byte offset of this worker's control slot. */
+  slot: number;
+  /** Export names, in job function-id order. */
+  names: string[];
+  /** Spin iterations before sleeping. */
+  spin: number;
+}
+
+// Slot layout (Int32 indices from the slot start): 0 seq, 1 done, 2 fn,
+// 3 status; f64 arguments from byte 16.
+const SEQ = 0;
+const DONE = 1;
+const FN = 2;
+const STATUS = 3;
+const ARGS = 16;
+const MAX_ARGS = 28;
+
+/** The worker global scope, typed without the worker lib. */
+const scope = globalThis as unknown as {
+  onmessage: ((e: MessageEvent<Start>) => void) | null;
+  postMessage(message: unknown): void;
+  close(): void;
+};
+
+scope.onmessage = (e: MessageEvent<Start>) => {
+  const { module, memory, slot, names, spin } = e.data;
+  let fns: ((...a: number[]) => unknown)[];
+  try {
+    const inst = new WebAssembly.Instance(module, { env: { memory } });
+    fns = names.map((n) => inst.exports[n] as (...a: number[]) => unknown);
+  } catch (err) {
+    scope.postMessage({ ready: false, error: String(err) });
+    return;
+  }
+  const ctrl = new Int32Array(memory.buffer, slot, 4);
+  const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
+  scope.postMessage({ ready: true });
+  let last = Atomics.load(ctrl, SEQ);
+  for (;;) {
+    let s = Atomics.load(ctrl, SEQ);
+    for (let i = 0; s === last && i < spin; i++) s = Atomics.load(ctrl, SEQ);
+    if (s === last) {
+      Atomics.wait(ctrl, SEQ, last);
+      continue;
+    }
+    last = s;
+    const fn = ctrl[FN];
+    if (fn < 0) break;
+    const n = ctrl[STATUS]; // argument count in, status out
+    const a: number[] = [];
+    for (let i = 0; i < n; i++) a.push(args[i]);
+    let status = 0;
+    try {
+      fns[fn](...a);
+    } catch {
+      status = -1;
+    }
+    ctrl[STATUS] = status;
+    Atomics.store(ctrl, DONE, s);
+    Atomics.notify(ctrl, DONE);
+  }
+  scope.close();
+};

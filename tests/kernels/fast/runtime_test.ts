@@ -1,0 +1,71 @@
+import { assert, assertEquals, assertRejects } from "@std/assert";
+import {
+  allocateKernelBytes,
+  configureKernels,
+  kernelDefaults,
+  kernelInfo,
+  shutdownKernels,
+} from "../../../kernels/fast/runtime.ts";
+import { fastLinear } from "../../../kernels/fast/matmul.ts";
+import { cosines, makeWeight } from "./_helpers.ts";
+
+Deno.test("kernels start single-threaded on the relaxed-SIMD module", () => {
+  const info = kernelInfo();
+  assertEquals(info.backend, "wasm-relaxed-simd");
+  assertEquals([info.threads, info.workers], [1, 0]);
+  assert(info.shared);
+  assertEquals(kernelDefaults.threads, 1);
+});
+
+Deno.test("workers start on request, stop when idle, and restart on the next large kernel", async () => {
+  try {
+    const info = await configureKernels({
+      threads: 2,
+      idleMs: 50,
+      minParallelWork: 1,
+    });
+    assertEquals(info.workers, 1, info.note);
+    const w = makeWeight("Q8_0", 8, 64);
+    fastLinear(cosines(64), 1, w);
+    await new Promise((r) => setTimeout(r, 200));
+    assertEquals(kernelInfo().workers, 0); // idle timer stopped them
+    fastLinear(cosines(64), 1, w); // runs here, restarts them in the background
+    for (let i = 0; i < 100 && kernelInfo().workers === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assertEquals(kernelInfo().workers, 1);
+  } finally {
+    await configureKernels({
+      threads: 1,
+      idleMs: 1000,
+      minParallelWork: 1 << 18,
+    });
+    await shutdownKernels();
+  }
+  assertEquals(kernelInfo().workers, 0);
+});
+
+Deno.test("configureKernels refuses a bad thread count", async () => {
+  await assertRejects(
+    () => configureKernels({ threads: 0 }),
+    RangeError,
+    "Cannot use 0 kernel threads",
+  );
+  await assertRejects(
+    () => configureKernels({ threads: 1.5 }),
+    RangeError,
+    "expected an integer ≥ 1",
+  );
+});
+
+Deno.test("weights read into kernel memory are used in place", () => {
+  const w = makeWeight("Q6_K", 4, 256);
+  const inKernel = allocateKernelBytes(w.bytes.length);
+  inKernel.set(w.bytes);
+  const before = kernelInfo().residentBytes;
+  const a = fastLinear(cosines(256), 1, w);
+  const b = fastLinear(cosines(256), 1, { ...w, bytes: inKernel });
+  assertEquals(a, b);
+  // the first weight was copied, the second used where it lies
+  assertEquals(kernelInfo().residentBytes - before, w.bytes.length);
+});
