@@ -24,7 +24,9 @@
  * ```ts
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { isFastDType } from "../kernels/fast/quant_ref.ts";
+import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
+import { LAYER_PLUGINS } from "../layers/mod.ts";
  * import { createRegistry } from "../registry.ts";
  * const reg = createRegistry().use(LAYER_PLUGINS);
  * const cfg = configFromHf({
@@ -54,6 +56,8 @@ import {
   type Tensor,
   toFloat32,
 } from "../core/tensor.ts";
+import { isFastDType } from "../kernels/fast/quant_ref.ts";
+import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
 import { createRegistry } from "../registry.ts";
 import type {
@@ -179,7 +183,9 @@ function defaultLookup(): LayerLookup {
  * ```ts
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { isFastDType } from "../kernels/fast/quant_ref.ts";
+import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
+import { LAYER_PLUGINS } from "../layers/mod.ts";
  * import { createRegistry } from "../registry.ts";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
@@ -333,6 +339,27 @@ function singleModel(file: ModelFile, what: string): TensorIndex {
   return file.models[0].tensors;
 }
 
+/** Block types the fast kernels read in place from kernel memory (the others they repack). */
+const IN_PLACE = new Set(["Q4_K", "Q6_K"]);
+
+/**
+ * Where a loaded tensor's bytes are kept. Q4_K / Q6_K weights go into
+ * kernel memory, where `linear()` uses them in place instead of keeping a
+ * second copy; other bytes that are views into a larger buffer (a whole
+ * file read at once) are copied out, so that buffer can be freed.
+ */
+function keep(t: Tensor): Tensor {
+  if (IN_PLACE.has(t.dtype) && isFastDType(t.dtype) && !t.quant) {
+    const b = allocateKernelBytes(t.bytes.byteLength);
+    b.set(t.bytes);
+    return { ...t, bytes: b };
+  }
+  if (t.bytes.buffer.byteLength > 2 * t.bytes.byteLength) {
+    return { ...t, bytes: t.bytes.slice() };
+  }
+  return t;
+}
+
 /** Loads the tensors of `index` that have a network name, renamed. */
 async function loadRenamed(
   index: TensorIndex,
@@ -345,7 +372,7 @@ async function loadRenamed(
     if (!p || p.scheme === "network" || skip(p.role)) continue;
     if (p.layer !== undefined && p.layer >= numLayers) continue;
     const to = tensorName("network", p, numLayers);
-    const t = await index.load(name);
+    const t = keep(await index.load(name));
     out.set(to, { ...t, name: to });
   }
   return out;

@@ -1,0 +1,13 @@
+import { smolLmGguf, modelFromGguf, promptOf } from "./_llama_inputs.ts";
+import { kernelInfo } from "../kernels/fast/mod.ts";
+const rss = () => (Deno.memoryUsage().rss / 2 ** 20).toFixed(0);
+const q = (Deno.args[0] ?? "Q4_0") as "Q4_0";
+let bytes: Uint8Array | undefined = await smolLmGguf(q);
+const m = await modelFromGguf(bytes);
+bytes = undefined;
+const mem = m.memory();
+const st = m.createState();
+m.forward(promptOf(8, 49152), st);
+m.forward([5], st);
+const k = kernelInfo();
+console.log(q, "weights MiB", (mem.weightBytes / 2 ** 20).toFixed(1), "bits/w", mem.bitsPerWeight.toFixed(3), "kernel resident MiB", (k.residentBytes / 2 ** 20).toFixed(1), "kernel memory MiB", (k.memoryBytes / 2 ** 20).toFixed(1), "rss", rss());
