@@ -24,9 +24,7 @@
  * ```ts
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
- * import { isFastDType } from "../kernels/fast/quant_ref.ts";
-import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
-import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { LAYER_PLUGINS } from "../layers/mod.ts";
  * import { createRegistry } from "../registry.ts";
  * const reg = createRegistry().use(LAYER_PLUGINS);
  * const cfg = configFromHf({
@@ -183,9 +181,7 @@ function defaultLookup(): LayerLookup {
  * ```ts
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
- * import { isFastDType } from "../kernels/fast/quant_ref.ts";
-import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
-import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { LAYER_PLUGINS } from "../layers/mod.ts";
  * import { createRegistry } from "../registry.ts";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
