@@ -313,9 +313,10 @@ function row(r: Row): DTypeInfo {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
  * const back = decodeToF32("F8_E4M3", encodeFromF32("F8_E4M3", new Float32Array([300, 500])), 2);
- * console.assert(back[0] === 288 && Number.isNaN(back[1]));
+ * assert(back[0] === 288 && Number.isNaN(back[1]));
  * ```
  */
 export const DTYPES: readonly DTypeInfo[] = [
@@ -675,8 +676,9 @@ const BY_GGUF = new Map<number, DTypeInfo>(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeInfo } from "./dtypes.ts";
- * console.assert(dtypeInfo("Q8_0").blockBytes === 34);
+ * assert(dtypeInfo("Q8_0").blockBytes === 34);
  * ```
  */
 export function dtypeInfo(name: string): DTypeInfo {
@@ -698,8 +700,9 @@ export function dtypeInfo(name: string): DTypeInfo {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeFromSafetensors } from "./dtypes.ts";
- * console.assert(dtypeFromSafetensors("F8_E4M3")?.blockBytes === 1);
+ * assert(dtypeFromSafetensors("F8_E4M3")?.blockBytes === 1);
  * ```
  */
 export function dtypeFromSafetensors(code: string): DTypeInfo | undefined {
@@ -714,8 +717,9 @@ export function dtypeFromSafetensors(code: string): DTypeInfo | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeFromGguf } from "./dtypes.ts";
- * console.assert(dtypeFromGguf(2)?.name === "Q4_0");
+ * assert(dtypeFromGguf(2)?.name === "Q4_0");
  * ```
  */
 export function dtypeFromGguf(id: number): DTypeInfo | undefined {
@@ -732,9 +736,10 @@ export function dtypeFromGguf(id: number): DTypeInfo | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { byteLengthOf } from "./dtypes.ts";
- * console.assert(byteLengthOf("Q4_0", 64) === 36);
- * console.assert(byteLengthOf("F4", 6) === 3);
+ * assert(byteLengthOf("Q4_0", 64) === 36);
+ * assert(byteLengthOf("F4", 6) === 3);
  * ```
  */
 export function byteLengthOf(
@@ -761,9 +766,10 @@ export function byteLengthOf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { decodeToF32 } from "./dtypes.ts";
  * const bytes = new Uint8Array(new Int16Array([-3, 7]).buffer);
- * console.assert(decodeToF32("I16", bytes, 2)[0] === -3);
+ * assert(decodeToF32("I16", bytes, 2)[0] === -3);
  * ```
  */
 export function decodeToF32(
@@ -788,9 +794,10 @@ export function decodeToF32(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
  * const bytes = encodeFromF32("BF16", new Float32Array([1.5, -2]));
- * console.assert(decodeToF32("BF16", bytes, 2)[1] === -2);
+ * assert(decodeToF32("BF16", bytes, 2)[1] === -2);
  * ```
  */
 export function encodeFromF32(

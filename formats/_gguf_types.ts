@@ -58,8 +58,9 @@ export const GGUF_TYPE_NAMES: readonly string[] = [
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { isGgufType } from "./_gguf_types.ts";
- * console.assert(isGgufType(8) && !isGgufType(13));
+ * assert(isGgufType(8) && !isGgufType(13));
  * ```
  */
 export function isGgufType(n: number): n is GgufType {

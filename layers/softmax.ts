@@ -509,8 +509,14 @@ function gumbelNoise(seed: number, count: number): Float32Array {
  * @returns The probabilities.
  *
  * @example
- * ```ts ignore
- * const p = softmaxOnnx(g, cfg, "logits", 4, "layers[0]");
+ * ```ts
+ * import { GraphBuilder } from "../formats/_onnx_graph.ts";
+ * import { parseSoftmaxFields, softmaxOnnx } from "./softmax.ts";
+ * const g = new GraphBuilder({ opset: 17, weightDtype: "keep", options: {} });
+ * const x = g.addInput("x", 1, ["batch", 4]);
+ * const cfg = parseSoftmaxFields({ softmax_variant: "sparsemax" }, "x", 4);
+ * softmaxOnnx(g, cfg, x, 4, "x");
+ * console.assert(g.nodes.some((n) => n.opType === "TopK"));
  * ```
  */
 export function softmaxOnnx(
