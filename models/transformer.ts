@@ -22,6 +22,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -34,7 +35,7 @@
  * const model = buildTransformer(cfg, initNetwork(reg, transformerNetwork(cfg), 1));
  * const state = model.createState();
  * const logits = model.forward([1, 5, 7], state); // last position only
- * console.assert(logits.length === 16 && state.tokens.length === 3);
+ * assert(logits.length === 16 && state.tokens.length === 3);
  * ```
  *
  * @module
@@ -179,6 +180,7 @@ function defaultLookup(): LayerLookup {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -190,7 +192,7 @@ function defaultLookup(): LayerLookup {
  * const w = initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 3);
  * w.delete("layers.3.weight"); // tied: the lm_head is the embedding
  * const m = buildTransformer(cfg, w);
- * console.assert(m.memory().parameters === 16 * 8 + 8 * 8 * 4 + 3 * 8 * 16 + 2 * 8 + 8);
+ * assert(m.memory().parameters === 16 * 8 + 8 * 8 * 4 + 3 * 8 * 16 + 2 * 8 + 8);
  * ```
  */
 export function buildTransformer(
@@ -403,6 +405,7 @@ function defaultsFromJson(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { transformerFromFiles } from "./transformer.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -421,7 +424,7 @@ function defaultsFromJson(
  *     num_hidden_layers: 1, num_attention_heads: 2, tie_word_embeddings: true },
  *   model: { models: [{ id: "m", metadata: {}, tensors }] },
  * });
- * console.assert(model.forward([0, 3]).length === v);
+ * assert(model.forward([0, 3]).length === v);
  * ```
  */
 export async function transformerFromFiles(
