@@ -43,7 +43,16 @@ export interface FamilyInfo {
   specifics: string;
 }
 
-/** The supported families, for listings and error messages. */
+/**
+ * The supported families, for listings and error messages.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { FAMILIES } from "./config.ts";
+ * assert(FAMILIES.some((f) => f.modelType === "qwen2"));
+ * ```
+ */
 export const FAMILIES: readonly FamilyInfo[] = [
   {
     modelType: "llama",
@@ -68,7 +77,16 @@ export const FAMILIES: readonly FamilyInfo[] = [
   },
 ];
 
-/** The `model_type` values {@link configFromHf} accepts. */
+/**
+ * The `model_type` values {@link configFromHf} accepts.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { SUPPORTED_MODEL_TYPES } from "./config.ts";
+ * assert(SUPPORTED_MODEL_TYPES.includes("llama") && SUPPORTED_MODEL_TYPES.includes("mistral"));
+ * ```
+ */
 export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = FAMILIES
   .map((f) => f.modelType);
 

@@ -77,7 +77,16 @@ export interface GenerateOptions {
   signal?: AbortSignal;
 }
 
-/** Default {@link GenerateOptions}. */
+/**
+ * Default {@link GenerateOptions}.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GENERATE_DEFAULTS } from "./generate.ts";
+ * assert(GENERATE_DEFAULTS.maxTokens === 256 && GENERATE_DEFAULTS.topP === 1);
+ * ```
+ */
 export const GENERATE_DEFAULTS = {
   maxTokens: 256,
   temperature: 1,

@@ -33,7 +33,16 @@ import {
 } from "./config.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
 
-/** The `general.architecture` values {@link configFromGguf} accepts. */
+/**
+ * The `general.architecture` values {@link configFromGguf} accepts.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_ARCHITECTURES } from "./gguf_config.ts";
+ * assert(GGUF_ARCHITECTURES.includes("llama"));
+ * ```
+ */
 export const GGUF_ARCHITECTURES: readonly string[] = ["llama", "qwen2"];
 
 /** Extra inputs of {@link configFromGguf}. */

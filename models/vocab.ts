@@ -47,7 +47,16 @@ import {
 } from "../tokenizers/pre_tokenize.ts";
 import type { GgufMetadata } from "./gguf_config.ts";
 
-/** GGUF token types (llama.cpp's `llama_token_type`). */
+/**
+ * GGUF token types (llama.cpp's `llama_token_type`).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GgufTokenType } from "./vocab.ts";
+ * assert(GgufTokenType.BYTE === 6 && GgufTokenType.CONTROL === 3);
+ * ```
+ */
 export const GgufTokenType = {
   NORMAL: 1,
   UNKNOWN: 2,
