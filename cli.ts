@@ -13,7 +13,7 @@
  * @module
  */
 
-import { resolve, toFileUrl } from "@std/path";
+import { basename, dirname, join, resolve, toFileUrl } from "@std/path";
 import denoJson from "./deno.json" with { type: "json" };
 import { defaultRegistry } from "./mod.ts";
 import type { FormatPlugin, OptionSpec, Plugin } from "./core/plugin.ts";
@@ -29,6 +29,11 @@ import {
   UsageError,
 } from "./cli/_args.ts";
 import { compareModels, pickModel, readInput, runModel } from "./cli/_run.ts";
+import { GENERATE_FLAGS, modelfileFor } from "./cli/_generate.ts";
+import { convertHfToGguf, loadTransformer } from "./io/transformer.ts";
+import { writeFileAtomic } from "./io/file.ts";
+import type { GgufQuantType } from "./formats/gguf.ts";
+import { generate } from "./models/generate.ts";
 import { formatReport, inspectFile, validateFile } from "./cli/_inspect.ts";
 import { humanBytes, progress, type ProgressOptions } from "./cli/_progress.ts";
 import { openModel, writeModel, type WrittenModel } from "./io/open.ts";
@@ -44,6 +49,8 @@ export interface CliIo {
   progress?(text: string): void;
   /** Whether stderr is an interactive terminal (progress bars are drawn only then). */
   tty?: boolean;
+  /** Raw text for stdout (no newline added), for streamed output; omitted: collected and printed as one line. */
+  write?(text: string): void;
 }
 
 const encoder = new TextEncoder();
@@ -52,6 +59,9 @@ const consoleIo: CliIo = {
   err: (t) => console.error(t),
   progress: (t) => Deno.stderr.writeSync(encoder.encode(t)),
   tty: Deno.stderr.isTerminal(),
+  write: (t) => {
+    Deno.stdout.writeSync(encoder.encode(t));
+  },
 };
 
 /** What a command gets. */
@@ -206,6 +216,12 @@ const CONVERT_FLAGS: FlagSpec[] = [
       "Store weights as TYPE (f32, f16, bf16, i8, f4, q8_0, q4_0, q4_k, q6_k …; the target's choices apply)",
   },
   {
+    name: "modelfile",
+    type: "boolean",
+    description:
+      "With --to gguf: also write an Ollama Modelfile beside the output",
+  },
+  {
     name: "quant",
     type: "string",
     value: "TYPE",
@@ -307,6 +323,16 @@ async function convertFile(
     };
   } finally {
     opened.close();
+  }
+}
+
+/** Whether a path is a Hugging Face checkpoint folder (has config.json). */
+async function isHfFolder(path: string): Promise<boolean> {
+  try {
+    return (await Deno.stat(path)).isDirectory &&
+      (await Deno.stat(join(path, "config.json"))).isFile;
+  } catch {
+    return false;
   }
 }
 
@@ -431,24 +457,66 @@ const COMMANDS: Record<string, Command> = {
       }
       const options = writerOptions(target, flags);
       if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
-      const r = await convertFile(
-        ctx,
-        positional[0],
-        out,
-        target,
-        options,
-        flags.id as string | undefined,
-        "converting",
-      );
-      if (!ctx.quiet) {
-        const where = r.written.paths.length > 1
-          ? `${r.written.paths.length} files beside ${out}`
-          : out;
-        ctx.io.err(
-          `wrote ${where} (${target.name}, ${
-            humanBytes(r.written.bytes)
-          }) from ${r.from} in ${r.seconds.toFixed(2)} s`,
+      if (flags.modelfile && target.name !== "gguf") {
+        throw new UsageError("--modelfile goes with --to gguf");
+      }
+      const modelfile = join(dirname(out), "Modelfile");
+      if (
+        flags.modelfile &&
+        await refuseOverwrite(ctx, modelfile, Boolean(flags.force))
+      ) return 1;
+      if (target.name === "gguf" && await isHfFolder(positional[0])) {
+        // A Hugging Face checkpoint: llama.cpp metadata, GGUF tensor names and
+        // rotary layout, and the vocabulary from tokenizer.json.
+        const t0 = performance.now();
+        const bytes = await convertHfToGguf(positional[0], out, {
+          quantize: options.quantize as GgufQuantType | undefined,
+        });
+        if (!ctx.quiet) {
+          ctx.io.err(
+            `wrote ${out} (gguf, llama.cpp-ready, ${
+              humanBytes(bytes)
+            }) from a Hugging Face folder in ${
+              ((performance.now() - t0) / 1000).toFixed(2)
+            } s`,
+          );
+        }
+      } else {
+        const r = await convertFile(
+          ctx,
+          positional[0],
+          out,
+          target,
+          options,
+          flags.id as string | undefined,
+          "converting",
         );
+        if (!ctx.quiet) {
+          const where = r.written.paths.length > 1
+            ? `${r.written.paths.length} files beside ${out}`
+            : out;
+          ctx.io.err(
+            `wrote ${where} (${target.name}, ${
+              humanBytes(r.written.bytes)
+            }) from ${r.from} in ${r.seconds.toFixed(2)} s`,
+          );
+        }
+      }
+      if (flags.modelfile) {
+        const written = await openModel(ctx.reg, out);
+        try {
+          await writeFileAtomic(
+            modelfile,
+            new TextEncoder().encode(
+              modelfileFor(basename(out), written.file.models[0].metadata),
+            ),
+          );
+        } finally {
+          written.close();
+        }
+        if (!ctx.quiet) {
+          ctx.io.err(`wrote ${modelfile} (ollama create NAME -f ${modelfile})`);
+        }
       }
       return 0;
     },
@@ -580,6 +648,80 @@ const COMMANDS: Record<string, Command> = {
         config,
       });
       ctx.io.out(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
+      return 0;
+    },
+  },
+  generate: {
+    summary:
+      "Generate text with a Llama-family model (Hugging Face folder or GGUF), streamed",
+    usage: "generate MODEL --prompt TEXT [--chat] [sampling options]",
+    flags: () => GENERATE_FLAGS,
+    async run(args, ctx) {
+      const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+      needFiles(positional, "MODEL");
+      let prompt = flags.prompt as string | undefined;
+      if (prompt === undefined) throw new UsageError("missing --prompt");
+      if (prompt === "-") {
+        prompt = await new Response(Deno.stdin.readable).text();
+      }
+      const t0 = performance.now();
+      const model = await loadTransformer(positional[0]);
+      const loadSeconds = (performance.now() - t0) / 1000;
+      const messages = flags.chat
+        ? [
+          ...(flags.system
+            ? [{ role: "system" as const, content: flags.system as string }]
+            : []),
+          { role: "user" as const, content: prompt },
+        ]
+        : undefined;
+      const options = {
+        maxTokens: flags["max-tokens"] as number,
+        greedy: flags.greedy ? true : undefined,
+        temperature: flags.temperature as number | undefined,
+        topK: flags["top-k"] as number | undefined,
+        topP: flags["top-p"] as number | undefined,
+        repetitionPenalty: flags["repeat-penalty"] as number | undefined,
+        seed: flags.seed as number,
+        stop: flags.stop as string[] | undefined,
+        addBos: flags["no-bos"] ? false : undefined,
+      };
+      const ids: number[] = [];
+      let text = "";
+      const t1 = performance.now();
+      const it = generate(model, messages ?? prompt, options);
+      let step = await it.next();
+      while (!step.done) {
+        ids.push(step.value.id);
+        text += step.value.text;
+        if (!flags.json && ctx.io.write) ctx.io.write(step.value.text);
+        step = await it.next();
+      }
+      const seconds = (performance.now() - t1) / 1000;
+      const result = step.value;
+      if (flags.json) {
+        ctx.io.out(JSON.stringify({
+          model: model.name,
+          ids: result.ids,
+          text: result.text,
+          promptIds: result.promptIds,
+          finishReason: result.finishReason,
+          prefillMs: result.prefillMs,
+          decodeMs: result.decodeMs,
+          loadSeconds,
+          seconds,
+        }));
+      } else {
+        if (ctx.io.write) ctx.io.write("\n");
+        else ctx.io.out(text);
+        if (ctx.verbose) {
+          ctx.io.err(
+            `${ids.length} tokens in ${seconds.toFixed(2)} s (${
+              (ids.length / seconds).toFixed(1)
+            } tokens/s); loaded in ${loadSeconds.toFixed(2)} s`,
+          );
+        }
+      }
       return 0;
     },
   },

@@ -5,6 +5,8 @@ import { byteLengthOf, dtypeInfo } from "../core/dtypes.ts";
 import { elementCount } from "../core/errors.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { detectArchitecture } from "../models/detect.ts";
+import { join } from "@std/path";
 
 /** One row of the tensor table. */
 export interface TensorRow {
@@ -14,6 +16,20 @@ export interface TensorRow {
   params: number;
   bytes: number;
   offset: number | null;
+  /** What the tensor is for in a Llama-family model (`unknown` otherwise). */
+  role: string;
+}
+
+/** The architecture `inspect` detected from tensor names, shapes and metadata. */
+export interface ArchitectureReport {
+  family: string;
+  naming: string;
+  /** Tensor count per role. */
+  roles: Record<string, number>;
+  /** Hyperparameters, when the family is known and the shapes agree. */
+  config: Record<string, unknown> | null;
+  guessed: string[];
+  notes: string[];
 }
 
 /** What `inspect --json` prints per file. */
@@ -30,6 +46,7 @@ export interface InspectReport {
     bytes: number;
     totals: Record<string, { tensors: number; params: number; bytes: number }>;
     tensors: TensorRow[];
+    architecture: ArchitectureReport;
   }>;
 }
 
@@ -80,10 +97,49 @@ export function tensorFilter(
   return (n) => re.test(n);
 }
 
+function architectureOf(
+  model: Model,
+  hfConfig: Record<string, unknown> | undefined,
+): {
+  report: ArchitectureReport;
+  roles: Map<string, string>;
+} {
+  const d = detectArchitecture(model.tensors, hfConfig ?? model.metadata);
+  const roles: Record<string, number> = {};
+  for (const t of d.tensors) roles[t.role] = (roles[t.role] ?? 0) + 1;
+  const cfg = d.config
+    ? {
+      hiddenSize: d.config.hiddenSize,
+      numLayers: d.config.numLayers,
+      numHeads: d.config.numHeads,
+      numKvHeads: d.config.numKvHeads,
+      headDim: d.config.headDim,
+      intermediateSize: d.config.intermediateSize,
+      vocabSize: d.config.vocabSize,
+      ropeTheta: d.config.ropeTheta,
+      ropeStyle: d.config.ropeStyle,
+      tieWordEmbeddings: d.config.tieWordEmbeddings,
+    }
+    : null;
+  return {
+    report: {
+      family: d.family,
+      naming: d.naming,
+      roles,
+      config: cfg,
+      guessed: d.guessed,
+      notes: d.notes,
+    },
+    roles: new Map(d.tensors.map((t) => [t.name, t.role])),
+  };
+}
+
 function modelReport(
   model: Model,
   keep: (n: string) => boolean,
+  hfConfig?: Record<string, unknown>,
 ): InspectReport["models"][number] {
+  const arch = architectureOf(model, hfConfig);
   const rows: TensorRow[] = [];
   const totals: Record<
     string,
@@ -105,6 +161,7 @@ function modelReport(
         params: n,
         bytes: info.byteLength,
         offset: info.byteOffset ?? null,
+        role: arch.roles.get(name) ?? "unknown",
       });
     }
   }
@@ -117,7 +174,21 @@ function modelReport(
     bytes,
     totals,
     tensors: rows,
+    architecture: arch.report,
   };
+}
+
+/** The `config.json` of a Hugging Face folder, when the path is one. */
+async function folderConfig(
+  path: string,
+): Promise<Record<string, unknown> | undefined> {
+  if (/^https?:/i.test(path)) return undefined;
+  try {
+    if (!(await Deno.stat(path)).isDirectory) return undefined;
+    return JSON.parse(await Deno.readTextFile(join(path, "config.json")));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Reads one file's headers into a report. */
@@ -129,11 +200,12 @@ export async function inspectFile(
   const opened = await openModel(reg, path);
   try {
     const keep = tensorFilter(pattern);
+    const hfConfig = await folderConfig(path);
     return {
       path,
       format: opened.format.name,
       size: opened.source.size,
-      models: opened.file.models.map((m) => modelReport(m, keep)),
+      models: opened.file.models.map((m) => modelReport(m, keep, hfConfig)),
     };
   } finally {
     opened.close();
@@ -160,7 +232,7 @@ function table(rows: string[][]): string[] {
   );
   return rows.map((r) =>
     r.map((cell, c) =>
-      c >= 3 ? cell.padStart(widths[c]) : cell.padEnd(widths[c])
+      c >= 3 && c <= 5 ? cell.padStart(widths[c]) : cell.padEnd(widths[c])
     ).join("  ").trimEnd()
   );
 }
@@ -170,7 +242,8 @@ export function formatReport(r: InspectReport): string[] {
   const out = [`${r.path}: ${r.format}, ${bytesText(r.size)}`];
   for (const m of r.models) {
     if (r.models.length > 1 || m.id) out.push(`model "${m.id}"`);
-    const meta = Object.entries(m.metadata);
+    // gguf.types (the GGUF value type of every key) is for round trips; --json shows it.
+    const meta = Object.entries(m.metadata).filter(([k]) => k !== "gguf.types");
     if (meta.length) {
       out.push("metadata:");
       for (const [k, v] of meta) {
@@ -191,7 +264,7 @@ export function formatReport(r: InspectReport): string[] {
     if (m.tensors.length) {
       out.push(
         ...table([
-          ["name", "dtype", "shape", "params", "bytes", "offset"],
+          ["name", "dtype", "shape", "params", "bytes", "offset", "role"],
           ...m.tensors.map((t) => [
             t.name,
             t.dtype,
@@ -199,8 +272,26 @@ export function formatReport(r: InspectReport): string[] {
             String(t.params),
             String(t.bytes),
             t.offset === null ? "-" : String(t.offset),
+            t.role,
           ]),
         ]).map((l) => `  ${l}`),
+      );
+    }
+    const a = m.architecture;
+    if (a.family !== "unknown") {
+      const c = a.config;
+      const shape = c
+        ? `: ${c.numLayers} layers, hidden ${c.hiddenSize}, ${c.numHeads} heads (${c.numKvHeads} KV) × ${c.headDim}, MLP ${c.intermediateSize}, vocab ${c.vocabSize}`
+        : "";
+      out.push(`architecture: ${a.family} (${a.naming} names)${shape}`);
+      if (a.guessed.length) {
+        out.push(`  guessed from shapes: ${a.guessed.join(", ")}`);
+      }
+    } else {
+      out.push(
+        `architecture: not a Llama-family decoder${
+          a.notes.length ? ` (${a.notes[0]})` : ""
+        }`,
       );
     }
     out.push("totals by dtype:");
