@@ -17,3 +17,4 @@
 
 export * from "./file.ts";
 export * from "./open.ts";
+export * from "./transformer.ts";

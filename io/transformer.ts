@@ -1,0 +1,211 @@
+/**
+ * Llama-family models on the local file system (Deno): load a Hugging Face
+ * folder or a GGUF file as a runnable {@link Transformer}, open a folder as
+ * {@link HfModelFiles}, and convert a folder to a GGUF file llama.cpp runs.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadTransformer } from "./transformer.ts";
+ * import { generateText } from "../models/mod.ts";
+ * const model = await loadTransformer("SmolLM2-135M-Instruct"); // or "model.gguf"
+ * const r = await generateText(model, [{ role: "user", content: "Hi!" }], { maxTokens: 32 });
+ * console.log(r.text);
+ * ```
+ *
+ * @module
+ */
+
+import { join } from "@std/path";
+import { memorySource } from "../core/sources.ts";
+import { isGguf, readGguf, writeGguf } from "../formats/gguf.ts";
+import type { GgufQuantType, GgufTensorPlan } from "../formats/gguf.ts";
+import {
+  type HfModelFiles,
+  hfToGguf,
+  type HfToGgufOptions,
+  type Transformer,
+  transformerFromFiles,
+  transformerFromGguf,
+  type TransformerOptions,
+} from "../models/mod.ts";
+import { fileSource, writeFileAtomic } from "./file.ts";
+import { openSafetensors } from "./safetensors.ts";
+
+/** A Hugging Face folder opened: files parsed, weights lazily readable. */
+export interface OpenedHfCheckpoint extends HfModelFiles {
+  /** Closes the weight files; later tensor loads fail. */
+  close(): void;
+}
+
+async function readJson(path: string, required: boolean): Promise<unknown> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    if (!required && e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new SyntaxError(`Cannot parse ${path}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Opens a Hugging Face folder: `config.json` (required), the weights
+ * (`model.safetensors`, or shards with `model.safetensors.index.json`),
+ * and `tokenizer.json`, `tokenizer_config.json`, `generation_config.json`
+ * when present. Weights are read when loaded.
+ *
+ * @param dir The folder.
+ * @returns The parsed files; call `close()` when done.
+ * @throws {Deno.errors.NotFound} When `config.json` or the weights are missing.
+ * @throws {SyntaxError} When a JSON file does not parse.
+ *
+ * @example
+ * ```ts ignore
+ * import { openHfCheckpoint } from "./transformer.ts";
+ * const ckpt = await openHfCheckpoint("TinyLlama-1.1B-Chat-v1.0");
+ * console.log(ckpt.config.model_type, ckpt.model.models[0].tensors.names().length);
+ * ckpt.close();
+ * ```
+ */
+export async function openHfCheckpoint(
+  dir: string,
+): Promise<OpenedHfCheckpoint> {
+  const config = await readJson(join(dir, "config.json"), true);
+  const tokenizer = await readJson(join(dir, "tokenizer.json"), false);
+  const tokenizerConfig = await readJson(
+    join(dir, "tokenizer_config.json"),
+    false,
+  );
+  const generationConfig = await readJson(
+    join(dir, "generation_config.json"),
+    false,
+  );
+  const model = await openSafetensors(dir);
+  return {
+    config: config as HfModelFiles["config"],
+    model,
+    ...(tokenizer ? { tokenizer: tokenizer as HfModelFiles["tokenizer"] } : {}),
+    ...(tokenizerConfig
+      ? {
+        tokenizerConfig: tokenizerConfig as HfModelFiles["tokenizerConfig"],
+      }
+      : {}),
+    ...(generationConfig
+      ? {
+        generationConfig: generationConfig as HfModelFiles["generationConfig"],
+      }
+      : {}),
+    close: () => model.close(),
+  };
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return (await Deno.stat(path)).isDirectory;
+}
+
+/**
+ * Loads a Llama-family model from disk: a Hugging Face folder (see
+ * {@link openHfCheckpoint}), a GGUF file, or a folder holding one GGUF
+ * file and no `config.json`. Weights are read into memory in their stored
+ * dtypes and the files are closed.
+ *
+ * @param path A folder or a `.gguf` file.
+ * @param options Registry, name, tokenizer override.
+ * @returns The model.
+ * @throws {TypeError} For an unsupported architecture (the message lists the
+ * supported families) or a folder that is no checkpoint.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadTransformer } from "./transformer.ts";
+ * const model = await loadTransformer("stories260K.gguf");
+ * console.log(model.memory());
+ * ```
+ */
+export async function loadTransformer(
+  path: string,
+  options: TransformerOptions = {},
+): Promise<Transformer> {
+  if (await isDirectory(path)) {
+    const names: string[] = [];
+    for await (const e of Deno.readDir(path)) if (e.isFile) names.push(e.name);
+    if (!names.includes("config.json")) {
+      const ggufs = names.filter((n) => n.toLowerCase().endsWith(".gguf"));
+      if (ggufs.length === 1) {
+        return loadTransformer(join(path, ggufs[0]), options);
+      }
+      throw new TypeError(
+        `Cannot load ${path}: no config.json (a Hugging Face folder) and ${
+          ggufs.length === 0 ? "no" : "several"
+        } .gguf files`,
+      );
+    }
+    const ckpt = await openHfCheckpoint(path);
+    try {
+      return await transformerFromFiles(ckpt, options);
+    } finally {
+      ckpt.close();
+    }
+  }
+  const src = await fileSource(path);
+  try {
+    const head = await src.read(0, Math.min(4, src.size));
+    if (!isGguf(head)) {
+      throw new TypeError(
+        `Cannot load ${path}: not a GGUF file (pass a Hugging Face folder or a .gguf file)`,
+      );
+    }
+    // Small files are read whole (one read); large ones tensor by tensor.
+    const file = src.size <= 64 << 20
+      ? await readGguf(memorySource(await src.read(0, src.size), path))
+      : await readGguf(src);
+    return await transformerFromGguf(file, options);
+  } finally {
+    src.close();
+  }
+}
+
+/** Options of {@link convertHfToGguf}. */
+export interface ConvertToGgufOptions extends HfToGgufOptions {
+  /** Quantize 2-D weights on write (llama.cpp `--pure` rules). @default {undefined} keep the stored float types */
+  quantize?: GgufQuantType;
+  /** Receives the per-tensor plan before writing. */
+  onPlan?: (plan: GgufTensorPlan[]) => void;
+}
+
+/**
+ * Converts a Hugging Face folder to a GGUF file that llama.cpp runs
+ * (tensor names, q/k permutation, metadata and vocabulary: see
+ * `hfToGguf`), written atomically.
+ *
+ * @param dir The Hugging Face folder.
+ * @param out The `.gguf` file to write.
+ * @param options Quantization, name, pre-tokenizer name, plan callback.
+ * @returns Bytes written.
+ *
+ * @example
+ * ```ts ignore
+ * import { convertHfToGguf } from "./transformer.ts";
+ * await convertHfToGguf("SmolLM2-135M", "smollm2-135m-q8_0.gguf", { quantize: "Q8_0" });
+ * ```
+ */
+export async function convertHfToGguf(
+  dir: string,
+  out: string,
+  options: ConvertToGgufOptions = {},
+): Promise<number> {
+  const ckpt = await openHfCheckpoint(dir);
+  try {
+    const file = hfToGguf(ckpt, options);
+    return await writeFileAtomic(
+      out,
+      writeGguf(file, { quantize: options.quantize, onPlan: options.onPlan }),
+    );
+  } finally {
+    ckpt.close();
+  }
+}

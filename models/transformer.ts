@@ -1,0 +1,488 @@
+/**
+ * A Llama-family model ready to run: a network of registered layers
+ * (`embedding → N × transformer_block → rms_norm → dense`) bound to the
+ * checkpoint's tensors in their stored dtypes, its tokenizer and its
+ * generation defaults.
+ *
+ * - {@link transformerFromFiles}: a Hugging Face checkpoint already opened
+ *   (the SafeTensors ModelFile plus the parsed `config.json`,
+ *   `tokenizer.json`, `tokenizer_config.json`, `generation_config.json`).
+ * - {@link transformerFromGguf}: a GGUF ModelFile (`llama` or `qwen2`).
+ * - {@link buildTransformer}: hyperparameters plus tensors under network
+ *   names.
+ *
+ * Nothing here touches the file system: `io/transformer.ts` opens folders
+ * and files in Deno; in a browser, open the files with the SafeTensors or
+ * GGUF readers and call these.
+ *
+ * Weights keep their stored dtype (F32, F16, BF16, Q8_0, Q4_0 ...): the
+ * projections and the lm_head go through `linear()`, and the embedding
+ * widens only the rows it looks up. A tied lm_head shares the embedding's
+ * bytes.
+ *
+ * @example
+ * ```ts
+ * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
+ * import { initNetwork } from "../core/network.ts";
+ * import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { createRegistry } from "../registry.ts";
+ * const reg = createRegistry().use(LAYER_PLUGINS);
+ * const cfg = configFromHf({
+ *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
+ *   num_hidden_layers: 2, num_attention_heads: 2,
+ * });
+ * const model = buildTransformer(cfg, initNetwork(reg, transformerNetwork(cfg), 1));
+ * const state = model.createState();
+ * const logits = model.forward([1, 5, 7], state); // last position only
+ * console.assert(logits.length === 16 && state.tokens.length === 3);
+ * ```
+ *
+ * @module
+ */
+
+import type { ModelFile, TensorIndex } from "../core/model.ts";
+import {
+  buildNetwork,
+  checkNetworkTensors,
+  type LayerLookup,
+  type Network,
+  type NetworkState,
+} from "../core/network.ts";
+import {
+  type FloatTensor,
+  floatTensor,
+  type Tensor,
+  toFloat32,
+} from "../core/tensor.ts";
+import { LAYER_PLUGINS } from "../layers/mod.ts";
+import { createRegistry } from "../registry.ts";
+import type {
+  GenerationConfigJson,
+  TokenizerConfigJson,
+  TokenizerJson,
+} from "../tokenizers/hf.ts";
+import { createTokenizer } from "../tokenizers/mod.ts";
+import type { Tokenizer } from "../tokenizers/tokenizer.ts";
+import {
+  configFromHf,
+  type HfConfigJson,
+  type TransformerConfig,
+  transformerNetwork,
+} from "./config.ts";
+import { configFromGguf } from "./gguf_config.ts";
+import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
+
+/** Per-sequence state: the layers' KV caches and the tokens seen so far. */
+export interface TransformerState extends NetworkState {
+  /** Every token id fed so far, in order (their count is the next position). */
+  tokens: number[];
+}
+
+/** Sampling defaults a checkpoint ships (`generation_config.json`). */
+export interface GenerationDefaults {
+  /** Sample (true) or take the most likely token (false). */
+  doSample?: boolean;
+  /** Softmax temperature. */
+  temperature?: number;
+  /** Keep the k most likely tokens. */
+  topK?: number;
+  /** Keep the most likely tokens up to this probability mass. */
+  topP?: number;
+  /** Penalty for tokens already seen. */
+  repetitionPenalty?: number;
+}
+
+/** What {@link Transformer.memory} reports. */
+export interface TransformerMemory {
+  /** Number of weights (a tied matrix counted once). */
+  parameters: number;
+  /** Bytes of the stored weights held (a tied matrix counted once). */
+  weightBytes: number;
+  /** `8 · weightBytes / parameters`. */
+  bitsPerWeight: number;
+  /** The same, per stored dtype. */
+  byDtype: Record<
+    string,
+    { tensors: number; parameters: number; bytes: number }
+  >;
+}
+
+/** Options of {@link Transformer.forward}. */
+export interface ForwardOptions {
+  /** Logits at every position (`T × vocab`) instead of the last one only. @default {false} */
+  allPositions?: boolean;
+}
+
+/** A Llama-family model bound to its weights. */
+export interface Transformer {
+  /** The hyperparameters. */
+  readonly config: TransformerConfig;
+  /** The network of registered layers. */
+  readonly network: Network;
+  /** The weights by network name (`layers.0.weight` …), in stored dtypes. */
+  readonly tensors: ReadonlyMap<string, Tensor>;
+  /** The tokenizer, when the checkpoint has one. */
+  readonly tokenizer: Tokenizer | undefined;
+  /** Sampling defaults from the checkpoint. */
+  readonly generationDefaults: GenerationDefaults;
+  /** A display name (GGUF `general.name`, or what the loader was told). */
+  readonly name: string;
+  /** A fresh, empty state (KV caches, token history). */
+  createState(): TransformerState;
+  /**
+   * Feeds tokens, appending them to the state's caches, and returns
+   * logits. All tokens go through the network in one batch (prefill).
+   *
+   * @param ids Token ids.
+   * @param state The sequence state; without one, the call starts at position 0 and keeps nothing.
+   * @param options Which positions to return logits for.
+   * @returns `vocab` logits of the last position, or `T × vocab` with `allPositions`.
+   */
+  forward(
+    ids: ArrayLike<number>,
+    state?: TransformerState,
+    options?: ForwardOptions,
+  ): Float32Array;
+  /** Bytes and bits per weight of the stored weights. */
+  memory(): TransformerMemory;
+}
+
+/** Options of {@link buildTransformer} and the loaders. */
+export interface TransformerOptions {
+  /** Where the layer plugins come from. @default {a registry of the built-in layers} */
+  registry?: LayerLookup;
+  /** The tokenizer (the loaders build it from the checkpoint). */
+  tokenizer?: Tokenizer;
+  /** Sampling defaults. */
+  generationDefaults?: GenerationDefaults;
+  /** A display name. @default {"model"} */
+  name?: string;
+}
+
+function defaultLookup(): LayerLookup {
+  return createRegistry().use(LAYER_PLUGINS);
+}
+
+/**
+ * Binds hyperparameters to tensors named as the network names them
+ * (`layers.0.weight`, `layers.{n+1}.self_attn.q_proj.weight`, …). A tied
+ * lm_head may be left out: it then shares the embedding's tensor.
+ *
+ * @param config The hyperparameters.
+ * @param tensors Weights by network name, in any dtype with a decoder.
+ * @param options Registry, tokenizer, defaults, name.
+ * @returns The model.
+ * @throws {TypeError} When a weight is missing or has the wrong shape (the
+ * message names it).
+ *
+ * @example
+ * ```ts
+ * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
+ * import { initNetwork } from "../core/network.ts";
+ * import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { createRegistry } from "../registry.ts";
+ * const cfg = configFromHf({
+ *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
+ *   num_hidden_layers: 1, num_attention_heads: 2, tie_word_embeddings: true,
+ * });
+ * const w = initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 3);
+ * w.delete("layers.3.weight"); // tied: the lm_head is the embedding
+ * const m = buildTransformer(cfg, w);
+ * console.assert(m.memory().parameters === 16 * 8 + 8 * 8 * 4 + 3 * 8 * 16 + 2 * 8 + 8);
+ * ```
+ */
+export function buildTransformer(
+  config: TransformerConfig,
+  tensors: ReadonlyMap<string, Tensor>,
+  options: TransformerOptions = {},
+): Transformer {
+  const lookup = options.registry ?? defaultLookup();
+  const netConfig = transformerNetwork(config);
+  const n = config.numLayers;
+  const headName = tensorName(
+    "network",
+    { role: "lm_head", kind: "weight" },
+    n,
+  );
+  const all = new Map(tensors);
+  if (!all.has(headName)) {
+    const emb = all.get(
+      tensorName("network", { role: "embedding", kind: "weight" }, n),
+    );
+    if (config.tieWordEmbeddings && emb) {
+      all.set(headName, { ...emb, name: headName });
+    }
+  }
+  const check = checkNetworkTensors(lookup, netConfig, all);
+  if (check.missing.length > 0 || check.wrongShape.length > 0) {
+    const parts: string[] = [];
+    if (check.missing.length > 0) {
+      parts.push(
+        `missing ${check.missing.length}: ${
+          check.missing.slice(0, 8).join(", ")
+        }${check.missing.length > 8 ? ", …" : ""}`,
+      );
+    }
+    for (const w of check.wrongShape.slice(0, 8)) {
+      parts.push(
+        `${w.name} has shape [${w.actual.join(", ")}], expected [${
+          w.expected.join(", ")
+        }]`,
+      );
+    }
+    throw new TypeError(
+      `Cannot build ${
+        options.name ?? "the model"
+      } (${config.family}, ${n} blocks, hidden ${config.hiddenSize}): ${
+        parts.join("; ")
+      }`,
+    );
+  }
+  const network = buildNetwork(lookup, netConfig, all);
+  const layers = network.layers;
+  const normIndex = n + 1, headIndex = n + 2;
+  const vocab = config.vocabSize, d = config.hiddenSize;
+
+  const forward = (
+    ids: ArrayLike<number>,
+    state?: TransformerState,
+    opts: ForwardOptions = {},
+  ): Float32Array => {
+    const t = ids.length;
+    if (t === 0) {
+      throw new RangeError("Cannot run the model on 0 tokens");
+    }
+    if (state && state.layers?.length !== layers.length) {
+      throw new TypeError(
+        `Transformer state has ${
+          state.layers?.length ?? 0
+        } layer states, the model has ${layers.length}; use createState()`,
+      );
+    }
+    const x = new Float32Array(t);
+    for (let i = 0; i < t; i++) x[i] = ids[i];
+    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]));
+    for (let i = 1; i <= n; i++) h = layers[i].forward(h, state?.layers[i]);
+    if (!opts.allPositions && t > 1) {
+      h = floatTensor(h.data.slice((t - 1) * d), [1, 1, d]);
+    }
+    h = layers[normIndex].forward(h);
+    const logits = layers[headIndex].forward(h).data;
+    if (state) { for (let i = 0; i < t; i++) state.tokens.push(x[i]); }
+    return logits.length === vocab || opts.allPositions
+      ? logits
+      : logits.subarray(logits.length - vocab);
+  };
+
+  const memory = (): TransformerMemory => {
+    const seen = new Set<Uint8Array>();
+    const byDtype: TransformerMemory["byDtype"] = {};
+    let parameters = 0, weightBytes = 0;
+    for (const t of all.values()) {
+      if (seen.has(t.bytes)) continue;
+      seen.add(t.bytes);
+      const count = t.shape.reduce((a, b) => a * b, 1);
+      const row = byDtype[t.dtype] ??= { tensors: 0, parameters: 0, bytes: 0 };
+      row.tensors++;
+      row.parameters += count;
+      row.bytes += t.bytes.byteLength;
+      parameters += count;
+      weightBytes += t.bytes.byteLength;
+    }
+    return {
+      parameters,
+      weightBytes,
+      bitsPerWeight: parameters === 0 ? 0 : (8 * weightBytes) / parameters,
+      byDtype,
+    };
+  };
+
+  return {
+    config,
+    network,
+    tensors: all,
+    tokenizer: options.tokenizer,
+    generationDefaults: options.generationDefaults ?? {},
+    name: options.name ?? "model",
+    createState: () => ({ ...network.createState(), tokens: [] }),
+    forward,
+    memory,
+  };
+}
+
+/** A Hugging Face checkpoint, opened: tensors plus the parsed JSON files. */
+export interface HfModelFiles {
+  /** The parsed `config.json`. */
+  config: HfConfigJson;
+  /** The weights (`model.safetensors`, or the shards read as one model). */
+  model: ModelFile;
+  /** The parsed `tokenizer.json`, when there is one. */
+  tokenizer?: TokenizerJson;
+  /** The parsed `tokenizer_config.json`. */
+  tokenizerConfig?: TokenizerConfigJson;
+  /** The parsed `generation_config.json`. */
+  generationConfig?: GenerationConfigJson;
+}
+
+function singleModel(file: ModelFile, what: string): TensorIndex {
+  if (file.models.length !== 1) {
+    throw new TypeError(
+      `${what}: expected one model, the file holds ${file.models.length}`,
+    );
+  }
+  return file.models[0].tensors;
+}
+
+/** Loads the tensors of `index` that have a network name, renamed. */
+async function loadRenamed(
+  index: TensorIndex,
+  numLayers: number,
+  skip: (role: TensorRole) => boolean,
+): Promise<Map<string, Tensor>> {
+  const out = new Map<string, Tensor>();
+  for (const name of index.names()) {
+    const p = parseTensorName(name);
+    if (!p || p.scheme === "network" || skip(p.role)) continue;
+    if (p.layer !== undefined && p.layer >= numLayers) continue;
+    const to = tensorName("network", p, numLayers);
+    const t = await index.load(name);
+    out.set(to, { ...t, name: to });
+  }
+  return out;
+}
+
+function defaultsFromJson(
+  g: GenerationConfigJson | undefined,
+): GenerationDefaults {
+  if (!g) return {};
+  const out: GenerationDefaults = {};
+  if (typeof g.do_sample === "boolean") out.doSample = g.do_sample;
+  if (typeof g.temperature === "number") out.temperature = g.temperature;
+  if (typeof g.top_k === "number") out.topK = g.top_k;
+  if (typeof g.top_p === "number") out.topP = g.top_p;
+  if (typeof g.repetition_penalty === "number") {
+    out.repetitionPenalty = g.repetition_penalty;
+  }
+  return out;
+}
+
+/**
+ * Builds a model from an opened Hugging Face checkpoint (browser-safe: the
+ * caller reads the files). Tensor names are the Hugging Face ones
+ * (`model.layers.{n}.self_attn.q_proj.weight` …, with or without the
+ * `model.` prefix); q/k rows are in the Hugging Face (half-split) layout.
+ *
+ * @param files Weights and parsed JSON files.
+ * @param options Registry, name; a tokenizer to use instead of `tokenizer.json`.
+ * @returns The model.
+ * @throws {TypeError} For an unsupported `model_type` (the message lists the
+ * supported families) or a missing / mis-shaped weight.
+ *
+ * @example
+ * ```ts
+ * import { transformerFromFiles } from "./transformer.ts";
+ * import { memoryTensorIndex } from "../core/model.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ * const d = 4, v = 6, f = 8;
+ * const t = (name: string, shape: number[]) =>
+ *   tensorFromF32(name, Float32Array.from({ length: shape.reduce((a, b) => a * b) }, (_, i) => Math.sin(i)), shape);
+ * const L = "model.layers.0.";
+ * const tensors = memoryTensorIndex([
+ *   t("model.embed_tokens.weight", [v, d]), t("model.norm.weight", [d]),
+ *   t(L + "input_layernorm.weight", [d]), t(L + "post_attention_layernorm.weight", [d]),
+ *   ...["q", "k", "v", "o"].map((p) => t(`${L}self_attn.${p}_proj.weight`, [d, d])),
+ *   t(L + "mlp.gate_proj.weight", [f, d]), t(L + "mlp.up_proj.weight", [f, d]), t(L + "mlp.down_proj.weight", [d, f]),
+ * ]);
+ * const model = await transformerFromFiles({
+ *   config: { model_type: "llama", vocab_size: v, hidden_size: d, intermediate_size: f,
+ *     num_hidden_layers: 1, num_attention_heads: 2, tie_word_embeddings: true },
+ *   model: { models: [{ id: "m", metadata: {}, tensors }] },
+ * });
+ * console.assert(model.forward([0, 3]).length === v);
+ * ```
+ */
+export async function transformerFromFiles(
+  files: HfModelFiles,
+  options: TransformerOptions = {},
+): Promise<Transformer> {
+  const config = configFromHf(files.config);
+  const index = singleModel(files.model, "Hugging Face checkpoint");
+  const tensors = await loadRenamed(
+    index,
+    config.numLayers,
+    (role) =>
+      role === "rope_freqs" || (config.tieWordEmbeddings && role === "lm_head"),
+  );
+  const tokenizer = options.tokenizer ??
+    (files.tokenizer
+      ? createTokenizer(files.tokenizer, {
+        config: files.tokenizerConfig,
+        generationConfig: files.generationConfig,
+      })
+      : undefined);
+  const nameOf = files.config._name_or_path;
+  return buildTransformer(config, tensors, {
+    ...options,
+    tokenizer,
+    generationDefaults: options.generationDefaults ??
+      defaultsFromJson(files.generationConfig),
+    name: options.name ??
+      (typeof nameOf === "string" && nameOf !== "" ? nameOf : config.family),
+  });
+}
+
+/**
+ * Builds a model from a GGUF file (browser-safe: pass any ModelFile read by
+ * the GGUF reader). `llama` files run with their q/k rows as stored
+ * (interleaved rotary); `qwen2` files keep the half-split layout. The
+ * tokenizer comes from the `tokenizer.ggml.*` metadata.
+ *
+ * @param file The GGUF ModelFile.
+ * @param options Registry, name; a tokenizer to use instead of the metadata's.
+ * @returns The model.
+ * @throws {TypeError} For another `general.architecture` (the message lists
+ * the supported ones) or a missing / mis-shaped weight.
+ *
+ * @example
+ * ```ts ignore
+ * import { transformerFromGguf } from "./transformer.ts";
+ * import { readGguf } from "../formats/gguf.ts";
+ * import { memorySource } from "../core/sources.ts";
+ * const file = await readGguf(memorySource(await Deno.readFile("stories260K.gguf")));
+ * const model = await transformerFromGguf(file);
+ * console.log(model.config.numLayers, model.tokenizer?.vocabSize);
+ * ```
+ */
+export async function transformerFromGguf(
+  file: ModelFile,
+  options: TransformerOptions = {},
+): Promise<Transformer> {
+  const index = singleModel(file, "GGUF file");
+  const md = file.models[0].metadata;
+  const names = index.names();
+  const ropeFreqs = index.has("rope_freqs.weight")
+    ? toFloat32(await index.load("rope_freqs.weight"))
+    : undefined;
+  const config = configFromGguf(md, names, {
+    ropeFreqs,
+    embeddingRows: index.has("token_embd.weight")
+      ? index.info("token_embd.weight").shape[0]
+      : undefined,
+  });
+  const tensors = await loadRenamed(
+    index,
+    config.numLayers,
+    (role) => role === "rope_freqs",
+  );
+  let tokenizer = options.tokenizer;
+  if (!tokenizer && "tokenizer.ggml.model" in md) {
+    tokenizer = createTokenizer(md, { name: "GGUF metadata" });
+  }
+  const gname = md["general.name"];
+  return buildTransformer(config, tensors, {
+    ...options,
+    tokenizer,
+    name: options.name ??
+      (typeof gname === "string" && gname !== "" ? gname : config.family),
+  });
+}
