@@ -32,6 +32,7 @@ import { compareModels, pickModel, readInput, runModel } from "./cli/_run.ts";
 import { formatReport, inspectFile, validateFile } from "./cli/_inspect.ts";
 import { humanBytes, progress, type ProgressOptions } from "./cli/_progress.ts";
 import { openModel, writeModel, type WrittenModel } from "./io/open.ts";
+import { runServe, SERVE_FLAGS } from "./cli/_serve.ts";
 import type { ModelFile, TensorIndex } from "./core/model.ts";
 
 /** Where the CLI writes; tests pass their own sinks. */
@@ -579,6 +580,14 @@ const COMMANDS: Record<string, Command> = {
       ctx.io.out(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
       return 0;
     },
+  },
+  serve: {
+    summary:
+      "Serve a folder of models over HTTP (registry, batched predictions, Ollama API, metrics)",
+    usage:
+      "serve DIR [--port 8080] [--host 127.0.0.1] [--token T] [--max-batch N] [--max-wait-ms N] [limits]",
+    flags: () => SERVE_FLAGS,
+    run: (args, ctx) => runServe(args, ctx.reg, ctx.quiet, ctx.io.out),
   },
   formats: {
     summary: "List registered format plugins and what each can do",

@@ -1,0 +1,30 @@
+/**
+ * An inference server for the models modelhost reads (Deno only): a model
+ * registry on disk with versions, uploads and provenance; predictions for
+ * networks with adaptive batching; Ollama-compatible generation for
+ * Llama-family models; Prometheus metrics and JSON request logs.
+ *
+ * ```sh
+ * deno run -A jsr:@modelhost/modelhost/cli serve ./models --port 8080
+ * ```
+ *
+ * @example
+ * ```ts
+ * import { startServer } from "./mod.ts";
+ * const dir = await Deno.makeTempDir();
+ * const server = await startServer({ dir, port: 0, log: false });
+ * const health = await (await fetch(`${server.url}/healthz`)).json();
+ * console.assert(health.status === "ok");
+ * await server.close();
+ * ```
+ *
+ * @module
+ */
+
+export {
+  type LogEntry,
+  type ServeOptions,
+  type Server,
+  serveDefaults,
+  startServer,
+} from "./server.ts";
