@@ -186,7 +186,9 @@ export class ModelCache {
             data: new Float32Array(n.inputSize),
             shape: [1, n.inputSize],
           });
-        } catch { /* a network that needs other inputs warms up on first use */ }
+        } catch {
+          /* a network that needs other inputs warms up on first use */
+        }
       }
       loaded = {
         kind: "network",
@@ -202,6 +204,14 @@ export class ModelCache {
     if (this.#closed) {
       this.#drop(loaded);
       throw new HttpError(503, "The server is closing");
+    }
+    // An older load of the same path (the file changed since) goes first.
+    for (const [k, e] of this.#entries) {
+      if (e.entry.path === entry.path) {
+        this.#entries.delete(k);
+        this.#drop(e);
+        this.#opts.onEvent?.("evict", e);
+      }
     }
     this.#entries.set(key, loaded);
     this.#opts.onEvent?.("load", loaded);
@@ -221,7 +231,7 @@ export class ModelCache {
   }
 
   #drop(e: Loaded): void {
-    if (e.kind === "network") for (const n of e.networks) n.batcher.flush();
+    if (e.kind === "network") { for (const n of e.networks) n.batcher.flush(); }
   }
 
   /** Drops every loaded version whose file is at `path` (or under it). */
@@ -239,7 +249,9 @@ export class ModelCache {
   close(): void {
     this.#closed = true;
     for (const e of this.#entries.values()) {
-      if (e.kind === "network") for (const n of e.networks) n.batcher.close();
+      if (e.kind === "network") {
+        for (const n of e.networks) n.batcher.close();
+      }
     }
     this.#entries.clear();
   }

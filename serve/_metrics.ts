@@ -138,7 +138,9 @@ export class Metrics {
       f.values.set(k, s);
     }
     const h = s.value as HistogramSeries;
-    for (let i = 0; i < buckets.length; i++) if (value <= buckets[i]) h.counts[i]++;
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= buckets[i]) h.counts[i]++;
+    }
     h.sum += value;
     h.count++;
   }

@@ -9,8 +9,8 @@ import {
   pickChatTemplate,
 } from "../tokenizers/chat.ts";
 import {
-  type GeneratedToken,
   generate,
+  type GeneratedToken,
   type GenerateOptions,
   type GenerateResult,
   promptIds,
@@ -185,7 +185,10 @@ function samplingOptions(
     stop !== undefined && stop !== null &&
     !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))
   ) {
-    throw new HttpError(400, "options.stop must be a string or a list of strings");
+    throw new HttpError(
+      400,
+      "options.stop must be a string or a list of strings",
+    );
   }
   return {
     maxTokens,
@@ -277,6 +280,14 @@ interface Job {
   loaded: LoadedLlm;
   ids: number[];
   options: GenerateOptions;
+  /** Unload the model when the request ends (`keep_alive: 0`). */
+  unload: boolean;
+}
+
+/** Whether `keep_alive` asks to unload the model after the request (0, "0", "0s"). */
+function unloadAfter(keepAlive: unknown): boolean {
+  return keepAlive === 0 ||
+    (typeof keepAlive === "string" && /^0+(\.0*)?(ms|s|m|h)?$/.test(keepAlive));
 }
 
 /**
@@ -343,6 +354,7 @@ async function runGeneration(
     return result;
   } finally {
     release();
+    if (job.unload) parts.cache.evictPath(job.entry.path);
   }
 }
 
@@ -358,7 +370,10 @@ function errorText(e: unknown): string {
 async function respond(
   job: Job,
   stream: boolean,
-  chunk: (text: string, t: GeneratedToken | undefined) => Record<string, unknown>,
+  chunk: (
+    text: string,
+    t: GeneratedToken | undefined,
+  ) => Record<string, unknown>,
   final: (text: string, r: GenerateResult) => Record<string, unknown>,
   loadMs: number,
   collect?: (t: GeneratedToken) => void,
@@ -434,13 +449,15 @@ export async function handleGenerate(
   const { entry, loaded, loadMs } = await loadLlm(parts, ctx, body.model);
   const model = loaded.model;
   const name = String(body.model);
+  const unload = unloadAfter(body.keep_alive);
   if (prompt === "" && context.length === 0) {
+    if (unload) parts.cache.evictPath(entry.path);
     return jsonResponse({
       model: name,
       created_at: createdAt(),
       response: "",
       done: true,
-      done_reason: "load",
+      done_reason: unload ? "unload" : "load",
     });
   }
   if (!model.tokenizer) {
@@ -449,7 +466,9 @@ export async function handleGenerate(
   const continuing = context.length > 0;
   let ids: number[];
   if (body.raw === true || model.tokenizer.chatTemplate === undefined) {
-    const text = body.raw !== true && system ? `${system}\n\n${prompt}` : prompt;
+    const text = body.raw !== true && system
+      ? `${system}\n\n${prompt}`
+      : prompt;
     ids = promptIds(model, text, continuing ? { addBos: false } : {});
   } else {
     const messages: ChatMessage[] = [
@@ -469,7 +488,7 @@ export async function handleGenerate(
   });
   const allLogprobs: { token: string; logprob: number }[] = [];
   return respond(
-    { parts, ctx, entry, loaded, ids, options },
+    { parts, ctx, entry, loaded, ids, options, unload },
     body.stream !== false,
     (text, t) => ({
       model: name,
@@ -525,13 +544,15 @@ export async function handleChat(
   const { entry, loaded, loadMs } = await loadLlm(parts, ctx, body.model);
   const model = loaded.model;
   const name = String(body.model);
+  const unload = unloadAfter(body.keep_alive);
   if (messages.length === 0) {
+    if (unload) parts.cache.evictPath(entry.path);
     return jsonResponse({
       model: name,
       created_at: createdAt(),
       message: { role: "assistant", content: "" },
       done: true,
-      done_reason: "load",
+      done_reason: unload ? "unload" : "load",
     });
   }
   if (!model.tokenizer) {
@@ -542,7 +563,7 @@ export async function handleChat(
   });
   const options = samplingOptions(parts, model, body.options, ids.length);
   return respond(
-    { parts, ctx, entry, loaded, ids, options },
+    { parts, ctx, entry, loaded, ids, options, unload },
     body.stream !== false,
     (text) => ({
       model: name,

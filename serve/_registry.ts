@@ -619,7 +619,9 @@ export class ModelStore {
         throw new HttpError(400, (e as Error).message);
       }
     }
-    if (!body) throw new HttpError(400, "Empty upload: the body holds no model");
+    if (!body) {
+      throw new HttpError(400, "Empty upload: the body holds no model");
+    }
     const tmp = join(
       this.dir,
       `.upload-${++this.#uploadSeq}-${Date.now().toString(36)}.partial`,
@@ -728,7 +730,9 @@ export class ModelStore {
         "the upload",
       );
       throw fail(
-        forced ? msg : `${msg} (pass ?format=NAME when the format has no magic bytes)`,
+        forced
+          ? msg
+          : `${msg} (pass ?format=NAME when the format has no magic bytes)`,
       );
     }
     try {
@@ -741,11 +745,16 @@ export class ModelStore {
           throw fail(
             `${format.name} validation found ${problems.length} problem${
               problems.length > 1 ? "s" : ""
-            }: ${problems.slice(0, 5).join("; ")}`.replaceAll(tmp, "the upload"),
+            }: ${problems.slice(0, 5).join("; ")}`.replaceAll(
+              tmp,
+              "the upload",
+            ),
           );
         }
       }
-      if (opened.file.models.length === 0) throw fail("the file holds no model");
+      if (opened.file.models.length === 0) {
+        throw fail("the file holds no model");
+      }
       for (const m of opened.file.models) {
         if (!m.config) continue;
         const infos = new Map(

@@ -23,8 +23,8 @@
 
 export {
   type LogEntry,
+  serveDefaults,
   type ServeOptions,
   type Server,
-  serveDefaults,
   startServer,
 } from "./server.ts";

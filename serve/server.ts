@@ -212,7 +212,9 @@ function parseInputs(raw: unknown, inputSize: number | undefined): FloatTensor {
 function nest(y: FloatTensor): unknown[] {
   const build = (off: number, d: number): unknown[] => {
     const n = y.shape[d];
-    if (d === y.shape.length - 1) return Array.from(y.data.subarray(off, off + n));
+    if (d === y.shape.length - 1) {
+      return Array.from(y.data.subarray(off, off + n));
+    }
     const step = y.shape.slice(d + 1).reduce((a, b) => a * b, 1);
     const out = new Array(n);
     for (let i = 0; i < n; i++) out[i] = build(off + i * step, d + 1);
@@ -524,7 +526,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       y = await net.batcher.submit(x);
     } catch (e) {
       if (e instanceof TypeError || e instanceof RangeError) {
-        throw new HttpError(400, `${label} cannot take these inputs: ${e.message}`);
+        throw new HttpError(
+          400,
+          `${label} cannot take these inputs: ${e.message}`,
+        );
       }
       throw e;
     }
@@ -612,6 +617,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
         route: "/",
         methods: {
           GET: () => Promise.resolve(new Response("modelhost is running\n")),
+          HEAD: () => Promise.resolve(new Response(null)),
         },
       };
     }
@@ -721,6 +727,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     info: Deno.ServeHandlerInfo,
   ): Promise<Response> => {
     const started = performance.now();
+    const remote = (info.remoteAddr as Deno.NetAddr).hostname;
     const given = req.headers.get("x-request-id");
     const id = given && /^[\w.:-]{1,64}$/.test(given)
       ? given
@@ -802,7 +809,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
         route,
         status,
         ms: +(seconds * 1000).toFixed(2),
-        remote: (info.remoteAddr as Deno.NetAddr).hostname,
+        remote,
         ...ctx.log,
       });
     };

@@ -22,7 +22,9 @@ export interface PredictVectors {
 /** Reads tests/vectors/serve_predict.json. */
 export async function predictVectors(): Promise<PredictVectors> {
   return JSON.parse(
-    await Deno.readTextFile(join(REPO_ROOT, "tests/vectors/serve_predict.json")),
+    await Deno.readTextFile(
+      join(REPO_ROOT, "tests/vectors/serve_predict.json"),
+    ),
   );
 }
 

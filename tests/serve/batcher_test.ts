@@ -23,8 +23,15 @@ const row = (v: number, n = 3): FloatTensor => ({
 Deno.test("batcher: concurrent requests share one forward and get their own rows back", async () => {
   const seen: number[][] = [];
   const b = new Batcher(doubler(seen), { maxBatch: 8, maxWaitMs: 20 });
-  const two: FloatTensor = { data: Float32Array.from([1, 1, 1, 2, 2, 2]), shape: [2, 3] };
-  const ys = await Promise.all([b.submit(row(5)), b.submit(two), b.submit(row(7))]);
+  const two: FloatTensor = {
+    data: Float32Array.from([1, 1, 1, 2, 2, 2]),
+    shape: [2, 3],
+  };
+  const ys = await Promise.all([
+    b.submit(row(5)),
+    b.submit(two),
+    b.submit(row(7)),
+  ]);
   assertEquals(seen, [[4, 3]]);
   assertEquals([...ys[0].data], [10, 10, 10]);
   assertEquals(ys[1].shape, [2, 3]);
@@ -54,7 +61,11 @@ Deno.test("batcher: a full batch runs at once; the rest waits for the next", asy
 Deno.test("batcher: shapes that do not stack run apart; maxBatch 1 turns batching off", async () => {
   const seen: number[][] = [];
   const b = new Batcher(doubler(seen), { maxBatch: 8, maxWaitMs: 5 });
-  await Promise.all([b.submit(row(1, 3)), b.submit(row(1, 4)), b.submit(row(2, 3))]);
+  await Promise.all([
+    b.submit(row(1, 3)),
+    b.submit(row(1, 4)),
+    b.submit(row(2, 3)),
+  ]);
   assertEquals(seen.sort(), [[1, 4], [2, 3]]);
   const off: number[][] = [];
   const u = new Batcher(doubler(off), { maxBatch: 1, maxWaitMs: 5 });
