@@ -6,7 +6,11 @@
 //
 //   deno run -A bench/serve_load.ts [--requests 2000] [--clients 32]
 //     [--max-batch 32] [--max-wait-ms 2] [--rounds 1] [--time-limit-s 120]
-//     [--in-process]
+//     [--in-process] [--gguf PATH]
+//
+// With a GGUF Llama (default: ../shared/fixtures/gguf/stories260K.gguf when
+// present) it also times 256 greedy tokens through the library and through
+// a streaming /api/generate, to show what serving costs per token.
 //
 // By default each server runs in its own process (`deno run -A cli.ts
 // serve`), as it would be deployed; --in-process starts it in this process
@@ -15,6 +19,8 @@
 import { parseArgs } from "@std/cli";
 import { fromFileUrl, join } from "@std/path";
 import { startServer } from "../serve/mod.ts";
+import { loadTransformer } from "../io/transformer.ts";
+import { generateText } from "../models/generate.ts";
 import {
   type LoadModel,
   loadModel,
@@ -30,6 +36,7 @@ const args = parseArgs(Deno.args, {
     "max-wait-ms",
     "rounds",
     "time-limit-s",
+    "gguf",
   ],
   boolean: ["in-process"],
   default: {
@@ -180,6 +187,61 @@ try {
 } finally {
   await Deno.remove(dir, { recursive: true });
 }
+const gguf = args.gguf ??
+  fromFileUrl(
+    new URL("../../shared/fixtures/gguf/stories260K.gguf", import.meta.url),
+  );
+if (await Deno.stat(gguf).then(() => true, () => false)) {
+  await generation(gguf);
+}
+
+/** Tokens/s of greedy decoding: the library directly, then a streaming /api/generate. */
+async function generation(path: string): Promise<void> {
+  const TOKENS = 256;
+  const model = await loadTransformer(path);
+  let lib = 0;
+  for (let i = 0; i < 3; i++) {
+    const r = await generateText(model, "Once upon a time", {
+      greedy: true,
+      maxTokens: TOKENS,
+      stopAtEos: false,
+    });
+    lib = Math.max(lib, r.ids.length / (r.decodeMs / 1000));
+  }
+  const gdir = await Deno.makeTempDir({ prefix: "modelhost-gen-" });
+  await Deno.symlink(path, join(gdir, "llm.gguf"));
+  const server = await startServer({ dir: gdir, port: 0, log: false });
+  let served = 0, wall = 0;
+  try {
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      const res = await fetch(`${server.url}/api/generate`, {
+        method: "POST",
+        body: JSON.stringify({
+          model: "llm",
+          prompt: "Once upon a time",
+          options: { temperature: 0, repeat_last_n: 0, num_predict: TOKENS },
+        }),
+      });
+      const lines = (await res.text()).trim().split("\n");
+      const last = JSON.parse(lines[lines.length - 1]);
+      const ms = performance.now() - t0;
+      served = Math.max(served, last.eval_count / (last.eval_duration / 1e9));
+      wall = Math.max(wall, last.eval_count / (ms / 1000));
+    }
+  } finally {
+    await server.close();
+    await Deno.remove(gdir, { recursive: true });
+  }
+  console.log(
+    `generation (${path.split("/").pop()}, ${TOKENS} greedy tokens): library ${
+      lib.toFixed(0)
+    } tok/s, /api/generate streamed ${served.toFixed(0)} tok/s decode (${
+      (served / lib).toFixed(2)
+    }×), ${wall.toFixed(0)} tok/s wall incl. prefill and HTTP`,
+  );
+}
+
 const errors = [...off, ...on].reduce((a, r) => a + r.errors, 0);
 const ratio = median(on.map((r) => r.throughput)) /
   median(off.map((r) => r.throughput));
