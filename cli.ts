@@ -110,7 +110,7 @@ function needFiles(positional: string[], what: string, min = 1): void {
 /** Wraps a file's tensor indexes so each load reports progress. */
 function withLoadProgress(
   file: ModelFile,
-  onLoad: (bytes: number) => void,
+  onLoad: (bytes: number, name: string) => void,
 ): ModelFile {
   return {
     ...file,
@@ -122,7 +122,7 @@ function withLoadProgress(
         info: (n) => t.info(n),
         load: async (n) => {
           const tensor = await t.load(n);
-          onLoad(tensor.bytes.byteLength);
+          onLoad(tensor.bytes.byteLength, n);
           return tensor;
         },
       };
@@ -289,7 +289,10 @@ async function convertFile(
     }
     const bar = progress(label, total, ctx.progress);
     let done = 0;
-    file = withLoadProgress(file, (b) => bar.update(done += b));
+    file = withLoadProgress(file, (b, name) => {
+      bar.update(done += b);
+      if (ctx.verbose) ctx.io.err(`  ${name} (${humanBytes(b)})`);
+    });
     const t0 = performance.now();
     // Writers that build networks (ONNX export) look layer types up in the
     // registry, so layers added with --plugin export too.
@@ -766,10 +769,11 @@ export async function loadPlugin(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { main } from "./cli.ts";
  * const lines: string[] = [];
  * const code = await main(["--version"], { out: (t) => lines.push(t), err: () => {} });
- * console.assert(code === 0 && lines[0].startsWith("modelhost"));
+ * assert(code === 0 && lines[0].startsWith("modelhost"));
  * ```
  */
 export async function main(

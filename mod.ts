@@ -33,9 +33,10 @@ export { createRegistry, type Registry } from "./registry.ts";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { defaultRegistry } from "./mod.ts";
  * const reg = defaultRegistry();
- * console.assert(Array.isArray(reg.layers()));
+ * assert(Array.isArray(reg.layers()));
  * ```
  */
 export function defaultRegistry(): Registry {

@@ -43,12 +43,13 @@ function extensionOf(pathOrExt: string): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createRegistry } from "./registry.ts";
  * const reg = createRegistry().use({
  *   kind: "format", name: "raw", extensions: [".raw"],
  *   detect: (head) => head[0] === 0x52,
  * });
- * console.assert(reg.formatForPath("model.raw").name === "raw");
+ * assert(reg.formatForPath("model.raw").name === "raw");
  * ```
  */
 export function createRegistry(): Registry {

@@ -7,7 +7,8 @@
  * (a llama-bench or llama-cli binary, or a folder holding them, e.g.
  * `llama.cpp/build/bin`) llama.cpp's numbers and the ratios are printed
  * beside them. Both sides run one thread unless `LLAMA_CPP_THREADS` says
- * otherwise for llama.cpp (ours is single-threaded).
+ * otherwise for llama.cpp; `MODELHOST_THREADS` sets ours (and llama.cpp's,
+ * unless `LLAMA_CPP_THREADS` is given).
  *
  * `--check` also runs llama.cpp's `llama-simple` (greedy) on small models
  * of every family exported by our converter (with stories260K's tokenizer)
@@ -22,6 +23,11 @@ import { memoryTensorIndex } from "../core/model.ts";
 import { memorySource } from "../core/sources.ts";
 import { tensorFromF32 } from "../core/tensor.ts";
 import { readGguf, writeGgufBytes } from "../formats/gguf.ts";
+import {
+  configureKernels,
+  kernelInfo,
+  shutdownKernels,
+} from "../kernels/fast/mod.ts";
 import {
   generateText,
   ggufToHf,
@@ -42,7 +48,11 @@ import {
 const quick = Deno.args.includes("--quick");
 const onlyCheck = Deno.args.includes("--only-check");
 const check = onlyCheck || Deno.args.includes("--check");
-const threads = Number(Deno.env.get("LLAMA_CPP_THREADS") ?? "1");
+const ourThreads = Number(Deno.env.get("MODELHOST_THREADS") ?? "1");
+const threads = Number(
+  Deno.env.get("LLAMA_CPP_THREADS") ?? String(ourThreads),
+);
+if (ourThreads > 1) await configureKernels({ threads: ourThreads });
 
 function cpuModel(): string {
   try {
@@ -200,7 +210,7 @@ console.log(
   `machine: ${cpuModel()}, ${navigator.hardwareConcurrency} logical CPUs, ${Deno.build.os}/${Deno.build.arch}, Deno ${Deno.version.deno}`,
 );
 console.log(
-  `ours: single thread, pure TypeScript; llama.cpp: ${
+  `ours: ${ourThreads} thread(s), ${kernelInfo().backend} kernels; llama.cpp: ${
     Deno.env.get("LLAMA_CPP_BIN")
       ? `${threads} thread(s)`
       : "not given (set LLAMA_CPP_BIN)"
@@ -253,6 +263,20 @@ for (const r of onlyCheck ? [] : rows) {
 }
 if (!onlyCheck) {
   console.log("\nratio = ours / llama.cpp (above 1: we are faster)");
+  // Memory of a Q4_0 model: the stored blocks we hold, and the copies the
+  // fast kernels keep in their own memory (Q8_0/Q4_0 are repacked there).
+  const before = kernelInfo().residentBytes;
+  const q4 = await modelFromGguf(await smolLmGguf("Q4_0"));
+  q4.forward(promptOf(4, q4.config.vocabSize), q4.createState());
+  const mem = q4.memory();
+  const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+  console.log(
+    `SmolLM-135M shape Q4_0: ${
+      (mem.parameters / 1e6).toFixed(1)
+    } M weights in ${mib(mem.weightBytes)} (${
+      mem.bitsPerWeight.toFixed(2)
+    } bits/weight); kernel copies ${mib(kernelInfo().residentBytes - before)}`,
+  );
 }
 
 // ------------------------------------------------------------------ --check
@@ -441,3 +465,4 @@ if (check) {
   }
 }
 await Deno.remove(tmp, { recursive: true });
+await shutdownKernels();

@@ -82,7 +82,18 @@ export interface DTypeInfo {
   fromF32?: FromF32;
 }
 
-/** Copies `src` into a fresh ArrayBuffer when it is not aligned to `align` bytes. */
+/**
+ * Copies `src` into a fresh ArrayBuffer when it is not aligned to `align` bytes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { alignedView } from "./dtypes.ts";
+ * const odd = new Uint8Array(9).subarray(1);
+ * const view = alignedView(odd, 4);
+ * assert(view.byteOffset % 4 === 0 && view.length === 8);
+ * ```
+ */
 export function alignedView(src: Uint8Array, align: number): Uint8Array {
   if (src.byteOffset % align === 0) return src;
   return src.slice();
@@ -106,7 +117,16 @@ function checkBytes(name: string, src: Uint8Array, need: number): void {
   }
 }
 
-/** Round half to even, the rounding of IEEE conversions and NumPy's `rint`. */
+/**
+ * Round half to even, the rounding of IEEE conversions and NumPy's `rint`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { roundHalfEven } from "./dtypes.ts";
+ * assert(roundHalfEven(2.5) === 2 && roundHalfEven(3.5) === 4 && roundHalfEven(-1.5) === -2);
+ * ```
+ */
 export function roundHalfEven(x: number): number {
   const r = Math.round(x);
   return (r - x === 0.5 && r % 2 !== 0) ? r - 1 : r;
@@ -313,9 +333,10 @@ function row(r: Row): DTypeInfo {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
  * const back = decodeToF32("F8_E4M3", encodeFromF32("F8_E4M3", new Float32Array([300, 500])), 2);
- * console.assert(back[0] === 288 && Number.isNaN(back[1]));
+ * assert(back[0] === 288 && Number.isNaN(back[1]));
  * ```
  */
 export const DTYPES: readonly DTypeInfo[] = [
@@ -675,8 +696,9 @@ const BY_GGUF = new Map<number, DTypeInfo>(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeInfo } from "./dtypes.ts";
- * console.assert(dtypeInfo("Q8_0").blockBytes === 34);
+ * assert(dtypeInfo("Q8_0").blockBytes === 34);
  * ```
  */
 export function dtypeInfo(name: string): DTypeInfo {
@@ -698,8 +720,9 @@ export function dtypeInfo(name: string): DTypeInfo {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeFromSafetensors } from "./dtypes.ts";
- * console.assert(dtypeFromSafetensors("F8_E4M3")?.blockBytes === 1);
+ * assert(dtypeFromSafetensors("F8_E4M3")?.blockBytes === 1);
  * ```
  */
 export function dtypeFromSafetensors(code: string): DTypeInfo | undefined {
@@ -714,8 +737,9 @@ export function dtypeFromSafetensors(code: string): DTypeInfo | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeFromGguf } from "./dtypes.ts";
- * console.assert(dtypeFromGguf(2)?.name === "Q4_0");
+ * assert(dtypeFromGguf(2)?.name === "Q4_0");
  * ```
  */
 export function dtypeFromGguf(id: number): DTypeInfo | undefined {
@@ -732,9 +756,10 @@ export function dtypeFromGguf(id: number): DTypeInfo | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { byteLengthOf } from "./dtypes.ts";
- * console.assert(byteLengthOf("Q4_0", 64) === 36);
- * console.assert(byteLengthOf("F4", 6) === 3);
+ * assert(byteLengthOf("Q4_0", 64) === 36);
+ * assert(byteLengthOf("F4", 6) === 3);
  * ```
  */
 export function byteLengthOf(
@@ -761,9 +786,10 @@ export function byteLengthOf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { decodeToF32 } from "./dtypes.ts";
  * const bytes = new Uint8Array(new Int16Array([-3, 7]).buffer);
- * console.assert(decodeToF32("I16", bytes, 2)[0] === -3);
+ * assert(decodeToF32("I16", bytes, 2)[0] === -3);
  * ```
  */
 export function decodeToF32(
@@ -788,9 +814,10 @@ export function decodeToF32(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
  * const bytes = encodeFromF32("BF16", new Float32Array([1.5, -2]));
- * console.assert(decodeToF32("BF16", bytes, 2)[1] === -2);
+ * assert(decodeToF32("BF16", bytes, 2)[1] === -2);
  * ```
  */
 export function encodeFromF32(

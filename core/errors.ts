@@ -17,9 +17,10 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { UnsupportedDTypeError } from "./errors.ts";
  * const err = new UnsupportedDTypeError("IQ2_XXS", "no dequantizer for this type");
- * console.assert(err.dtype === "IQ2_XXS");
+ * assert(err.dtype === "IQ2_XXS");
  * ```
  */
 export class UnsupportedDTypeError extends TypeError {
@@ -48,8 +49,9 @@ export class UnsupportedDTypeError extends TypeError {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { u64ToNumber } from "./errors.ts";
- * console.assert(u64ToNumber(42n, "tensor count") === 42);
+ * assert(u64ToNumber(42n, "tensor count") === 42);
  * ```
  */
 export function u64ToNumber(value: bigint, what: string): number {
@@ -73,8 +75,9 @@ export function u64ToNumber(value: bigint, what: string): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { elementCount } from "./errors.ts";
- * console.assert(elementCount([2, 3, 4], "tensor x") === 24);
+ * assert(elementCount([2, 3, 4], "tensor x") === 24);
  * ```
  */
 export function elementCount(shape: readonly number[], what: string): number {

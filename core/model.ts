@@ -103,10 +103,11 @@ function missing(name: string, known: string[]): RangeError {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { memoryTensorIndex } from "./model.ts";
  * import { tensorFromF32 } from "./tensor.ts";
  * const idx = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
- * console.assert(idx.info("w").byteLength === 16);
+ * assert(idx.info("w").byteLength === 16);
  * ```
  */
 export function memoryTensorIndex(tensors: Iterable<Tensor>): TensorIndex {
@@ -149,13 +150,14 @@ export function memoryTensorIndex(tensors: Iterable<Tensor>): TensorIndex {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { lazyTensorIndex } from "./model.ts";
  * const idx = lazyTensorIndex(
  *   [{ name: "b", dtype: "U8", shape: [2], byteLength: 2, byteOffset: 0 }],
  *   (info) => Promise.resolve(new Uint8Array(info.byteLength)),
  * );
  * const t = await idx.load("b");
- * console.assert(t.bytes.length === 2);
+ * assert(t.bytes.length === 2);
  * ```
  */
 export function lazyTensorIndex(
@@ -194,10 +196,11 @@ export function lazyTensorIndex(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { loadAllTensors, memoryTensorIndex } from "./model.ts";
  * import { tensorFromF32 } from "./tensor.ts";
  * const all = await loadAllTensors(memoryTensorIndex([tensorFromF32("w", new Float32Array(2), [2])]));
- * console.assert(all.has("w"));
+ * assert(all.has("w"));
  * ```
  */
 export async function loadAllTensors(

@@ -13,6 +13,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "./network.ts";
  * import { floatTensor } from "./tensor.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -26,7 +27,7 @@
  * };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const y = net.forward(floatTensor(new Float32Array(12), [3, 4]));
- * console.assert(y.shape.join() === "3,2");
+ * assert(y.shape.join() === "3,2");
  * ```
  *
  * @module
@@ -145,10 +146,11 @@ function isObject(v: unknown): v is Record<string, unknown> {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseLayer } from "./network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const p = parseLayer(defaultRegistry(), { type: "dense", output_size: 3 }, "layers[0]", 5);
- * console.assert(p.inputSize === 5 && p.outputSize === 3);
+ * assert(p.inputSize === 5 && p.outputSize === 3);
  * ```
  */
 export function parseLayer(
@@ -225,13 +227,14 @@ function gridField(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseNetwork } from "./network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const spec = parseNetwork(defaultRegistry(), {
  *   input_size: 4,
  *   layers: [{ type: "dense", output_size: 8 }, { type: "dense", output_size: 2 }],
  * });
- * console.assert(spec.layers[1].inputSize === 8 && spec.outputSize === 2);
+ * assert(spec.layers[1].inputSize === 8 && spec.outputSize === 2);
  * ```
  */
 export function parseNetwork(
@@ -322,10 +325,11 @@ export function parseNetwork(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { layerParams, parseLayer } from "./network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const p = parseLayer(defaultRegistry(), { type: "dense", input_size: 3, output_size: 2 }, "x");
- * console.assert(layerParams(p)[0].shape.join() === "2,3");
+ * assert(layerParams(p)[0].shape.join() === "2,3");
  * ```
  */
 export function layerParams(layer: ParsedLayer): ParamSpec[] {
@@ -341,9 +345,10 @@ export function layerParams(layer: ParsedLayer): ParamSpec[] {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { prefixParams } from "./network.ts";
  * const s = prefixParams("gate", [{ name: "weight", shape: [2, 4] }]);
- * console.assert(s[0].name === "gate.weight");
+ * assert(s[0].name === "gate.weight");
  * ```
  */
 export function prefixParams(prefix: string, specs: ParamSpec[]): ParamSpec[] {
@@ -368,10 +373,11 @@ function fanIn(shape: readonly number[]): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { defaultInit } from "./network.ts";
  * import { createRng } from "./rng.ts";
  * const v = defaultInit({ name: "w", shape: [2, 3], init: "ones" }, createRng(1));
- * console.assert(v.length === 6 && v[5] === 1);
+ * assert(v.length === 6 && v[5] === 1);
  * ```
  */
 export function defaultInit(spec: ParamSpec, rng: Rng): Float32Array {
@@ -400,11 +406,12 @@ export function defaultInit(spec: ParamSpec, rng: Rng): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { initLayer, parseLayer } from "./network.ts";
  * import { createRng } from "./rng.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const p = parseLayer(defaultRegistry(), { type: "dense", input_size: 3, output_size: 2 }, "x");
- * console.assert(initLayer(p, createRng(1)).get("weight")!.length === 6);
+ * assert(initLayer(p, createRng(1)).get("weight")!.length === 6);
  * ```
  */
 export function initLayer(
@@ -453,10 +460,11 @@ function layerSeed(seed: number, i: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { networkParams, parseNetwork } from "./network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const spec = parseNetwork(defaultRegistry(), { input_size: 2, layers: [{ type: "dense", output_size: 3 }] });
- * console.assert(networkParams(spec).map((p) => p.name).join() === "layers.0.weight,layers.0.bias");
+ * assert(networkParams(spec).map((p) => p.name).join() === "layers.0.weight,layers.0.bias");
  * ```
  */
 export function networkParams(spec: NetworkSpec): ParamSpec[] {
@@ -481,10 +489,11 @@ function specOf(lookup: LayerLookup, config: unknown): NetworkSpec {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { initNetwork } from "./network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const w = initNetwork(defaultRegistry(), { input_size: 4, layers: [{ type: "dense", output_size: 2 }] }, 7);
- * console.assert(w.get("layers.0.weight")!.shape.join() === "2,4");
+ * assert(w.get("layers.0.weight")!.shape.join() === "2,4");
  * ```
  */
 export function initNetwork(
@@ -518,13 +527,14 @@ export function initNetwork(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { checkNetworkTensors, initNetwork } from "./network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2 }] };
  * const w = initNetwork(reg, cfg, 1);
  * w.delete("layers.0.bias");
- * console.assert(checkNetworkTensors(reg, cfg, w).missing[0] === "layers.0.bias");
+ * assert(checkNetworkTensors(reg, cfg, w).missing[0] === "layers.0.bias");
  * ```
  */
 export function checkNetworkTensors(
@@ -570,6 +580,7 @@ export function checkNetworkTensors(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "./network.ts";
  * import { floatTensor, toFloat32 } from "./tensor.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -578,7 +589,7 @@ export function checkNetworkTensors(
  * const w = initNetwork(reg, cfg, 3);
  * const net = buildNetwork(reg, cfg, w);
  * const y = net.forward(floatTensor(new Float32Array([1, 0]), [1, 2]));
- * console.assert(y.data[0] === toFloat32(w.get("layers.0.weight")!)[0]);
+ * assert(y.data[0] === toFloat32(w.get("layers.0.weight")!)[0]);
  * ```
  */
 export function buildNetwork(

@@ -18,11 +18,12 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { quantize, toFloat32 } from "./mod.ts";
  * const w = new Float32Array([0.5, -1, 0.25, 2]);
  * const q = quantize("w", w, [2, 2], { dtype: "I8", granularity: "channel", symmetric: true });
  * const back = toFloat32(q);
- * console.assert(Math.abs(back[3] - 2) < 1e-6 && q.bytes.length === 4);
+ * assert(Math.abs(back[3] - 2) < 1e-6 && q.bytes.length === 4);
  * ```
  *
  * @module
@@ -59,8 +60,9 @@ export interface QuantizeOptions {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { quantizeDefaults } from "./quantize.ts";
- * console.assert(quantizeDefaults.blockSize === 32);
+ * assert(quantizeDefaults.blockSize === 32);
  * ```
  */
 export const quantizeDefaults = {
@@ -88,12 +90,13 @@ const F4_MAX = 6;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { quantize } from "./quantize.ts";
  * import { toFloat32 } from "./tensor.ts";
  * const w = new Float32Array(64).map((_, i) => Math.sin(i));
  * const q = quantize("w", w, [2, 32], { dtype: "F4" });
- * console.assert(q.bytes.length === 32 && (q.quant!.scale as Float32Array).length === 2);
- * console.assert(Math.abs(toFloat32(q)[5] - w[5]) < 0.1);
+ * assert(q.bytes.length === 32 && (q.quant!.scale as Float32Array).length === 2);
+ * assert(Math.abs(toFloat32(q)[5] - w[5]) < 0.1);
  * ```
  */
 export function quantize(
@@ -255,9 +258,10 @@ export interface ErrorStats {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { errorStats } from "./quantize.ts";
  * const s = errorStats(new Float32Array([1, 0]), new Float32Array([1, 0.5]));
- * console.assert(s.maxAbsError === 0.5 && Math.abs(s.cosine - 0.894427) < 1e-6);
+ * assert(s.maxAbsError === 0.5 && Math.abs(s.cosine - 0.894427) < 1e-6);
  * ```
  */
 export function errorStats(

@@ -26,9 +26,10 @@ export interface Rng {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createRng } from "./rng.ts";
  * const a = createRng(7), b = createRng(7);
- * console.assert(a.next() === b.next());
+ * assert(a.next() === b.next());
  * ```
  */
 export function createRng(seed: number): Rng {

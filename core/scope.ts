@@ -22,11 +22,12 @@ function join(prefix: string, name: string): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createScope } from "./scope.ts";
  * import { tensorFromF32 } from "./tensor.ts";
  * const w = tensorFromF32("layers.0.weight", new Float32Array(6), [2, 3]);
  * const scope = createScope(new Map([[w.name, w]])).at("layers.0");
- * console.assert(scope.getF32("weight", [2, 3]).length === 6);
+ * assert(scope.getF32("weight", [2, 3]).length === 6);
  * ```
  */
 export function createScope(

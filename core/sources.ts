@@ -68,10 +68,11 @@ export function checkRange(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { memorySource } from "./sources.ts";
  * const src = memorySource(new Uint8Array([1, 2, 3]));
  * const b = await src.read(1, 2);
- * console.assert(b[0] === 2 && src.size === 3);
+ * assert(b[0] === 2 && src.size === 3);
  * ```
  */
 export function memorySource(bytes: Uint8Array, name = "<memory>"): ByteSource {

@@ -66,9 +66,10 @@ export interface FloatTensor {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { floatTensor } from "./tensor.ts";
  * const x = floatTensor(new Float32Array(6), [2, 3]);
- * console.assert(x.shape[1] === 3);
+ * assert(x.shape[1] === 3);
  * ```
  */
 export function floatTensor(data: Float32Array, shape: number[]): FloatTensor {
@@ -91,8 +92,9 @@ export function floatTensor(data: Float32Array, shape: number[]): FloatTensor {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { numel } from "./tensor.ts";
- * console.assert(numel({ shape: [4, 8] }) === 32);
+ * assert(numel({ shape: [4, 8] }) === 32);
  * ```
  */
 export function numel(t: { shape: readonly number[] }): number {
@@ -189,13 +191,14 @@ function applyQuant(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toFloat32 } from "./tensor.ts";
  * const t = {
  *   name: "w", dtype: "I8" as const, shape: [2],
  *   bytes: new Uint8Array([2, 254]), quant: { scale: 0.5 },
  * };
  * const v = toFloat32(t);
- * console.assert(v[0] === 1 && v[1] === -1);
+ * assert(v[0] === 1 && v[1] === -1);
  * ```
  */
 export function toFloat32(t: Tensor): Float32Array {
@@ -222,9 +225,10 @@ export function toFloat32(t: Tensor): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { tensorFromF32, toFloat32 } from "./tensor.ts";
  * const t = tensorFromF32("b", new Float32Array([1, 2]), [2]);
- * console.assert(toFloat32(t)[1] === 2);
+ * assert(toFloat32(t)[1] === 2);
  * ```
  */
 export function tensorFromF32(

@@ -34,10 +34,11 @@ export interface Desc {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufTypeDescriptor } from "./_gguf_desc.ts";
  * import { GgufType } from "./_gguf_types.ts";
  * const d = ggufTypeDescriptor(GgufType.ARRAY, { type: GgufType.FLOAT32, items: [] });
- * console.assert(d === "ARRAY<FLOAT32>");
+ * assert(d === "ARRAY<FLOAT32>");
  * ```
  */
 export function ggufTypeDescriptor(type: GgufType, value: GgufValue): string {
@@ -63,8 +64,9 @@ const TYPE_BY_NAME = new Map<string, GgufType>(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseDescriptor } from "./_gguf_desc.ts";
- * console.assert(parseDescriptor("ARRAY<ARRAY<UINT8>|ARRAY<STRING>>")?.inner?.length === 2);
+ * assert(parseDescriptor("ARRAY<ARRAY<UINT8>|ARRAY<STRING>>")?.inner?.length === 2);
  * ```
  */
 export function parseDescriptor(d: string): Desc | undefined {
@@ -112,9 +114,10 @@ const INT_RANGE: Partial<Record<GgufType, [number, number]>> = {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { intRange } from "./_gguf_desc.ts";
  * import { GgufType } from "./_gguf_types.ts";
- * console.assert(intRange(GgufType.INT8)?.[0] === -128);
+ * assert(intRange(GgufType.INT8)?.[0] === -128);
  * ```
  */
 export function intRange(type: GgufType): [number, number] | undefined {
@@ -135,8 +138,9 @@ function fitsF32(v: unknown): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseDescriptor, typedValue } from "./_gguf_desc.ts";
- * console.assert(typedValue(300, parseDescriptor("UINT8")!) === undefined);
+ * assert(typedValue(300, parseDescriptor("UINT8")!) === undefined);
  * ```
  */
 export function typedValue(value: unknown, d: Desc): GgufValue | undefined {
@@ -220,9 +224,10 @@ function typedArrayType(value: ArrayBufferView): GgufType | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { inferDescriptor } from "./_gguf_desc.ts";
  * import { GgufType } from "./_gguf_types.ts";
- * console.assert(inferDescriptor([1, 2, 3])?.inner?.[0].type === GgufType.INT32);
+ * assert(inferDescriptor([1, 2, 3])?.inner?.[0].type === GgufType.INT32);
  * ```
  */
 export function inferDescriptor(value: unknown): Desc | undefined {

@@ -435,9 +435,10 @@ function checkCount(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseGgufHeader } from "./_gguf_read.ts";
  * const bytes = new Uint8Array([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array(16).fill(0)]);
- * console.assert(parseGgufHeader(bytes).version === 3);
+ * assert(parseGgufHeader(bytes).version === 3);
  * ```
  */
 export function parseGgufHeader(
@@ -472,11 +473,12 @@ export function parseGgufHeader(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readGgufHeader } from "./_gguf_read.ts";
  * import { memorySource } from "../core/sources.ts";
  * const bytes = new Uint8Array([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array(16).fill(0)]);
  * const h = await readGgufHeader(memorySource(bytes));
- * console.assert(h.tensors.length === 0 && h.alignment === 32);
+ * assert(h.tensors.length === 0 && h.alignment === 32);
  * ```
  */
 export async function readGgufHeader(

@@ -7,12 +7,28 @@
 
 import type { DTypeName } from "../core/dtypes.ts";
 
-/** The four bytes every GGUF file starts with: `"GGUF"`. */
+/**
+ * The four bytes every GGUF file starts with: `"GGUF"`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_MAGIC } from "./_gguf_types.ts";
+ * assert(new TextDecoder().decode(GGUF_MAGIC) === "GGUF");
+ * ```
+ */
 export const GGUF_MAGIC: Uint8Array = new Uint8Array([0x47, 0x47, 0x55, 0x46]);
 
 /**
  * GGUF metadata value types, with the numbers the spec gives them
  * (`gguf_type` in ggml, `GGUFValueType` in gguf-py).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GgufType } from "./_gguf_types.ts";
+ * assert(GgufType.STRING === 8 && GgufType.ARRAY === 9);
+ * ```
  */
 export const GgufType = {
   UINT8: 0,
@@ -33,7 +49,16 @@ export const GgufType = {
 /** One of the {@link GgufType} numbers. */
 export type GgufType = typeof GgufType[keyof typeof GgufType];
 
-/** The spec's name of each {@link GgufType}, indexed by its number. */
+/**
+ * The spec's name of each {@link GgufType}, indexed by its number.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_TYPE_NAMES, GgufType } from "./_gguf_types.ts";
+ * assert(GGUF_TYPE_NAMES[GgufType.STRING] === "STRING");
+ * ```
+ */
 export const GGUF_TYPE_NAMES: readonly string[] = [
   "UINT8",
   "INT8",
@@ -58,8 +83,9 @@ export const GGUF_TYPE_NAMES: readonly string[] = [
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { isGgufType } from "./_gguf_types.ts";
- * console.assert(isGgufType(8) && !isGgufType(13));
+ * assert(isGgufType(8) && !isGgufType(13));
  * ```
  */
 export function isGgufType(n: number): n is GgufType {
@@ -69,19 +95,82 @@ export function isGgufType(n: number): n is GgufType {
 // Hostile-file limits. Each bounds work or memory a corrupt or hostile file
 // could otherwise demand; real files stay far below all of them.
 
-/** ggml tensors have at most 4 dimensions (`GGML_MAX_DIMS`). */
+/**
+ * ggml tensors have at most 4 dimensions (`GGML_MAX_DIMS`).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_DIMS } from "./_gguf_types.ts";
+ * assert(MAX_DIMS === 4);
+ * ```
+ */
 export const MAX_DIMS = 4;
-/** The spec caps metadata keys at 65535 bytes. */
+/**
+ * The spec caps metadata keys at 65535 bytes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_KEY_BYTES } from "./_gguf_types.ts";
+ * assert(MAX_KEY_BYTES === 65_535);
+ * ```
+ */
 export const MAX_KEY_BYTES = 65_535;
-/** Tensor names are short paths; ggml itself stops at 63 bytes, gguf-py accepts more. */
+/**
+ * Tensor names are short paths; ggml itself stops at 63 bytes, gguf-py accepts more.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_TENSOR_NAME_BYTES } from "./_gguf_types.ts";
+ * assert(MAX_TENSOR_NAME_BYTES >= 64);
+ * ```
+ */
 export const MAX_TENSOR_NAME_BYTES = 65_535;
-/** One metadata string (a chat template, a license) is never near 256 MiB. */
+/**
+ * One metadata string (a chat template, a license) is never near 256 MiB.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_STRING_BYTES } from "./_gguf_types.ts";
+ * assert(MAX_STRING_BYTES === 256 * 1024 * 1024);
+ * ```
+ */
 export const MAX_STRING_BYTES = 256 * 1024 * 1024;
-/** Nested arrays deeper than this only serve to exhaust the stack. */
+/**
+ * Nested arrays deeper than this only serve to exhaust the stack.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_ARRAY_DEPTH } from "./_gguf_types.ts";
+ * assert(MAX_ARRAY_DEPTH >= 2);
+ * ```
+ */
 export const MAX_ARRAY_DEPTH = 8;
-/** Alignment pads every tensor; more than 1 MiB of padding is never useful. */
+/**
+ * Alignment pads every tensor; more than 1 MiB of padding is never useful.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { DEFAULT_ALIGNMENT, MAX_ALIGNMENT } from "./_gguf_types.ts";
+ * assert(DEFAULT_ALIGNMENT <= MAX_ALIGNMENT);
+ * ```
+ */
 export const MAX_ALIGNMENT = 1024 * 1024;
-/** The alignment the spec gives files without `general.alignment`. */
+/**
+ * The alignment the spec gives files without `general.alignment`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { DEFAULT_ALIGNMENT } from "./_gguf_types.ts";
+ * assert(DEFAULT_ALIGNMENT === 32);
+ * ```
+ */
 export const DEFAULT_ALIGNMENT = 32;
 
 /** A metadata value. 64-bit integers are bigints; FLOAT32 values are the exact double of the stored float. */

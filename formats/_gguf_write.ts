@@ -28,7 +28,16 @@ import {
   typedValue,
 } from "./_gguf_desc.ts";
 
-/** ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included. */
+/**
+ * ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_GGML_NAME_BYTES } from "./_gguf_write.ts";
+ * assert(new TextEncoder().encode("blk.0.attn_q.weight").length <= MAX_GGML_NAME_BYTES);
+ * ```
+ */
 export const MAX_GGML_NAME_BYTES = 63;
 
 /** Target types of {@link GgufWriteOptions.quantize}. */
@@ -108,7 +117,16 @@ export interface GgufWriteOptions {
   onPlan?: (plan: GgufTensorPlan[]) => void;
 }
 
-/** Default write options. */
+/**
+ * Default write options.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_WRITE_DEFAULTS } from "./_gguf_write.ts";
+ * assert(GGUF_WRITE_DEFAULTS.alignment === 32);
+ * ```
+ */
 export const GGUF_WRITE_DEFAULTS = {
   alignment: DEFAULT_ALIGNMENT,
 } satisfies GgufWriteOptions;
@@ -625,6 +643,7 @@ function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeGguf } from "./_gguf_write.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -632,7 +651,7 @@ function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
  *   tensors: memoryTensorIndex([tensorFromF32("w", new Float32Array(64), [2, 32])]) }] };
  * let size = 0;
  * for await (const chunk of writeGguf(file, { quantize: "Q8_0" })) size += chunk.length;
- * console.assert(size % 32 === 0);
+ * assert(size % 32 === 0);
  * ```
  */
 export async function* writeGguf(
@@ -660,10 +679,11 @@ export async function* writeGguf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeGgufBytes } from "./_gguf_write.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * const bytes = await writeGgufBytes({ models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([]) }] });
- * console.assert(bytes.length === 24);
+ * assert(bytes.length === 24);
  * ```
  */
 export async function writeGgufBytes(
@@ -694,6 +714,7 @@ export async function writeGgufBytes(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { planGguf } from "./_gguf_write.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -702,7 +723,7 @@ export async function writeGgufBytes(
  *   tensorFromF32("blk.0.attn_q.weight", new Float32Array(48 * 48), [48, 48]),
  * ]);
  * const plan = planGguf({ models: [{ id: "m", metadata: {}, tensors }] }, { quantize: "Q4_K" });
- * console.assert(plan[0].to === "F32" && plan[1].to === "F16");
+ * assert(plan[0].to === "F32" && plan[1].to === "F16");
  * ```
  */
 export function planGguf(

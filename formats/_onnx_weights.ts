@@ -88,10 +88,18 @@ export function transposeBytes(
 ): Uint8Array {
   const out = new Uint8Array(rows * cols * size);
   if (size === 4 && raw.byteOffset % 4 === 0) {
+    // 32 × 32 tiles keep both the reads and the writes in cache.
     const src = new Uint32Array(raw.buffer, raw.byteOffset, rows * cols);
     const dst = new Uint32Array(out.buffer);
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+    const T = 32;
+    for (let r0 = 0; r0 < rows; r0 += T) {
+      const r1 = Math.min(rows, r0 + T);
+      for (let c0 = 0; c0 < cols; c0 += T) {
+        const c1 = Math.min(cols, c0 + T);
+        for (let r = r0; r < r1; r++) {
+          for (let c = c0; c < c1; c++) dst[c * rows + r] = src[r * cols + c];
+        }
+      }
     }
     return out;
   }

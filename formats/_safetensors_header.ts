@@ -27,8 +27,9 @@ import {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SAFETENSORS_MAX_HEADER_BYTES } from "./_safetensors_header.ts";
- * console.assert(SAFETENSORS_MAX_HEADER_BYTES === 100_000_000);
+ * assert(SAFETENSORS_MAX_HEADER_BYTES === 100_000_000);
  * ```
  */
 export const SAFETENSORS_MAX_HEADER_BYTES = 100_000_000;

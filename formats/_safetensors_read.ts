@@ -29,8 +29,9 @@ import {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SAFETENSORS_KEYS } from "./_safetensors_read.ts";
- * console.assert(`${SAFETENSORS_KEYS.provenance}seed` === "modelhost.provenance.seed");
+ * assert(`${SAFETENSORS_KEYS.provenance}seed` === "modelhost.provenance.seed");
  * ```
  */
 export const SAFETENSORS_KEYS = {
@@ -68,12 +69,13 @@ export interface SafetensorsReadOptions extends ReadOptions {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readSafetensorsHeader } from "./safetensors.ts";
  * import { memorySource } from "../core/sources.ts";
  * const json = '{"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}';
  * const bytes = new Uint8Array([json.length, 0, 0, 0, 0, 0, 0, 0, ...new TextEncoder().encode(json), 7, 9]);
  * const header = await readSafetensorsHeader(memorySource(bytes));
- * console.assert(header.tensors[0].byteOffset === 8 + json.length);
+ * assert(header.tensors[0].byteOffset === 8 + json.length);
  * ```
  */
 export async function readSafetensorsHeader(
@@ -422,10 +424,11 @@ function checkShardName(file: string, index: string): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseSafetensorsIndex } from "./safetensors.ts";
  * const text = '{"metadata":{"total_size":8},"weight_map":{"w":"model-00001-of-00001.safetensors"}}';
  * const index = parseSafetensorsIndex(new TextEncoder().encode(text));
- * console.assert(index.weightMap.get("w") === "model-00001-of-00001.safetensors");
+ * assert(index.weightMap.get("w") === "model-00001-of-00001.safetensors");
  * ```
  */
 export function parseSafetensorsIndex(
@@ -494,13 +497,14 @@ async function openParts(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readSafetensors } from "./safetensors.ts";
  * import { memorySource } from "../core/sources.ts";
  * const json = '{"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}';
  * const bytes = new Uint8Array([json.length, 0, 0, 0, 0, 0, 0, 0, ...new TextEncoder().encode(json), 7, 9]);
  * const file = await readSafetensors(memorySource(bytes));
  * const x = await file.models[0].tensors.load("x");
- * console.assert(x.bytes[1] === 9);
+ * assert(x.bytes[1] === 9);
  * ```
  */
 export async function readSafetensors(
@@ -555,6 +559,7 @@ export interface SafetensorsShardsOptions {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readSafetensorsShards, serializeSafetensors } from "./safetensors.ts";
  * import { memorySource } from "../core/sources.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
@@ -563,7 +568,7 @@ export interface SafetensorsShardsOptions {
  *   serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([tensorFromF32(name, new Float32Array(2), [2])]) }] });
  * const files = new Map([["a.safetensors", await one("a")], ["b.safetensors", await one("b")]]);
  * const file = await readSafetensorsShards([...files.keys()], (f) => Promise.resolve(memorySource(files.get(f)!, f)));
- * console.assert(file.models[0].tensors.names().join() === "a,b");
+ * assert(file.models[0].tensors.names().join() === "a,b");
  * ```
  */
 export async function readSafetensorsShards(

@@ -88,6 +88,7 @@ interface Opened {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { serializeSafetensors, validateSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { memorySource } from "../core/sources.ts";
@@ -96,7 +97,7 @@ interface Opened {
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] }, { sha256: true });
  * bytes[bytes.length - 1] ^= 1; // damage the data
  * const report = await validateSafetensors(memorySource(bytes));
- * console.assert(!report.ok && report.problems[0].tensor === "w");
+ * assert(!report.ok && report.problems[0].tensor === "w");
  * ```
  */
 export async function validateSafetensors(

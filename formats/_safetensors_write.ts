@@ -78,8 +78,9 @@ export interface SafetensorsWriteOptions extends WriteOptions {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { safetensorsWriteDefaults } from "./_safetensors_write.ts";
- * console.assert(safetensorsWriteDefaults.format === "pt");
+ * assert(safetensorsWriteDefaults.format === "pt");
  * ```
  */
 export const safetensorsWriteDefaults = {
@@ -277,9 +278,10 @@ function hex(buf: ArrayBuffer): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { sha256Hex } from "./_safetensors_write.ts";
  * const digest = await sha256Hex(new TextEncoder().encode("abc"));
- * console.assert(digest.startsWith("ba7816bf8f01cfea"));
+ * assert(digest.startsWith("ba7816bf8f01cfea"));
  * ```
  */
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
@@ -473,6 +475,7 @@ function shardName(base: string, i: number, n: number): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeSafetensorsShards } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -484,8 +487,8 @@ function shardName(base: string, i: number, n: number): string {
  *   { models: [{ id: "m", metadata: {}, tensors }] },
  *   { maxShardSize: 1024 },
  * );
- * console.assert(plan.shards.length === 2 && plan.index !== undefined);
- * console.assert(plan.shards[1].fileName === "model-00002-of-00002.safetensors");
+ * assert(plan.shards.length === 2 && plan.index !== undefined);
+ * assert(plan.shards[1].fileName === "model-00002-of-00002.safetensors");
  * ```
  */
 export async function writeSafetensorsShards(
@@ -596,6 +599,7 @@ export async function writeSafetensorsShards(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readSafetensors, writeSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { memorySource } from "../core/sources.ts";
@@ -608,7 +612,7 @@ export async function writeSafetensorsShards(
  * const bytes = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
  * chunks.reduce((at, c) => (bytes.set(c, at), at + c.byteLength), 0);
  * const back = await readSafetensors(memorySource(bytes));
- * console.assert(toFloat32(await back.models[0].tensors.load("w"))[1] === -2);
+ * assert(toFloat32(await back.models[0].tensors.load("w"))[1] === -2);
  * ```
  */
 export async function* writeSafetensors(
@@ -633,13 +637,14 @@ export async function* writeSafetensors(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { serializeSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(2), [2])]);
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] });
  * const headerLength = new DataView(bytes.buffer).getBigUint64(0, true);
- * console.assert(headerLength % 8n === 0n && bytes.length === 8 + Number(headerLength) + 8);
+ * assert(headerLength % 8n === 0n && bytes.length === 8 + Number(headerLength) + 8);
  * ```
  */
 export async function serializeSafetensors(

@@ -26,13 +26,14 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { loadBundle, saveBundle } from "./bundle.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const w = tensorFromF32("layers.0.weight", new Float32Array([1, 2, 3, 4, 5, 6]), [2, 3]);
  * const text = await saveBundle([{ id: "tiny", tensors: [w] }], { dtype: "F16" });
  * const file = await loadBundle(text, "tiny");
  * const t = await file.models[0].tensors.load("layers.0.weight");
- * console.assert(t.dtype === "F16" && t.shape.join() === "2,3");
+ * assert(t.dtype === "F16" && t.shape.join() === "2,3");
  * ```
  *
  * @module
@@ -95,11 +96,38 @@ import {
 } from "./_json.ts";
 import { type LoomReadOptions, readLoomModel } from "./loom.ts";
 
-/** The `type` string every bundle starts with. */
+/**
+ * The `type` string every bundle starts with.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BUNDLE_TYPE } from "./bundle.ts";
+ * assert(BUNDLE_TYPE === "modelhost/bundle");
+ * ```
+ */
 export const BUNDLE_TYPE = "modelhost/bundle";
-/** The format version this module writes. */
+/**
+ * The format version this module writes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BUNDLE_VERSION } from "./bundle.ts";
+ * assert(BUNDLE_VERSION === 1);
+ * ```
+ */
 export const BUNDLE_VERSION = 1;
-/** The `producer` written into each model's metadata unless one is given. */
+/**
+ * The `producer` written into each model's metadata unless one is given.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BUNDLE_PRODUCER } from "./bundle.ts";
+ * assert(BUNDLE_PRODUCER === "modelhost");
+ * ```
+ */
 export const BUNDLE_PRODUCER = "modelhost";
 
 /** Largest `version` accepted: Loom writes 2 for its multi-precision layout. */
@@ -111,9 +139,10 @@ const LOOM_VERSION = 2;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ChecksumError } from "./bundle.ts";
  * const e = new ChecksumError("enc", "layers.0.weight", "ab", "cd");
- * console.assert(e.tensor === "layers.0.weight" && e.message.includes('"enc"'));
+ * assert(e.tensor === "layers.0.weight" && e.message.includes('"enc"'));
  * ```
  */
 export class ChecksumError extends Error {
@@ -215,7 +244,16 @@ export interface SaveBundleOptions {
   checksums?: boolean;
 }
 
-/** The defaults of {@link SaveBundleOptions}. */
+/**
+ * The defaults of {@link SaveBundleOptions}.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { saveBundleDefaults } from "./bundle.ts";
+ * assert(saveBundleDefaults.checksums && !saveBundleDefaults.created);
+ * ```
+ */
 export const saveBundleDefaults = {
   created: false,
   producer: BUNDLE_PRODUCER,
@@ -531,9 +569,10 @@ function modelsOf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveBundleChunks } from "./bundle.ts";
  * const parts = await saveBundleChunks([{ id: "empty", tensors: [] }]);
- * console.assert(parts.join("").startsWith('{"type":"modelhost/bundle","version":1,'));
+ * assert(parts.join("").startsWith('{"type":"modelhost/bundle","version":1,'));
  * ```
  */
 export async function saveBundleChunks(
@@ -567,12 +606,13 @@ export async function saveBundleChunks(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveBundle } from "./bundle.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const w = tensorFromF32("w", new Float32Array([0.5, -0.25]), [2]);
  * const a = await saveBundle([{ id: "m", tensors: [w] }], { dtype: "I8" });
  * const b = await saveBundle([{ id: "m", tensors: [w] }], { dtype: "I8" });
- * console.assert(a === b && a.includes('"dtype":"I8"'));
+ * assert(a === b && a.includes('"dtype":"I8"'));
  * ```
  */
 export async function saveBundle(
@@ -1171,6 +1211,7 @@ async function readModel(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { loadBundle, saveBundle } from "./bundle.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const t = (n: string) => tensorFromF32(n, new Float32Array([1, 2]), [2]);
@@ -1180,7 +1221,7 @@ async function readModel(
  * ]);
  * const both = await loadBundle(text);
  * const dec = await loadBundle(text, "decoder");
- * console.assert(both.models.length === 2 && dec.models[0].tensors.has("b"));
+ * assert(both.models.length === 2 && dec.models[0].tensors.has("b"));
  * ```
  */
 export async function loadBundle(
@@ -1222,9 +1263,10 @@ export async function loadBundle(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { bundleModelIds, saveBundle } from "./bundle.ts";
  * const text = await saveBundle([{ id: "a", tensors: [] }, { id: "b", tensors: [] }]);
- * console.assert(bundleModelIds(text).join() === "a,b");
+ * assert(bundleModelIds(text).join() === "a,b");
  * ```
  */
 export function bundleModelIds(input: string | Uint8Array): string[] {
@@ -1246,9 +1288,10 @@ const HEAD_PATTERN =
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectBundle } from "./bundle.ts";
  * const head = new TextEncoder().encode('{\n  "type": "modelhost/bundle",\n  "version": 1');
- * console.assert(detectBundle(head) && !detectBundle(new TextEncoder().encode('{"a": [1]}')));
+ * assert(detectBundle(head) && !detectBundle(new TextEncoder().encode('{"a": [1]}')));
  * ```
  */
 export function detectBundle(head: Uint8Array): boolean {
@@ -1288,10 +1331,11 @@ async function* encodeChunks(parts: string[]): AsyncIterable<Uint8Array> {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { bundleBytes, saveBundleChunks } from "./bundle.ts";
  * let n = 0;
  * for await (const c of bundleBytes(await saveBundleChunks([]))) n += c.length;
- * console.assert(n > 0);
+ * assert(n > 0);
  * ```
  */
 export function bundleBytes(parts: string[]): AsyncIterable<Uint8Array> {
@@ -1354,10 +1398,11 @@ const OPTIONS: readonly OptionSpec[] = [
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { bundleFormat } from "./bundle.ts";
  * import { createRegistry } from "../registry.ts";
  * const reg = createRegistry().use(bundleFormat);
- * console.assert(reg.formatForPath("model.bundle.json").name === "bundle");
+ * assert(reg.formatForPath("model.bundle.json").name === "bundle");
  * ```
  */
 export const bundleFormat: FormatPlugin & {
@@ -1471,6 +1516,7 @@ function nonFiniteText(c: { nan: number; inf: number }): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { validate } from "./bundle.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const report = await validate({
@@ -1478,8 +1524,8 @@ function nonFiniteText(c: { nan: number; inf: number }): string {
  *   config: { input_size: 2, layers: [{ type: "dense", output_size: 1 }] },
  *   tensors: [tensorFromF32("layers.0.weight", new Float32Array([1, NaN]), [1, 2])],
  * });
- * console.assert(!report.ok);
- * console.assert(report.problems.map((p) => p.kind).join() === "missing,weights,output");
+ * assert(!report.ok);
+ * assert(report.problems.map((p) => p.kind).join() === "missing,weights,output");
  * ```
  */
 export async function validate(
@@ -1618,6 +1664,7 @@ export async function validate(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveBundle, validateBundle } from "./bundle.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const text = await saveBundle([{
@@ -1625,9 +1672,9 @@ export async function validate(
  *   config: { input_size: 2, layers: [{ type: "dense", output_size: 1, bias: false }] },
  *   tensors: [tensorFromF32("layers.0.weight", new Float32Array([1, 2]), [1, 2])],
  * }]);
- * console.assert((await validateBundle(text)).length === 0);
+ * assert((await validateBundle(text)).length === 0);
  * const broken = text.replace('"shape":[1,2]', '"shape":[2,2]');
- * console.assert((await validateBundle(broken))[0].startsWith('model "m": '));
+ * assert((await validateBundle(broken))[0].startsWith('model "m": '));
  * ```
  */
 export async function validateBundle(

@@ -33,6 +33,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readGguf } from "./gguf.ts";
  * import { memorySource } from "../core/sources.ts";
  * // GGUF v3, one F32 tensor "b" with dims [2], alignment 32, data at 64.
@@ -45,11 +46,12 @@
  * v.setFloat32(64, 1.5, true); v.setFloat32(68, -2, true);
  * const file = await readGguf(memorySource(bytes));
  * const t = await file.models[0].tensors.load("b");
- * console.assert(t.shape[0] === 2 && new Float32Array(t.bytes.slice().buffer)[1] === -2);
+ * assert(t.shape[0] === 2 && new Float32Array(t.bytes.slice().buffer)[1] === -2);
  * ```
  *
  * @example Write, quantizing 2-D weights to Q8_0 (norms and 1-D tensors stay F32)
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readGguf, writeGgufBytes, type GgufTensorPlan } from "./gguf.ts";
  * import { memorySource } from "../core/sources.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
@@ -68,9 +70,9 @@
  * };
  * let plan: GgufTensorPlan[] = [];
  * const bytes = await writeGgufBytes(file, { quantize: "Q8_0", onPlan: (p) => (plan = p) });
- * console.assert(plan[0].to === "Q8_0" && plan[1].to === "F32");
+ * assert(plan[0].to === "Q8_0" && plan[1].to === "F32");
  * const back = await readGguf(memorySource(bytes));
- * console.assert(back.models[0].metadata["llama.block_count"] === 1);
+ * assert(back.models[0].metadata["llama.block_count"] === 1);
  * ```
  *
  * @module
@@ -132,7 +134,16 @@ export {
   type ReadGgufHeaderOptions,
 } from "./_gguf_read.ts";
 
-/** The ModelFile metadata key that holds each GGUF key's type descriptor. */
+/**
+ * The ModelFile metadata key that holds each GGUF key's type descriptor.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_TYPES_KEY } from "./gguf.ts";
+ * assert(GGUF_TYPES_KEY === "gguf.types");
+ * ```
+ */
 export const GGUF_TYPES_KEY = "gguf.types";
 
 /**
@@ -144,9 +155,10 @@ export const GGUF_TYPES_KEY = "gguf.types";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufPlainValue, GgufType } from "./gguf.ts";
  * const v = ggufPlainValue({ type: GgufType.STRING, items: ["a", "b"] });
- * console.assert(Array.isArray(v) && v[1] === "b");
+ * assert(Array.isArray(v) && v[1] === "b");
  * ```
  */
 export function ggufPlainValue(value: GgufValue): unknown {
@@ -164,9 +176,10 @@ export function ggufPlainValue(value: GgufValue): unknown {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufEntry, GgufType } from "./gguf.ts";
  * const header = { metadata: [{ key: "a", type: GgufType.UINT32, value: 7 }] };
- * console.assert(ggufEntry(header, "a")?.type === GgufType.UINT32);
+ * assert(ggufEntry(header, "a")?.type === GgufType.UINT32);
  * ```
  */
 export function ggufEntry(
@@ -186,9 +199,10 @@ export function ggufEntry(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufValue, GgufType } from "./gguf.ts";
  * const header = { metadata: [{ key: "t", type: GgufType.ARRAY, value: { type: GgufType.STRING, items: ["<s>"] } }] };
- * console.assert((ggufValue(header, "t") as string[])[0] === "<s>");
+ * assert((ggufValue(header, "t") as string[])[0] === "<s>");
  * ```
  */
 export function ggufValue(
@@ -209,9 +223,10 @@ export function ggufValue(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufMetadataRecord, GgufType } from "./gguf.ts";
  * const rec = ggufMetadataRecord({ metadata: [{ key: "n", type: GgufType.INT16, value: -2 }] });
- * console.assert(rec.n === -2 && (rec["gguf.types"] as Record<string, string>).n === "INT16");
+ * assert(rec.n === -2 && (rec["gguf.types"] as Record<string, string>).n === "INT16");
  * ```
  */
 export function ggufMetadataRecord(
@@ -238,6 +253,7 @@ export function ggufMetadataRecord(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readGgufHeader, readGgufTensor } from "./gguf.ts";
  * import { memorySource } from "../core/sources.ts";
  * const bytes = new Uint8Array(72);
@@ -248,7 +264,7 @@ export function ggufMetadataRecord(
  * v.setBigUint64(37, 2n, true);
  * const src = memorySource(bytes);
  * const t = await readGgufTensor(src, await readGgufHeader(src), "b");
- * console.assert(t.bytes.length === 8);
+ * assert(t.bytes.length === 8);
  * ```
  */
 export async function readGgufTensor(
@@ -276,12 +292,13 @@ export async function readGgufTensor(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufModelFile, readGgufHeader } from "./gguf.ts";
  * import { memorySource } from "../core/sources.ts";
  * const bytes = new Uint8Array([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array(16).fill(0)]);
  * const src = memorySource(bytes);
  * const file = ggufModelFile(src, await readGgufHeader(src));
- * console.assert(file.models[0].id === "model" && file.format === "gguf");
+ * assert(file.models[0].id === "model" && file.format === "gguf");
  * ```
  */
 export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
@@ -329,11 +346,12 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readGguf } from "./gguf.ts";
  * import { memorySource } from "../core/sources.ts";
  * const bytes = new Uint8Array([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array(16).fill(0)]);
  * const file = await readGguf(memorySource(bytes));
- * console.assert(file.models[0].tensors.names().length === 0);
+ * assert(file.models[0].tensors.names().length === 0);
  * ```
  */
 export async function readGguf(
@@ -351,8 +369,9 @@ export async function readGguf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { isGguf } from "./gguf.ts";
- * console.assert(isGguf(new TextEncoder().encode("GGUF\x03\0\0\0")));
+ * assert(isGguf(new TextEncoder().encode("GGUF\x03\0\0\0")));
  * ```
  */
 export function isGguf(head: Uint8Array): boolean {
@@ -365,10 +384,11 @@ export function isGguf(head: Uint8Array): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { gguf } from "./gguf.ts";
  * import { createRegistry } from "../registry.ts";
  * const reg = createRegistry().use(gguf);
- * console.assert(reg.formatForPath("model.gguf").name === "gguf");
+ * assert(reg.formatForPath("model.gguf").name === "gguf");
  * ```
  */
 export const gguf: FormatPlugin = {

@@ -22,12 +22,13 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { convertLoomConfig } from "./loom.ts";
  * const cfg = convertLoomConfig({
  *   grid_rows: 1, grid_cols: 1, layers_per_cell: 1,
  *   layers: [{ type: "dense", activation: "leaky_relu", input_height: 8, output_height: 4 }],
  * });
- * console.assert(cfg.layers[0].negative_slope === 0.1 && cfg.input_size === 8);
+ * assert(cfg.layers[0].negative_slope === 0.1 && cfg.input_size === 8);
  * ```
  *
  * @module
@@ -55,7 +56,16 @@ export interface LoomReadOptions {
   scaledRelu?: boolean;
 }
 
-/** The weight layouts Loom writes. */
+/**
+ * The weight layouts Loom writes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LOOM_WEIGHT_FORMATS } from "./loom.ts";
+ * assert(LOOM_WEIGHT_FORMATS.includes("jsonModelB64"));
+ * ```
+ */
 export const LOOM_WEIGHT_FORMATS: readonly string[] = [
   "jsonModelB64",
   "multiPrecisionB64",
@@ -64,6 +74,13 @@ export const LOOM_WEIGHT_FORMATS: readonly string[] = [
 /**
  * Loom activation names and the modelhost activation each is read as. The
  * empty string is Loom's default (its zero value, the scaled ReLU).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { LOOM_ACTIVATIONS } from "./loom.ts";
+ * assert(LOOM_ACTIVATIONS.leaky_relu.negative_slope === 0.1);
+ * ```
  */
 export const LOOM_ACTIVATIONS: Readonly<
   Record<string, { activation: string; negative_slope?: number }>
@@ -731,6 +748,7 @@ function firstInputSize(cfg: LayerConfig): number | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { convertLoomConfig } from "./loom.ts";
  * const cfg = convertLoomConfig({
  *   layers: [
@@ -738,7 +756,7 @@ function firstInputSize(cfg: LayerConfig): number | undefined {
  *     { type: "softmax", softmax_variant: "sparse" },
  *   ],
  * });
- * console.assert(cfg.layers[1].softmax_variant === "sparsemax");
+ * assert(cfg.layers[1].softmax_variant === "sparsemax");
  * ```
  */
 export function convertLoomConfig(
@@ -991,6 +1009,7 @@ function decodeBlob(model: string, data: unknown): unknown {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readLoomModel } from "./loom.ts";
  * const blob = { type: "float32", dtype: "", layers: [{ kernel: [1, 2, 3, 4, 5, 6], biases: [0, 1] }] };
  * const data = btoa(JSON.stringify(blob));
@@ -1002,7 +1021,7 @@ function decodeBlob(model: string, data: unknown): unknown {
  * }, "m");
  * const w = await m.tensors.load("layers.0.weight");
  * // Loom's kernel is [in][out]: row i holds input i's weights to outputs 0 and 1.
- * console.assert(new Float32Array(w.bytes.buffer).join() === "1,3,5,2,4,6");
+ * assert(new Float32Array(w.bytes.buffer).join() === "1,3,5,2,4,6");
  * ```
  */
 export function readLoomModel(

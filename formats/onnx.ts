@@ -19,6 +19,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { exportOnnx } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -26,7 +27,7 @@
  * const cfg = { input_size: 3, layers: [{ type: "dense", output_size: 1, activation: "sigmoid" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const bytes = exportOnnx(net, { opsetVersion: 17 });
- * console.assert(bytes.length > 0);
+ * assert(bytes.length > 0);
  * ```
  *
  * @module
@@ -38,7 +39,12 @@ import {
   type LayerLookup,
   type Network,
 } from "../core/network.ts";
-import type { FormatPlugin, OptionSpec, WriteOptions } from "../core/plugin.ts";
+import type {
+  FormatPlugin,
+  OptionSpec,
+  WriteOptions,
+  WrittenFile,
+} from "../core/plugin.ts";
 import { createScope } from "../core/scope.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -48,10 +54,28 @@ import { modelProto, OnnxDataType, type TensorMessage } from "./_protobuf.ts";
 
 export type { OnnxWeightDtype } from "./_onnx_weights.ts";
 
-/** Lowest and highest opset the exporter writes. */
+/**
+ * Lowest and highest opset the exporter writes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ONNX_OPSETS } from "./onnx.ts";
+ * assert(ONNX_OPSETS.min === 13 && ONNX_OPSETS.max === 23);
+ * ```
+ */
 export const ONNX_OPSETS = { min: 13, max: 23 } as const;
 
-/** Largest protobuf message ONNX tooling reads (2 GiB − 1). */
+/**
+ * Largest protobuf message ONNX tooling reads (2 GiB − 1).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { PROTOBUF_LIMIT } from "./onnx.ts";
+ * assert(PROTOBUF_LIMIT === 2 ** 31 - 1);
+ * ```
+ */
 export const PROTOBUF_LIMIT = 2 ** 31 - 1;
 
 /** The IR version each opset came with (onnx/docs/Versioning.md). */
@@ -125,7 +149,16 @@ export interface OnnxFilesOptions extends OnnxExportOptions {
   dataLocation?: string;
 }
 
-/** Default export options. */
+/**
+ * Default export options.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { onnxDefaults } from "./onnx.ts";
+ * assert(onnxDefaults.opsetVersion === 17);
+ * ```
+ */
 export const onnxDefaults = {
   opsetVersion: 17,
   weightDtype: "keep",
@@ -301,6 +334,7 @@ function rawLength(t: TensorMessage): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { exportOnnxFiles } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -308,7 +342,7 @@ function rawLength(t: TensorMessage): number {
  * const cfg = { input_size: 64, layers: [{ type: "dense", output_size: 64 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const files = exportOnnxFiles(net, { externalData: true, dataLocation: "mlp.onnx.data" });
- * console.assert(files.dataLength >= 64 * 64 * 4 && files.ops.join() === "MatMul,Add");
+ * assert(files.dataLength >= 64 * 64 * 4 && files.ops.join() === "MatMul,Add");
  * ```
  */
 export function exportOnnxFiles(
@@ -384,6 +418,7 @@ export function exportOnnxFiles(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { exportOnnx } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -392,7 +427,7 @@ export function exportOnnxFiles(
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const a = exportOnnx(net, { opsetVersion: 13 });
  * const b = exportOnnx(net, { opsetVersion: 13 });
- * console.assert(a.length === b.length && a.every((x, i) => x === b[i]));
+ * assert(a.length === b.length && a.every((x, i) => x === b[i]));
  * ```
  */
 export function exportOnnx(
@@ -402,8 +437,8 @@ export function exportOnnx(
   return exportOnnxFiles(network, { ...options, externalData: false }).model;
 }
 
-/** Options of the {@link onnx} format plugin's `write`. */
-export interface OnnxWriteOptions extends OnnxExportOptions, WriteOptions {
+/** Options of the {@link onnx} format plugin's `write` and `writeFiles`. */
+export interface OnnxWriteOptions extends OnnxFilesOptions, WriteOptions {
   /**
    * Where layer types are looked up (a registry); the plugin's own lookup
    * (the built-in layers, unless the factory was given one) otherwise.
@@ -473,7 +508,33 @@ const OPTIONS: readonly OptionSpec[] = [
     description: "Attention: longest sequence the RoPE tables cover",
     default: onnxDefaults.maxSequenceLength,
   },
+  {
+    name: "externalData",
+    type: "string",
+    description:
+      "Tensor data in a .onnx.data file beside the model: auto (past 2 GiB), true, false",
+    default: "auto",
+    choices: ["auto", "true", "false"],
+  },
+  {
+    name: "externalDataThreshold",
+    type: "number",
+    description:
+      "With external data: smallest tensor (bytes) moved to the data file",
+    default: onnxDefaults.externalDataThreshold,
+  },
 ];
+
+/** `externalData` as the CLI passes it (a string) or as code does. */
+function externalOption(v: unknown): boolean | "auto" | undefined {
+  if (v === "true") return true;
+  if (v === "false") return false;
+  return v as boolean | "auto" | undefined;
+}
+
+async function* streamed(chunks: Uint8Array[]): AsyncIterable<Uint8Array> {
+  for (const c of chunks) yield c;
+}
 
 async function loadTensors(
   file: ModelFile,
@@ -508,14 +569,16 @@ async function loadTensors(
 
 /**
  * The ONNX format plugin (write-only): `write` builds the model's network
- * from its config and tensors and exports it inline (models past 2 GiB need
- * `saveOnnx` in `io/onnx.ts`, which writes external data).
+ * from its config and tensors and exports it inline; `writeFiles` (what
+ * `convert` uses) also writes `{baseName}.onnx.data` when tensors go to
+ * external data (past 2 GiB, or with `externalData: true`).
  *
  * @param pluginOptions Where layer types are looked up.
  * @returns The plugin.
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { onnx } from "./onnx.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { initNetwork } from "../core/network.ts";
@@ -523,7 +586,7 @@ async function loadTensors(
  * const config = { input_size: 2, layers: [{ type: "dense", output_size: 1 }] };
  * const tensors = memoryTensorIndex(initNetwork(defaultRegistry(), config, 1).values());
  * const bytes = await onnx().write!({ models: [{ id: "m", config, metadata: {}, tensors }] });
- * console.assert(bytes instanceof Uint8Array && bytes.length > 0);
+ * assert(bytes instanceof Uint8Array && bytes.length > 0);
  * ```
  */
 export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
@@ -540,6 +603,29 @@ export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
       const lookup = o.layers ?? pluginOptions.layers ?? builtinLayers();
       const net = buildNetwork(lookup, config, tensors);
       return exportOnnx(net, o);
+    },
+    async writeFiles(
+      file: ModelFile,
+      options: WriteOptions & { baseName: string },
+    ): Promise<WrittenFile[]> {
+      const o = options as OnnxWriteOptions & { baseName: string };
+      const { config, tensors } = await loadTensors(file, o.modelId);
+      const lookup = o.layers ?? pluginOptions.layers ?? builtinLayers();
+      const net = buildNetwork(lookup, config, tensors);
+      const dataLocation = o.dataLocation ?? `${o.baseName}.onnx.data`;
+      const files = exportOnnxFiles(net, {
+        ...o,
+        externalData: externalOption(o.externalData),
+        dataLocation,
+      });
+      const out: WrittenFile[] = [{
+        name: `${o.baseName}.onnx`,
+        data: files.model,
+      }];
+      if (files.dataLength > 0) {
+        out.push({ name: dataLocation, data: streamed(files.data) });
+      }
+      return out;
     },
   };
 }

@@ -66,6 +66,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readSafetensors, serializeSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { memorySource } from "../core/sources.ts";
@@ -75,8 +76,8 @@
  * const config = { layers: [{ type: "dense", input_size: 2, output_size: 2 }] };
  * const bytes = await serializeSafetensors({ models: [{ id: "net", config, metadata: {}, tensors }] }, { dtype: "BF16" });
  * const back = (await readSafetensors(memorySource(bytes))).models[0];
- * console.assert(back.config?.layers[0].type === "dense");
- * console.assert(toFloat32(await back.tensors.load("layers.0.weight"))[3] === 4);
+ * assert(back.config?.layers[0].type === "dense");
+ * assert(toFloat32(await back.tensors.load("layers.0.weight"))[3] === 4);
  * ```
  *
  * @module
@@ -137,10 +138,11 @@ export {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectSafetensors } from "./safetensors.ts";
  * const head = new Uint8Array([2, 0, 0, 0, 0, 0, 0, 0, 0x7b, 0x7d]);
- * console.assert(detectSafetensors(head));
- * console.assert(!detectSafetensors(new TextEncoder().encode("GGUF")));
+ * assert(detectSafetensors(head));
+ * assert(!detectSafetensors(new TextEncoder().encode("GGUF")));
  * ```
  */
 export function detectSafetensors(head: Uint8Array): boolean {
@@ -215,10 +217,11 @@ const ARRAY_OF: Partial<Record<DTypeName, ArrayCtor>> = {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { typedArrayOf } from "./safetensors.ts";
  * const bytes = new Uint8Array(new Int16Array([-3, 7]).buffer);
  * const a = typedArrayOf({ name: "t", dtype: "I16", shape: [2], bytes });
- * console.assert(a instanceof Int16Array && a[0] === -3 && a.buffer === bytes.buffer);
+ * assert(a instanceof Int16Array && a[0] === -3 && a.buffer === bytes.buffer);
  * ```
  */
 export function typedArrayOf(t: Tensor): StoredArray {
@@ -281,8 +284,9 @@ const OPTIONS: readonly OptionSpec[] = [
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { safetensorsFolderEntry } from "./safetensors.ts";
- * console.assert(safetensorsFolderEntry(["config.json", "model.safetensors"]) === "model.safetensors");
+ * assert(safetensorsFolderEntry(["config.json", "model.safetensors"]) === "model.safetensors");
  * ```
  */
 export function safetensorsFolderEntry(
@@ -306,10 +310,11 @@ export function safetensorsFolderEntry(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { safetensors } from "./safetensors.ts";
  * import { createRegistry } from "../registry.ts";
  * const reg = createRegistry().use(safetensors());
- * console.assert(reg.formatForPath("model.safetensors").name === "safetensors");
+ * assert(reg.formatForPath("model.safetensors").name === "safetensors");
  * ```
  */
 export function safetensors(

@@ -6,13 +6,14 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { loadBundleFile, saveBundleFile } from "./bundle.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const path = `${await Deno.makeTempDir()}/m.bundle.json`;
  * const w = tensorFromF32("layers.0.weight", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * await saveBundleFile(path, [{ id: "m", tensors: [w] }]);
  * const file = await loadBundleFile(path, "m");
- * console.assert(file.models[0].tensors.info("layers.0.weight").byteLength === 16);
+ * assert(file.models[0].tensors.info("layers.0.weight").byteLength === 16);
  * ```
  *
  * @module
@@ -43,10 +44,11 @@ import { writeFileAtomic } from "./file.ts";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveBundleFile } from "./bundle.ts";
  * const path = `${await Deno.makeTempDir()}/empty.bundle.json`;
  * const n = await saveBundleFile(path, [{ id: "empty", tensors: [] }]);
- * console.assert(n === (await Deno.stat(path)).size);
+ * assert(n === (await Deno.stat(path)).size);
  * ```
  */
 export async function saveBundleFile(
@@ -73,11 +75,12 @@ export async function saveBundleFile(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { loadBundleFile, saveBundleFile } from "./bundle.ts";
  * const path = `${await Deno.makeTempDir()}/two.bundle.json`;
  * await saveBundleFile(path, [{ id: "a", tensors: [] }, { id: "b", tensors: [] }]);
  * const ids = (await loadBundleFile(path)).models.map((m) => m.id);
- * console.assert(ids.join() === "a,b");
+ * assert(ids.join() === "a,b");
  * ```
  */
 export async function loadBundleFile(

@@ -26,11 +26,12 @@ export interface FileByteSource extends ByteSource {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fileSource } from "./file.ts";
  * const path = await Deno.makeTempFile();
  * await Deno.writeFile(path, new Uint8Array([9, 8, 7]));
  * const src = await fileSource(path);
- * console.assert((await src.read(1, 1))[0] === 8);
+ * assert((await src.read(1, 1))[0] === 8);
  * src.close();
  * ```
  */
@@ -87,10 +88,11 @@ export async function fileSource(path: string): Promise<FileByteSource> {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeFileAtomic } from "./file.ts";
  * const dir = await Deno.makeTempDir();
  * await writeFileAtomic(`${dir}/a.bin`, new Uint8Array([1, 2]));
- * console.assert((await Deno.readFile(`${dir}/a.bin`)).length === 2);
+ * assert((await Deno.readFile(`${dir}/a.bin`)).length === 2);
  * ```
  */
 export async function writeFileAtomic(

@@ -4,11 +4,12 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fileSource } from "./mod.ts";
  * const path = await Deno.makeTempFile();
  * await Deno.writeFile(path, new Uint8Array([1, 2, 3]));
  * const src = await fileSource(path);
- * console.assert(src.size === 3);
+ * assert(src.size === 3);
  * src.close();
  * ```
  *

@@ -7,6 +7,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveOnnx } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -15,7 +16,7 @@
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const dir = await Deno.makeTempDir();
  * const saved = await saveOnnx(`${dir}/mlp.onnx`, net, { externalData: true });
- * console.assert(saved.dataPath === `${dir}/mlp.onnx.data` && saved.dataBytes >= 32 * 32 * 4);
+ * assert(saved.dataPath === `${dir}/mlp.onnx.data` && saved.dataBytes >= 32 * 32 * 4);
  * await Deno.remove(dir, { recursive: true });
  * ```
  *
@@ -64,6 +65,7 @@ export interface SavedOnnx {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveOnnx } from "./onnx.ts";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -72,7 +74,7 @@ export interface SavedOnnx {
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
  * const dir = await Deno.makeTempDir();
  * const saved = await saveOnnx(`${dir}/tiny.onnx`, net);
- * console.assert(saved.dataPath === undefined && saved.modelBytes > 0);
+ * assert(saved.dataPath === undefined && saved.modelBytes > 0);
  * await Deno.remove(dir, { recursive: true });
  * ```
  */

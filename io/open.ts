@@ -57,11 +57,12 @@ function isUrl(p: string): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { openSource } from "./open.ts";
  * const path = await Deno.makeTempFile();
  * await Deno.writeFile(path, new Uint8Array(4));
  * const src = await openSource(path);
- * console.assert(src.size === 4);
+ * assert(src.size === 4);
  * src.close?.();
  * ```
  */
@@ -81,11 +82,12 @@ export function openSource(pathOrUrl: string): Promise<ByteSource> {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectFormat } from "./open.ts";
  * import { createRegistry } from "../registry.ts";
  * import { memorySource } from "../core/sources.ts";
  * const reg = createRegistry().use({ kind: "format", name: "x", extensions: [".x"], detect: (h) => h[0] === 1 });
- * console.assert((await detectFormat(reg, memorySource(new Uint8Array([1]), "a.bin"))).name === "x");
+ * assert((await detectFormat(reg, memorySource(new Uint8Array([1]), "a.bin"))).name === "x");
  * ```
  */
 export async function detectFormat(

@@ -5,6 +5,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { openSafetensors, saveSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
@@ -16,7 +17,7 @@
  * ]);
  * await saveSafetensors(`${dir}/model.safetensors`, { models: [{ id: "m", metadata: {}, tensors }] }, { maxShardSize: 2000 });
  * const file = await openSafetensors(dir); // finds model.safetensors.index.json
- * console.assert(toFloat32(await file.models[0].tensors.load("b"))[0] === 2);
+ * assert(toFloat32(await file.models[0].tensors.load("b"))[0] === 2);
  * file.close();
  * await Deno.remove(dir, { recursive: true });
  * ```
@@ -111,6 +112,7 @@ function resolver(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { openSafetensors, saveSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -118,7 +120,7 @@ function resolver(
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
  * await saveSafetensors(path, { models: [{ id: "m", metadata: {}, tensors }] });
  * const file = await openSafetensors(path);
- * console.assert(file.models[0].tensors.info("w").byteLength === 16);
+ * assert(file.models[0].tensors.info("w").byteLength === 16);
  * file.close();
  * ```
  */
@@ -180,13 +182,14 @@ function unique(): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveSafetensors } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const dir = await Deno.makeTempDir();
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [4])]);
  * const saved = await saveSafetensors(`${dir}/w.safetensors`, { models: [{ id: "m", metadata: {}, tensors }] }, { dtype: "F16" });
- * console.assert(saved.paths.length === 1 && saved.bytes % 8 === 0);
+ * assert(saved.paths.length === 1 && saved.bytes % 8 === 0);
  * ```
  */
 export async function saveSafetensors(
@@ -235,6 +238,7 @@ export async function saveSafetensors(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { saveSafetensors, validateSafetensorsFile } from "./safetensors.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -242,7 +246,7 @@ export async function saveSafetensors(
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, 2]), [2])]);
  * await saveSafetensors(path, { models: [{ id: "m", metadata: {}, tensors }] }, { sha256: true });
  * const report = await validateSafetensorsFile(path);
- * console.assert(report.ok && report.hashed === 1);
+ * assert(report.ok && report.hashed === 1);
  * ```
  */
 export async function validateSafetensorsFile(

@@ -7,7 +7,16 @@
 
 import { softmax } from "./softmax.ts";
 
-/** Activation names a dense layer accepts. */
+/**
+ * Activation names a dense layer accepts.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ACTIVATIONS } from "./activations.ts";
+ * assert(ACTIVATIONS.includes("gelu_tanh") && ACTIVATIONS.includes("silu"));
+ * ```
+ */
 export const ACTIVATIONS = [
   "linear",
   "relu",

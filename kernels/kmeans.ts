@@ -12,7 +12,16 @@ import { createRng, type Rng } from "../core/rng.ts";
 /** How distance between a row and a centroid is measured. */
 export type DistanceMetric = "euclidean" | "cosine" | "manhattan";
 
-/** The metrics {@link distances} knows. */
+/**
+ * The metrics {@link distances} knows.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { DISTANCE_METRICS } from "./kmeans.ts";
+ * assert(DISTANCE_METRICS.includes("cosine"));
+ * ```
+ */
 export const DISTANCE_METRICS: readonly DistanceMetric[] = [
   "euclidean",
   "cosine",

@@ -18,12 +18,13 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantize, quantize } from "./quants.ts";
  * const x = Float32Array.from({ length: 256 }, (_, i) => 0.1 + 2 * Math.cos(i));
  * const q = quantize("Q8_0", x);
- * console.assert(q.length === 8 * 34);
+ * assert(q.length === 8 * 34);
  * const y = dequantize("Q8_0", q, 256);
- * console.assert(Math.abs(y[7] - x[7]) < 0.01);
+ * assert(Math.abs(y[7] - x[7]) < 0.01);
  * ```
  *
  * @module
@@ -38,7 +39,16 @@ import {
 } from "../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../core/errors.ts";
 
-/** The types {@link quantize} produces, in the order of the GGUF issue. */
+/**
+ * The types {@link quantize} produces, in the order of the GGUF issue.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { QUANTIZE_TYPES } from "./quants.ts";
+ * assert(QUANTIZE_TYPES.includes("Q4_K") && QUANTIZE_TYPES.includes("Q8_0"));
+ * ```
+ */
 export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "Q8_0",
   "Q4_0",
@@ -52,7 +62,16 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "Q6_K",
 ];
 
-/** The types {@link dequantize} reads. */
+/**
+ * The types {@link dequantize} reads.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { DEQUANTIZE_TYPES } from "./quants.ts";
+ * assert(DEQUANTIZE_TYPES.includes("Q6_K") && !DEQUANTIZE_TYPES.includes("IQ2_XXS"));
+ * ```
+ */
 export const DEQUANTIZE_TYPES: readonly DTypeName[] = [
   "F32",
   "F16",
@@ -104,9 +123,10 @@ function refuse(d: DTypeInfo, what: string): UnsupportedDTypeError {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantize } from "./quants.ts";
  * const block = new Uint8Array(34); block[1] = 0x3c; block[2] = 5; // d = 1, q0 = 5
- * console.assert(dequantize("Q8_0", block, 32)[0] === 5);
+ * assert(dequantize("Q8_0", block, 32)[0] === 5);
  * ```
  */
 export function dequantize(
@@ -131,9 +151,10 @@ export function dequantize(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { quantize } from "./quants.ts";
  * const q = quantize("Q4_0", new Float32Array(64));
- * console.assert(q.length === 36);
+ * assert(q.length === 36);
  * ```
  */
 export function quantize(

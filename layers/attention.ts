@@ -197,6 +197,22 @@ function ropeOnnx(
  * @param weights The layer's weights (`q_proj.weight`, …).
  * @param input The `[batch, seq, d_model]` input.
  * @returns The `[batch, seq, d_model]` output.
+ *
+ * @example
+ * ```ts
+ * import { attentionOnnx, multiHeadAttention } from "./attention.ts";
+ * import { createRng, createScope, tensorFromF32 } from "../core/mod.ts";
+ * import { GraphBuilder } from "../formats/_onnx_graph.ts";
+ * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
+ * const cfg = multiHeadAttention.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
+ * const init = multiHeadAttention.init!(cfg, createRng(1));
+ * const specs = multiHeadAttention.params(cfg);
+ * const tensors = new Map(specs.map((s) => [s.name, tensorFromF32(s.name, init.get(s.name)!, s.shape)]));
+ * const g = new GraphBuilder({ opset: 17, weightDtype: "keep", options: { maxSequenceLength: 16 } });
+ * const x = g.addInput("x", 1, ["batch", "sequence", 8]);
+ * attentionOnnx(g, cfg, createScope(tensors), x);
+ * console.assert(g.nodes.filter((n) => n.opType === "Softmax").length === 1);
+ * ```
  */
 export function attentionOnnx(
   g: OnnxBuilder,

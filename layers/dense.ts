@@ -9,6 +9,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { createRegistry } from "../registry.ts";
@@ -17,7 +18,7 @@
  * const cfg = { input_size: 3, layers: [{ type: "dense", output_size: 2, activation: "tanh" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
  * const y = net.forward(floatTensor(new Float32Array(6), [2, 3]));
- * console.assert(y.shape.join() === "2,2");
+ * assert(y.shape.join() === "2,2");
  * ```
  *
  * @module
@@ -76,8 +77,9 @@ const FIELDS = [
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dense } from "./dense.ts";
- * console.assert(dense.type === "dense");
+ * assert(dense.type === "dense");
  * ```
  */
 export const dense: LayerPlugin<DenseConfig> = {

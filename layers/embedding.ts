@@ -9,6 +9,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork } from "../core/network.ts";
  * import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
  * import { createRegistry } from "../registry.ts";
@@ -17,7 +18,7 @@
  * const w = tensorFromF32("layers.0.weight", new Float32Array([0, 0, 1, 2, 3, 4]), [3, 2]);
  * const net = buildNetwork(reg, { layers: [{ type: "embedding", vocab_size: 3, embedding_dim: 2 }] }, new Map([[w.name, w]]));
  * const y = net.forward(floatTensor(new Float32Array([2, 1]), [2]));
- * console.assert(y.shape.join() === "2,2" && y.data[0] === 3 && y.data[3] === 2);
+ * assert(y.shape.join() === "2,2" && y.data[0] === 3 && y.data[3] === 2);
  * ```
  *
  * @module
@@ -63,8 +64,9 @@ function rowReader(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { embedding } from "./embedding.ts";
- * console.assert(embedding.type === "embedding");
+ * assert(embedding.type === "embedding");
  * ```
  */
 export const embedding: LayerPlugin<EmbeddingConfig> = {

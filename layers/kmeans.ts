@@ -24,6 +24,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork } from "../core/network.ts";
  * import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -34,7 +35,7 @@
  * const cfg = { input_size: 2, layers: [{ type: "kmeans", num_clusters: 2, kmeans_output_mode: "reconstruction" }] };
  * const net = buildNetwork(defaultRegistry(), cfg, new Map([[c.name, c]]));
  * const y = net.forward(floatTensor(new Float32Array([9, 9]), [1, 2]));
- * console.assert(y.data[0] === 10 && y.data[1] === 10.5);
+ * assert(y.data[0] === 10 && y.data[1] === 10.5);
  * ```
  *
  * @module
@@ -76,8 +77,9 @@ export {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { KMEANS_OUTPUT_MODES } from "./kmeans.ts";
- * console.assert(KMEANS_OUTPUT_MODES.includes("probabilities"));
+ * assert(KMEANS_OUTPUT_MODES.includes("probabilities"));
  * ```
  */
 export const KMEANS_OUTPUT_MODES = [
@@ -116,8 +118,9 @@ export interface KMeansConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { kmeans } from "./kmeans.ts";
- * console.assert(kmeans.type === "kmeans");
+ * assert(kmeans.type === "kmeans");
  * ```
  */
 export const kmeans: LayerPlugin<KMeansConfig> = {

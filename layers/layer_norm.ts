@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { createRegistry } from "../registry.ts";
@@ -14,7 +15,7 @@
  * const cfg = { input_size: 2, layers: [{ type: "layer_norm", epsilon: 0 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
  * const y = net.forward(floatTensor(new Float32Array([1, 3]), [1, 2]));
- * console.assert(y.data[0] === -1 && y.data[1] === 1);
+ * assert(y.data[0] === -1 && y.data[1] === 1);
  * ```
  *
  * @module
@@ -44,8 +45,9 @@ export interface LayerNormConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { layerNormLayer } from "./layer_norm.ts";
- * console.assert(layerNormLayer.type === "layer_norm");
+ * assert(layerNormLayer.type === "layer_norm");
  * ```
  */
 export const layerNormLayer: LayerPlugin<LayerNormConfig> = {

@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork, LAYER_PLUGINS } from "./mod.ts";
  * import { createRegistry } from "../registry.ts";
  * import { floatTensor } from "../core/tensor.ts";
@@ -13,7 +14,7 @@
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2, activation: "softmax" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 42));
  * const y = net.forward(floatTensor(new Float32Array(4).fill(1), [1, 4]));
- * console.assert(Math.abs(y.data[0] + y.data[1] - 1) < 1e-6);
+ * assert(Math.abs(y.data[0] + y.data[1] - 1) < 1e-6);
  * ```
  *
  * @module
@@ -91,8 +92,9 @@ export {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { LAYER_PLUGINS } from "./mod.ts";
- * console.assert(LAYER_PLUGINS.some((p) => p.type === "dense"));
+ * assert(LAYER_PLUGINS.some((p) => p.type === "dense"));
  * ```
  */
 export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [

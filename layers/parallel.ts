@@ -30,6 +30,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -43,7 +44,7 @@
  * };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 7));
  * const y = net.forward(floatTensor(new Float32Array(32), [2, 16]));
- * console.assert(y.shape.join() === "2,8");
+ * assert(y.shape.join() === "2,8");
  * ```
  *
  * @module
@@ -85,8 +86,9 @@ import { ints, reduce, sliceLast, zerosLast } from "./_onnx.ts";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { COMBINE_MODES } from "./parallel.ts";
- * console.assert(COMBINE_MODES.includes("filter"));
+ * assert(COMBINE_MODES.includes("filter"));
  * ```
  */
 export const COMBINE_MODES = [
@@ -337,8 +339,9 @@ function gatherRows(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parallel } from "./parallel.ts";
- * console.assert(parallel.type === "parallel");
+ * assert(parallel.type === "parallel");
  * ```
  */
 export const parallel: LayerPlugin<ParallelConfig> = {

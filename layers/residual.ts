@@ -14,6 +14,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { defaultRegistry } from "../mod.ts";
@@ -21,7 +22,7 @@
  * const cfg = { input_size: 2, layers: [{ type: "residual", layers: [{ type: "softmax" }] }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
  * const y = net.forward(floatTensor(new Float32Array([3, 3]), [1, 2]));
- * console.assert(y.data[0] === 3.5);
+ * assert(y.data[0] === 3.5);
  * ```
  *
  * @module
@@ -65,8 +66,9 @@ function sameShape(a: FloatTensor, b: FloatTensor): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { residual } from "./residual.ts";
- * console.assert(residual.type === "residual");
+ * assert(residual.type === "residual");
  * ```
  */
 export const residual: LayerPlugin<ResidualConfig> = {

@@ -5,6 +5,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { createRegistry } from "../registry.ts";
@@ -13,7 +14,7 @@
  * const cfg = { input_size: 2, layers: [{ type: "rms_norm", epsilon: 0 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
  * const y = net.forward(floatTensor(new Float32Array([1, 1]), [1, 2]));
- * console.assert(y.data[0] === 1);
+ * assert(y.data[0] === 1);
  * ```
  *
  * @module
@@ -41,8 +42,9 @@ export interface RmsNormConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { rmsNormLayer } from "./rms_norm.ts";
- * console.assert(rmsNormLayer.type === "rms_norm");
+ * assert(rmsNormLayer.type === "rms_norm");
  * ```
  */
 export const rmsNormLayer: LayerPlugin<RmsNormConfig> = {

@@ -8,13 +8,14 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseNetwork } from "../core/network.ts";
  * import { defaultRegistry } from "../mod.ts";
  * const spec = parseNetwork(defaultRegistry(), {
  *   input_size: 4,
  *   layers: [{ type: "sequential", layers: [{ type: "dense", output_size: 8 }, { type: "dense", output_size: 2 }] }],
  * });
- * console.assert(spec.outputSize === 2);
+ * assert(spec.outputSize === 2);
  * ```
  *
  * @module
@@ -47,8 +48,9 @@ export interface SequentialConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { sequential } from "./sequential.ts";
- * console.assert(sequential.type === "sequential");
+ * assert(sequential.type === "sequential");
  * ```
  */
 export const sequential: LayerPlugin<SequentialConfig> = {

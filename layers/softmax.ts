@@ -20,6 +20,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { createRegistry } from "../registry.ts";
@@ -27,7 +28,7 @@
  * const reg = createRegistry().use(softmaxLayer);
  * const net = buildNetwork(reg, { input_size: 2, layers: [{ type: "softmax", softmax_variant: "sparsemax" }] }, new Map());
  * const y = net.forward(floatTensor(new Float32Array([1, 0]), [1, 2]));
- * console.assert(y.data[0] === 1 && y.data[1] === 0);
+ * assert(y.data[0] === 1 && y.data[1] === 0);
  * ```
  *
  * @module
@@ -69,8 +70,9 @@ import {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { SOFTMAX_VARIANTS } from "./softmax.ts";
- * console.assert(SOFTMAX_VARIANTS.includes("sparsemax"));
+ * assert(SOFTMAX_VARIANTS.includes("sparsemax"));
  * ```
  */
 export const SOFTMAX_VARIANTS = [
@@ -153,9 +155,10 @@ function agree(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseSoftmaxFields } from "./softmax.ts";
  * const c = parseSoftmaxFields({ softmax_variant: "grid", softmax_rows: 2 }, "gate", 6);
- * console.assert(c.gridCols === 3);
+ * assert(c.gridCols === 3);
  * ```
  */
 export function parseSoftmaxFields(
@@ -286,9 +289,10 @@ export function parseSoftmaxFields(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseSoftmaxFields, softmaxFieldsJSON } from "./softmax.ts";
  * const j = softmaxFieldsJSON(parseSoftmaxFields({ softmax_variant: "gumbel", seed: 3 }, "x", 4));
- * console.assert(j.seed === 3 && j.input_size === 4);
+ * assert(j.seed === 3 && j.input_size === 4);
  * ```
  */
 export function softmaxFieldsJSON(cfg: SoftmaxConfig): Record<string, unknown> {
@@ -323,10 +327,11 @@ function uniformOpen(rng: Rng): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { applySoftmax, parseSoftmaxFields } from "./softmax.ts";
  * const cfg = parseSoftmaxFields({ temperature: 2 }, "x", 2);
  * const p = applySoftmax(cfg, new Float32Array([2, 0]), 1, 2);
- * console.assert(Math.abs(p[0] - 1 / (1 + Math.exp(-1))) < 1e-7);
+ * assert(Math.abs(p[0] - 1 / (1 + Math.exp(-1))) < 1e-7);
  * ```
  */
 export function applySoftmax(
@@ -509,8 +514,15 @@ function gumbelNoise(seed: number, count: number): Float32Array {
  * @returns The probabilities.
  *
  * @example
- * ```ts ignore
- * const p = softmaxOnnx(g, cfg, "logits", 4, "layers[0]");
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GraphBuilder } from "../formats/_onnx_graph.ts";
+ * import { parseSoftmaxFields, softmaxOnnx } from "./softmax.ts";
+ * const g = new GraphBuilder({ opset: 17, weightDtype: "keep", options: {} });
+ * const x = g.addInput("x", 1, ["batch", 4]);
+ * const cfg = parseSoftmaxFields({ softmax_variant: "sparsemax" }, "x", 4);
+ * softmaxOnnx(g, cfg, x, 4, "x");
+ * assert(g.nodes.some((n) => n.opType === "TopK"));
  * ```
  */
 export function softmaxOnnx(
@@ -597,8 +609,9 @@ export function softmaxOnnx(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { softmaxLayer } from "./softmax.ts";
- * console.assert(softmaxLayer.type === "softmax");
+ * assert(softmaxLayer.type === "softmax");
  * ```
  */
 export const softmaxLayer: LayerPlugin<SoftmaxConfig> = {

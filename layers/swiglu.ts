@@ -10,6 +10,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, initNetwork } from "../core/network.ts";
  * import { floatTensor } from "../core/tensor.ts";
  * import { createRegistry } from "../registry.ts";
@@ -17,7 +18,7 @@
  * const reg = createRegistry().use(swiglu);
  * const cfg = { input_size: 4, layers: [{ type: "swiglu", intermediate_size: 8 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
- * console.assert(net.forward(floatTensor(new Float32Array(8), [2, 4])).shape.join() === "2,4");
+ * assert(net.forward(floatTensor(new Float32Array(8), [2, 4])).shape.join() === "2,4");
  * ```
  *
  * @module
@@ -56,8 +57,9 @@ const PROJ = ["gate_proj", "up_proj", "down_proj"] as const;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { swiglu } from "./swiglu.ts";
- * console.assert(swiglu.type === "swiglu");
+ * assert(swiglu.type === "swiglu");
  * ```
  */
 export const swiglu: LayerPlugin<SwigluConfig> = {

@@ -11,6 +11,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configFromHf, transformerNetwork } from "./config.ts";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 32, hidden_size: 16, intermediate_size: 40,
@@ -18,7 +19,7 @@
  *   tie_word_embeddings: true,
  * });
  * const net = transformerNetwork(cfg);
- * console.assert(cfg.headDim === 4 && net.layers.length === 5);
+ * assert(cfg.headDim === 4 && net.layers.length === 5);
  * ```
  *
  * @module
@@ -42,7 +43,16 @@ export interface FamilyInfo {
   specifics: string;
 }
 
-/** The supported families, for listings and error messages. */
+/**
+ * The supported families, for listings and error messages.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { FAMILIES } from "./config.ts";
+ * assert(FAMILIES.some((f) => f.modelType === "qwen2"));
+ * ```
+ */
 export const FAMILIES: readonly FamilyInfo[] = [
   {
     modelType: "llama",
@@ -67,7 +77,16 @@ export const FAMILIES: readonly FamilyInfo[] = [
   },
 ];
 
-/** The `model_type` values {@link configFromHf} accepts. */
+/**
+ * The `model_type` values {@link configFromHf} accepts.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { SUPPORTED_MODEL_TYPES } from "./config.ts";
+ * assert(SUPPORTED_MODEL_TYPES.includes("llama") && SUPPORTED_MODEL_TYPES.includes("mistral"));
+ * ```
+ */
 export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = FAMILIES
   .map((f) => f.modelType);
 
@@ -195,9 +214,10 @@ function idList(v: unknown): number[] {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ropeScalingFromHf } from "./config.ts";
  * const s = ropeScalingFromHf({ rope_type: "linear", factor: 2 }, "config.json");
- * console.assert(s?.rope_type === "linear");
+ * assert(s?.rope_type === "linear");
  * ```
  */
 export function ropeScalingFromHf(
@@ -254,12 +274,13 @@ export function ropeScalingFromHf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configFromHf } from "./config.ts";
  * const cfg = configFromHf({
  *   model_type: "qwen2", vocab_size: 64, hidden_size: 32, intermediate_size: 48,
  *   num_hidden_layers: 1, num_attention_heads: 4, num_key_value_heads: 2,
  * });
- * console.assert(cfg.attentionBias.q && !cfg.attentionBias.o);
+ * assert(cfg.attentionBias.q && !cfg.attentionBias.o);
  * ```
  */
 export function configFromHf(
@@ -346,12 +367,13 @@ export function configFromHf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configFromHf, configToHf } from "./config.ts";
  * const j = configToHf(configFromHf({
  *   model_type: "mistral", vocab_size: 8, hidden_size: 8, intermediate_size: 8,
  *   num_hidden_layers: 1, num_attention_heads: 2, sliding_window: 16,
  * }));
- * console.assert(j.sliding_window === 16 && j.architectures[0] === "MistralForCausalLM");
+ * assert(j.sliding_window === 16 && j.architectures[0] === "MistralForCausalLM");
  * ```
  */
 export function configToHf(
@@ -409,12 +431,13 @@ export function configToHf(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configFromHf, transformerNetwork } from "./config.ts";
  * const net = transformerNetwork(configFromHf({
  *   model_type: "llama", vocab_size: 10, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,
  * }));
- * console.assert(net.layers[1].type === "transformer_block" && net.layers[3].output_size === 10);
+ * assert(net.layers[1].type === "transformer_block" && net.layers[3].output_size === 10);
  * ```
  */
 export function transformerNetwork(cfg: TransformerConfig): NetworkConfig {

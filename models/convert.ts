@@ -16,6 +16,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufToHf, hfToGguf } from "./convert.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
@@ -35,10 +36,10 @@
  * };
  * const gguf = hfToGguf(hf);
  * const q = await gguf.models[0].tensors.load("blk.0.attn_q.weight");
- * console.assert(toFloat32(q)[4] === 8); // row 1 of GGUF = HF row 2 (head size 4)
+ * assert(toFloat32(q)[4] === 8); // row 1 of GGUF = HF row 2 (head size 4)
  * const back = await ggufToHf(gguf);
  * const q2 = await back.model.models[0].tensors.load(L + "self_attn.q_proj.weight");
- * console.assert(toFloat32(q2)[4] === 4);
+ * assert(toFloat32(q2)[4] === 4);
  * ```
  *
  * @module
@@ -133,6 +134,7 @@ function fileType(types: Set<DTypeName>): number | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { hfToGguf } from "./convert.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -150,8 +152,8 @@ function fileType(types: Set<DTypeName>): number | undefined {
  *     t(L + "mlp.gate_proj.weight", [8, 4]), t(L + "mlp.up_proj.weight", [8, 4]), t(L + "mlp.down_proj.weight", [4, 8]),
  *   ]) }] },
  * });
- * console.assert(file.models[0].metadata["general.architecture"] === "qwen2");
- * console.assert(file.models[0].tensors.has("blk.0.attn_q.bias") && !file.models[0].tensors.has("output.weight"));
+ * assert(file.models[0].metadata["general.architecture"] === "qwen2");
+ * assert(file.models[0].tensors.has("blk.0.attn_q.bias") && !file.models[0].tensors.has("output.weight"));
  * ```
  */
 export function hfToGguf(

@@ -7,6 +7,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectArchitecture } from "./detect.ts";
  * const L = "model.layers.0.";
  * const d = detectArchitecture([
@@ -23,8 +24,8 @@
  *   { name: "model.norm.weight", shape: [64] },
  *   { name: "vision.proj", shape: [3] },
  * ]);
- * console.assert(d.family === "llama" && d.config?.numKvHeads === 1 && d.config.tieWordEmbeddings);
- * console.assert(d.tensors.at(-1)?.role === "unknown" && d.guessed.includes("headDim"));
+ * assert(d.family === "llama" && d.config?.numKvHeads === 1 && d.config.tieWordEmbeddings);
+ * assert(d.tensors.at(-1)?.role === "unknown" && d.guessed.includes("headDim"));
  * ```
  *
  * @module
@@ -154,9 +155,10 @@ function expectedShape(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectArchitecture } from "./detect.ts";
  * const d = detectArchitecture([{ name: "encoder.layer.0.attention.self.query.weight", shape: [8, 8] }]);
- * console.assert(d.family === "unknown" && d.config === undefined);
+ * assert(d.family === "unknown" && d.config === undefined);
  * ```
  */
 export function detectArchitecture(
@@ -367,8 +369,9 @@ export function detectArchitecture(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { networkNameOf } from "./detect.ts";
- * console.assert(networkNameOf({ name: "output.weight", shape: [9, 4], role: "lm_head", kind: "weight" }, 2) === "layers.4.weight");
+ * assert(networkNameOf({ name: "output.weight", shape: [9, 4], role: "lm_head", kind: "weight" }, 2) === "layers.4.weight");
  * ```
  */
 export function networkNameOf(

@@ -9,6 +9,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, generate, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -20,7 +21,7 @@
  * const model = buildTransformer(cfg, initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 7));
  * const ids: number[] = [];
  * for await (const tok of generate(model, [1, 2, 3], { maxTokens: 5, greedy: true })) ids.push(tok.id);
- * console.assert(ids.length === 5);
+ * assert(ids.length === 5);
  * ```
  *
  * @module
@@ -76,7 +77,16 @@ export interface GenerateOptions {
   signal?: AbortSignal;
 }
 
-/** Default {@link GenerateOptions}. */
+/**
+ * Default {@link GenerateOptions}.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GENERATE_DEFAULTS } from "./generate.ts";
+ * assert(GENERATE_DEFAULTS.maxTokens === 256 && GENERATE_DEFAULTS.topP === 1);
+ * ```
+ */
 export const GENERATE_DEFAULTS = {
   maxTokens: 256,
   temperature: 1,
@@ -139,9 +149,10 @@ export interface GenerateResult {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { promptIds } from "./generate.ts";
  * import type { Transformer } from "./transformer.ts";
- * console.assert(promptIds({ tokenizer: undefined } as Transformer, [1, 2]).join() === "1,2");
+ * assert(promptIds({ tokenizer: undefined } as Transformer, [1, 2]).join() === "1,2");
  * ```
  */
 export function promptIds(
@@ -321,6 +332,7 @@ function checkOptions(o: GenerateOptions): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, generate, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -332,7 +344,7 @@ function checkOptions(o: GenerateOptions): void {
  * const model = buildTransformer(cfg, initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 7));
  * const run = (seed: number) =>
  *   Array.fromAsync(generate(model, [1], { maxTokens: 8, temperature: 0.9, topK: 5, seed }), (t) => t.id);
- * console.assert((await run(3)).join() === (await run(3)).join());
+ * assert((await run(3)).join() === (await run(3)).join());
  * ```
  */
 export async function* generate(
@@ -456,6 +468,7 @@ export async function* generate(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, generateText, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -466,7 +479,7 @@ export async function* generate(
  * });
  * const model = buildTransformer(cfg, initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 7));
  * const r = await generateText(model, [1], { maxTokens: 4, greedy: true });
- * console.assert(r.ids.length === 4 && r.finishReason === "length");
+ * assert(r.ids.length === 4 && r.finishReason === "length");
  * ```
  */
 export async function generateText(

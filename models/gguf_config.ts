@@ -10,6 +10,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configFromGguf } from "./gguf_config.ts";
  * const cfg = configFromGguf({
  *   "general.architecture": "llama",
@@ -18,7 +19,7 @@
  *   "llama.attention.layer_norm_rms_epsilon": 1e-5, "llama.context_length": 2048,
  *   "tokenizer.ggml.tokens": new Array(512).fill("x"),
  * }, ["token_embd.weight", "output.weight"]);
- * console.assert(cfg.headDim === 8 && cfg.ropeStyle === "interleaved" && cfg.vocabSize === 512);
+ * assert(cfg.headDim === 8 && cfg.ropeStyle === "interleaved" && cfg.vocabSize === 512);
  * ```
  *
  * @module
@@ -32,7 +33,16 @@ import {
 } from "./config.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
 
-/** The `general.architecture` values {@link configFromGguf} accepts. */
+/**
+ * The `general.architecture` values {@link configFromGguf} accepts.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_ARCHITECTURES } from "./gguf_config.ts";
+ * assert(GGUF_ARCHITECTURES.includes("llama"));
+ * ```
+ */
 export const GGUF_ARCHITECTURES: readonly string[] = ["llama", "qwen2"];
 
 /** Extra inputs of {@link configFromGguf}. */
@@ -71,12 +81,13 @@ function describe(v: unknown): string {
  *
  * @example
  * ```ts
+ * import { assertThrows } from "@std/assert";
  * import { configFromGguf } from "./gguf_config.ts";
- * try {
- *   configFromGguf({ "general.architecture": "gpt2" }, []);
- * } catch (e) {
- *   console.assert((e as Error).message.includes("supported: llama, qwen2"));
- * }
+ * assertThrows(
+ *   () => configFromGguf({ "general.architecture": "gpt2" }, []),
+ *   TypeError,
+ *   "supported: llama, qwen2",
+ * );
  * ```
  */
 export function configFromGguf(
@@ -243,13 +254,14 @@ export interface GgufMetadata {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configToGguf } from "./gguf_config.ts";
  * import { configFromHf } from "./config.ts";
  * const { values, types } = configToGguf(configFromHf({
  *   model_type: "mistral", vocab_size: 8, hidden_size: 8, intermediate_size: 8,
  *   num_hidden_layers: 1, num_attention_heads: 2, sliding_window: 16,
  * }));
- * console.assert(values["general.architecture"] === "llama" && types["llama.block_count"] === "UINT32");
+ * assert(values["general.architecture"] === "llama" && types["llama.block_count"] === "UINT32");
  * ```
  */
 export function configToGguf(

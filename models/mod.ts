@@ -11,6 +11,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, generateText, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -22,7 +23,7 @@
  * const weights = initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 1);
  * const model = buildTransformer(cfg, weights);
  * const r = await generateText(model, [1, 2], { maxTokens: 3, greedy: true });
- * console.assert(r.ids.length === 3);
+ * assert(r.ids.length === 3);
  * ```
  *
  * @module

@@ -16,11 +16,12 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseTensorName, tensorName } from "./names.ts";
  * const p = parseTensorName("blk.3.attn_k.bias")!;
- * console.assert(p.role === "attn_k" && p.layer === 3 && p.kind === "bias");
- * console.assert(tensorName("hf", p) === "model.layers.3.self_attn.k_proj.bias");
- * console.assert(tensorName("network", p, 12) === "layers.4.self_attn.k_proj.bias");
+ * assert(p.role === "attn_k" && p.layer === 3 && p.kind === "bias");
+ * assert(tensorName("hf", p) === "model.layers.3.self_attn.k_proj.bias");
+ * assert(tensorName("network", p, 12) === "layers.4.self_attn.k_proj.bias");
  * ```
  *
  * @module
@@ -99,10 +100,11 @@ const byGguf = new Map(BLOCK_PARTS.map((p) => [p.gguf, p]));
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseTensorName } from "./names.ts";
- * console.assert(parseTensorName("model.layers.0.mlp.up_proj.weight")?.role === "mlp_up");
- * console.assert(parseTensorName("layers.3.weight", 2)?.role === "final_norm");
- * console.assert(parseTensorName("vision_tower.x") === undefined);
+ * assert(parseTensorName("model.layers.0.mlp.up_proj.weight")?.role === "mlp_up");
+ * assert(parseTensorName("layers.3.weight", 2)?.role === "final_norm");
+ * assert(parseTensorName("vision_tower.x") === undefined);
  * ```
  */
 export function parseTensorName(
@@ -169,9 +171,10 @@ export function parseTensorName(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { tensorName } from "./names.ts";
- * console.assert(tensorName("gguf", { role: "attn_o", layer: 1, kind: "weight" }) === "blk.1.attn_output.weight");
- * console.assert(tensorName("network", { role: "lm_head", kind: "weight" }, 4) === "layers.6.weight");
+ * assert(tensorName("gguf", { role: "attn_o", layer: 1, kind: "weight" }) === "blk.1.attn_output.weight");
+ * assert(tensorName("network", { role: "lm_head", kind: "weight" }, 4) === "layers.6.weight");
  * ```
  */
 export function tensorName(
@@ -216,9 +219,10 @@ export function tensorName(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { renameTensor } from "./names.ts";
- * console.assert(renameTensor("model.embed_tokens.weight", "gguf") === "token_embd.weight");
- * console.assert(renameTensor("blk.0.ffn_down.weight", "network", 2) === "layers.1.mlp.down_proj.weight");
+ * assert(renameTensor("model.embed_tokens.weight", "gguf") === "token_embd.weight");
+ * assert(renameTensor("blk.0.ffn_down.weight", "network", 2) === "layers.1.mlp.down_proj.weight");
  * ```
  */
 export function renameTensor(

@@ -21,13 +21,14 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { permuteToHalfSplit, permuteToInterleaved } from "./rotary.ts";
  * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
  * // one head of size 4: HF rows 0,1,2,3 → GGUF rows 0,2,1,3
  * const w = tensorFromF32("q", new Float32Array([0, 1, 2, 3]), [4, 1]);
  * const g = permuteToInterleaved(w, 1);
- * console.assert(toFloat32(g).join() === "0,2,1,3");
- * console.assert(toFloat32(permuteToHalfSplit(g, 1)).join() === "0,1,2,3");
+ * assert(toFloat32(g).join() === "0,2,1,3");
+ * assert(toFloat32(permuteToHalfSplit(g, 1)).join() === "0,1,2,3");
  * ```
  *
  * @module
@@ -107,10 +108,11 @@ function permuteRows(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { permuteToInterleaved } from "./rotary.ts";
  * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
  * const b = tensorFromF32("k.bias", new Float32Array([0, 1, 2, 3, 4, 5, 6, 7]), [8]);
- * console.assert(toFloat32(permuteToInterleaved(b, 2)).join() === "0,2,1,3,4,6,5,7");
+ * assert(toFloat32(permuteToInterleaved(b, 2)).join() === "0,2,1,3,4,6,5,7");
  * ```
  */
 export function permuteToInterleaved(t: Tensor, heads: number): Tensor {
@@ -128,10 +130,11 @@ export function permuteToInterleaved(t: Tensor, heads: number): Tensor {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { permuteToHalfSplit } from "./rotary.ts";
  * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
  * const w = tensorFromF32("q", new Float32Array([0, 2, 1, 3]), [4]);
- * console.assert(toFloat32(permuteToHalfSplit(w, 1)).join() === "0,1,2,3");
+ * assert(toFloat32(permuteToHalfSplit(w, 1)).join() === "0,1,2,3");
  * ```
  */
 export function permuteToHalfSplit(t: Tensor, heads: number): Tensor {
@@ -149,12 +152,13 @@ export function permuteToHalfSplit(t: Tensor, heads: number): Tensor {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { llama3RopeFactors } from "./rotary.ts";
  * const f = llama3RopeFactors(128, 500000, {
  *   rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4,
  *   original_max_position_embeddings: 8192,
  * });
- * console.assert(f[0] === 1 && f[63] === 8);
+ * assert(f[0] === 1 && f[63] === 8);
  * ```
  */
 export function llama3RopeFactors(
@@ -198,13 +202,14 @@ function matches(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { llama3RopeFactors, llama3ScalingFromFactors } from "./rotary.ts";
  * const rule = {
  *   rope_type: "llama3" as const, factor: 32, low_freq_factor: 1, high_freq_factor: 4,
  *   original_max_position_embeddings: 8192,
  * };
  * const back = llama3ScalingFromFactors(llama3RopeFactors(64, 500000, rule), 64, 500000);
- * console.assert(back?.rope_type === "llama3" && back.factor === 32);
+ * assert(back?.rope_type === "llama3" && back.factor === 32);
  * ```
  */
 export function llama3ScalingFromFactors(

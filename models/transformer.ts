@@ -22,6 +22,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -34,7 +35,7 @@
  * const model = buildTransformer(cfg, initNetwork(reg, transformerNetwork(cfg), 1));
  * const state = model.createState();
  * const logits = model.forward([1, 5, 7], state); // last position only
- * console.assert(logits.length === 16 && state.tokens.length === 3);
+ * assert(logits.length === 16 && state.tokens.length === 3);
  * ```
  *
  * @module
@@ -54,6 +55,8 @@ import {
   type Tensor,
   toFloat32,
 } from "../core/tensor.ts";
+import { isFastDType } from "../kernels/fast/quant_ref.ts";
+import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
 import { createRegistry } from "../registry.ts";
 import type {
@@ -177,6 +180,7 @@ function defaultLookup(): LayerLookup {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
  * import { initNetwork } from "../core/network.ts";
  * import { LAYER_PLUGINS } from "../layers/mod.ts";
@@ -188,7 +192,7 @@ function defaultLookup(): LayerLookup {
  * const w = initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 3);
  * w.delete("layers.3.weight"); // tied: the lm_head is the embedding
  * const m = buildTransformer(cfg, w);
- * console.assert(m.memory().parameters === 16 * 8 + 8 * 8 * 4 + 3 * 8 * 16 + 2 * 8 + 8);
+ * assert(m.memory().parameters === 16 * 8 + 8 * 8 * 4 + 3 * 8 * 16 + 2 * 8 + 8);
  * ```
  */
 export function buildTransformer(
@@ -333,6 +337,27 @@ function singleModel(file: ModelFile, what: string): TensorIndex {
   return file.models[0].tensors;
 }
 
+/** Block types the fast kernels read in place from kernel memory (the others they repack). */
+const IN_PLACE = new Set(["Q4_K", "Q6_K"]);
+
+/**
+ * Where a loaded tensor's bytes are kept. Q4_K / Q6_K weights go into
+ * kernel memory, where `linear()` uses them in place instead of keeping a
+ * second copy; other bytes that are views into a larger buffer (a whole
+ * file read at once) are copied out, so that buffer can be freed.
+ */
+function keep(t: Tensor): Tensor {
+  if (IN_PLACE.has(t.dtype) && isFastDType(t.dtype) && !t.quant) {
+    const b = allocateKernelBytes(t.bytes.byteLength);
+    b.set(t.bytes);
+    return { ...t, bytes: b };
+  }
+  if (t.bytes.buffer.byteLength > 2 * t.bytes.byteLength) {
+    return { ...t, bytes: t.bytes.slice() };
+  }
+  return t;
+}
+
 /** Loads the tensors of `index` that have a network name, renamed. */
 async function loadRenamed(
   index: TensorIndex,
@@ -345,7 +370,7 @@ async function loadRenamed(
     if (!p || p.scheme === "network" || skip(p.role)) continue;
     if (p.layer !== undefined && p.layer >= numLayers) continue;
     const to = tensorName("network", p, numLayers);
-    const t = await index.load(name);
+    const t = keep(await index.load(name));
     out.set(to, { ...t, name: to });
   }
   return out;
@@ -380,6 +405,7 @@ function defaultsFromJson(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { transformerFromFiles } from "./transformer.ts";
  * import { memoryTensorIndex } from "../core/model.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
@@ -398,7 +424,7 @@ function defaultsFromJson(
  *     num_hidden_layers: 1, num_attention_heads: 2, tie_word_embeddings: true },
  *   model: { models: [{ id: "m", metadata: {}, tensors }] },
  * });
- * console.assert(model.forward([0, 3]).length === v);
+ * assert(model.forward([0, 3]).length === v);
  * ```
  */
 export async function transformerFromFiles(

@@ -19,6 +19,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufVocabFromTokenizerJson, tokenizerJsonFromGguf } from "./vocab.ts";
  * const md = {
  *   "tokenizer.ggml.model": "llama",
@@ -28,7 +29,7 @@
  * };
  * const { tokenizer, tokenizerConfig } = tokenizerJsonFromGguf(md);
  * const back = ggufVocabFromTokenizerJson(tokenizer, { tokenizerConfig });
- * console.assert((back.values["tokenizer.ggml.tokens"] as string[])[7] === "▁ab");
+ * assert((back.values["tokenizer.ggml.tokens"] as string[])[7] === "▁ab");
  * ```
  *
  * @module
@@ -46,7 +47,16 @@ import {
 } from "../tokenizers/pre_tokenize.ts";
 import type { GgufMetadata } from "./gguf_config.ts";
 
-/** GGUF token types (llama.cpp's `llama_token_type`). */
+/**
+ * GGUF token types (llama.cpp's `llama_token_type`).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GgufTokenType } from "./vocab.ts";
+ * assert(GgufTokenType.BYTE === 6 && GgufTokenType.CONTROL === 3);
+ * ```
+ */
 export const GgufTokenType = {
   NORMAL: 1,
   UNKNOWN: 2,
@@ -124,12 +134,13 @@ function splitPatterns(pre: unknown, out: string[]): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufPreName } from "./vocab.ts";
  * const smollm = { type: "Sequence", pretokenizers: [
  *   { type: "Digits", individual_digits: true },
  *   { type: "ByteLevel", add_prefix_space: false, use_regex: true },
  * ] };
- * console.assert(ggufPreName(smollm) === "smollm");
+ * assert(ggufPreName(smollm) === "smollm");
  * ```
  */
 export function ggufPreName(preTokenizer: unknown): string | undefined {
@@ -160,13 +171,14 @@ export function ggufPreName(preTokenizer: unknown): string | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufVocabFromTokenizerJson } from "./vocab.ts";
  * const { values } = ggufVocabFromTokenizerJson({
  *   model: { type: "BPE", vocab: { "a": 0, "b": 1, "ab": 2 }, merges: ["a b"] },
  *   pre_tokenizer: { type: "ByteLevel", add_prefix_space: false },
  *   decoder: { type: "ByteLevel" },
  * });
- * console.assert(values["tokenizer.ggml.model"] === "gpt2" && values["tokenizer.ggml.pre"] === "gpt-2");
+ * assert(values["tokenizer.ggml.model"] === "gpt2" && values["tokenizer.ggml.pre"] === "gpt-2");
  * ```
  */
 export function ggufVocabFromTokenizerJson(
@@ -294,6 +306,7 @@ export interface HfTokenizerFiles {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { tokenizerJsonFromGguf } from "./vocab.ts";
  * import { createTokenizer } from "../tokenizers/mod.ts";
  * const md = {
@@ -304,7 +317,7 @@ export interface HfTokenizerFiles {
  * };
  * const { tokenizer, tokenizerConfig } = tokenizerJsonFromGguf(md);
  * const tok = createTokenizer(tokenizer, { config: tokenizerConfig });
- * console.assert(tok.encode("ab").join() === createTokenizer(md).encode("ab").join());
+ * assert(tok.encode("ab").join() === createTokenizer(md).encode("ab").join());
  * ```
  */
 export function tokenizerJsonFromGguf(

@@ -30,10 +30,11 @@ const DETECT_BYTES = 64;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { collectBytes } from "./mod.ts";
  * async function* chunks() { yield new Uint8Array([1]); yield new Uint8Array([2, 3]); }
  * const all = await collectBytes(chunks());
- * console.assert(all.join() === "1,2,3");
+ * assert(all.join() === "1,2,3");
  * ```
  */
 export async function collectBytes(result: WriteResult): Promise<Uint8Array> {
@@ -424,13 +425,14 @@ async function withDeadline<T>(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { assertHostileInputs } from "./mod.ts";
  * import { safetensors, serializeSafetensors } from "../formats/safetensors.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] });
  * const report = await assertHostileInputs(safetensors(), bytes, { mutations: 20 });
- * console.assert(report.cases > 20);
+ * assert(report.cases > 20);
  * ```
  */
 export async function assertHostileInputs(

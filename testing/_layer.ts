@@ -71,9 +71,10 @@ export interface LayerCheck {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { cosineInput } from "./mod.ts";
  * const x = cosineInput([2, 3]);
- * console.assert(x.data.length === 6 && Math.abs(x.data[0] - 2.1) < 1e-6);
+ * assert(x.data.length === 6 && Math.abs(x.data[0] - 2.1) < 1e-6);
  * ```
  */
 export function cosineInput(shape: number[]): FloatTensor {
@@ -120,13 +121,14 @@ function sameTensors(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { assertLayerPlugin } from "./mod.ts";
  * import { dense } from "../layers/dense.ts";
  * const { output } = assertLayerPlugin(dense, { type: "dense", output_size: 3 }, {
  *   inputShape: [2, 4],
  *   outputShape: [2, 3],
  * });
- * console.assert(output.data.length === 6);
+ * assert(output.data.length === 6);
  * ```
  */
 export function assertLayerPlugin(

@@ -76,6 +76,7 @@ export interface OnnxCheck {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { assertLayerMatchesOnnx, type OnnxRunner } from "./mod.ts";
  * import { dense } from "../layers/dense.ts";
  * import * as ort from "onnxruntime-node";
@@ -94,7 +95,7 @@ export interface OnnxCheck {
  *   { type: "dense", output_size: 3, activation: "gelu" },
  *   { inputShape: [2, 4], run },
  * );
- * console.assert(check.maxRelativeError < 1e-4);
+ * assert(check.maxRelativeError < 1e-4);
  * ```
  */
 export async function assertLayerMatchesOnnx(

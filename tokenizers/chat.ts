@@ -57,9 +57,10 @@ function splitSystem(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { chatml } from "./chat.ts";
  * const p = chatml([{ role: "user", content: "Hi" }]);
- * console.assert(p === "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+ * assert(p === "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
  * ```
  */
 export function chatml(
@@ -88,9 +89,10 @@ export function chatml(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { llama2Chat } from "./chat.ts";
  * const p = llama2Chat([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }]);
- * console.assert(p === "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]");
+ * assert(p === "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]");
  * ```
  */
 export function llama2Chat(
@@ -125,9 +127,10 @@ export function llama2Chat(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { llama3Chat } from "./chat.ts";
  * const p = llama3Chat([{ role: "user", content: "Hi" }]);
- * console.assert(p === "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>" +
+ * assert(p === "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>" +
  *   "<|start_header_id|>assistant<|end_header_id|>\n\n");
  * ```
  */
@@ -155,9 +158,10 @@ export function llama3Chat(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { zephyrChat } from "./chat.ts";
  * const p = zephyrChat([{ role: "user", content: "Hi" }]);
- * console.assert(p === "<|user|>\nHi</s>\n<|assistant|>\n");
+ * assert(p === "<|user|>\nHi</s>\n<|assistant|>\n");
  * ```
  */
 export function zephyrChat(
@@ -181,9 +185,10 @@ export function zephyrChat(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { mistralChat } from "./chat.ts";
  * const p = mistralChat([{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }]);
- * console.assert(p === "<s>[INST] Hi [/INST]Hello</s>");
+ * assert(p === "<s>[INST] Hi [/INST]Hello</s>");
  * ```
  */
 export function mistralChat(
@@ -207,7 +212,17 @@ export function mistralChat(
   return out;
 }
 
-/** The template of each family. */
+/**
+ * The template of each family.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { CHAT_TEMPLATES } from "./chat.ts";
+ * const text = CHAT_TEMPLATES.chatml([{ role: "user", content: "hi" }]);
+ * assert(text.includes("<|im_start|>user\nhi<|im_end|>"));
+ * ```
+ */
 export const CHAT_TEMPLATES: Readonly<Record<ChatFamily, ChatTemplate>> = {
   chatml,
   llama2: llama2Chat,
@@ -254,9 +269,10 @@ function fromFamily(f: string): ChatFamily | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { chatFamily } from "./chat.ts";
- * console.assert(chatFamily({ family: "SmolLM2-135M-Instruct" }) === "chatml");
- * console.assert(chatFamily({ chatTemplate: "{{ '<|start_header_id|>' }}" }) === "llama3");
+ * assert(chatFamily({ family: "SmolLM2-135M-Instruct" }) === "chatml");
+ * assert(chatFamily({ chatTemplate: "{{ '<|start_header_id|>' }}" }) === "llama3");
  * ```
  */
 export function chatFamily(hint: ChatTemplateHint): ChatFamily | undefined {
@@ -285,9 +301,10 @@ export function chatFamily(hint: ChatTemplateHint): ChatFamily | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { pickChatTemplate } from "./chat.ts";
  * const t = pickChatTemplate({ family: "qwen2" });
- * console.assert(t([{ role: "user", content: "x" }]).startsWith("<|im_start|>user"));
+ * assert(t([{ role: "user", content: "x" }]).startsWith("<|im_start|>user"));
  * ```
  */
 export function pickChatTemplate(hint: ChatTemplateHint): ChatTemplate {
@@ -324,6 +341,7 @@ export interface EncodeChatOptions extends ChatTemplateOptions {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { encodeChat, chatml } from "./chat.ts";
  * import { tokenizerFromGguf } from "./gguf.ts";
  * const tok = tokenizerFromGguf({
@@ -334,7 +352,7 @@ export interface EncodeChatOptions extends ChatTemplateOptions {
  *   "tokenizer.ggml.merges": ["a n", "an t"],
  * });
  * const ids = encodeChat(tok, [{ role: "user", content: "a" }], { template: chatml });
- * console.assert(ids[0] === 0 && ids.includes(1));
+ * assert(ids[0] === 0 && ids.includes(1));
  * ```
  */
 export function encodeChat(

@@ -30,7 +30,16 @@ export interface GgufTokenizerOptions {
   wordCache?: number;
 }
 
-/** The `tokenizer.ggml.model` values {@link tokenizerFromGguf} reads. */
+/**
+ * The `tokenizer.ggml.model` values {@link tokenizerFromGguf} reads.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_TOKENIZER_MODELS } from "./gguf.ts";
+ * assert(GGUF_TOKENIZER_MODELS.includes("llama") && GGUF_TOKENIZER_MODELS.includes("gpt2"));
+ * ```
+ */
 export const GGUF_TOKENIZER_MODELS: readonly string[] = [
   "llama",
   "gpt2",
@@ -79,6 +88,7 @@ function unwrap(v: unknown): unknown {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { tokenizerFromGguf } from "./gguf.ts";
  * const tok = tokenizerFromGguf({
  *   "tokenizer.ggml.model": "llama",
@@ -86,8 +96,8 @@ function unwrap(v: unknown): unknown {
  *   "tokenizer.ggml.scores": [0, 0, 0, -1, -2, -3, -4, -5],
  *   "tokenizer.ggml.token_type": [2, 3, 3, 1, 1, 1, 1, 1],
  * });
- * console.assert(tok.encode("ab").join() === "1,7");
- * console.assert(tok.decode([1, 7]) === "ab");
+ * assert(tok.encode("ab").join() === "1,7");
+ * assert(tok.decode([1, 7]) === "ab");
  * ```
  */
 export function tokenizerFromGguf(

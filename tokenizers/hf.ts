@@ -154,14 +154,15 @@ function tokenText(t: HfTokenText | undefined): string | undefined {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { tokenizerFromJson } from "./hf.ts";
  * const tok = tokenizerFromJson({
  *   model: { type: "BPE", vocab: { "h": 0, "i": 1, "hi": 2, "Ġ": 3, "Ġhi": 4 }, merges: ["h i", "Ġ hi"] },
  *   pre_tokenizer: { type: "ByteLevel", add_prefix_space: false },
  *   decoder: { type: "ByteLevel" },
  * });
- * console.assert(tok.encode("hi hi").join() === "2,4");
- * console.assert(tok.decode([2, 4]) === "hi hi");
+ * assert(tok.encode("hi hi").join() === "2,4");
+ * assert(tok.decode([2, 4]) === "hi hi");
  * ```
  */
 export function tokenizerFromJson(

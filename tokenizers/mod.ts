@@ -17,6 +17,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createTokenizer } from "./mod.ts";
  * const tok = createTokenizer({
  *   "tokenizer.ggml.model": "llama",
@@ -25,7 +26,7 @@
  *   "tokenizer.ggml.token_type": [2, 3, 3, 1, 1, 1, 1, 1],
  * });
  * const ids = tok.encode("hi hi"); // BOS, "▁hi", "▁hi"
- * console.assert(ids.join() === "1,7,7" && tok.decode(ids) === "hi hi");
+ * assert(ids.join() === "1,7,7" && tok.decode(ids) === "hi hi");
  * ```
  *
  * @module
@@ -117,6 +118,7 @@ export type TokenizerSource =
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createTokenizer } from "./mod.ts";
  * const tok = createTokenizer({
  *   model: { type: "BPE", vocab: { "a": 0, "b": 1, "ab": 2, "<|endoftext|>": 3 }, merges: [["a", "b"]] },
@@ -124,8 +126,8 @@ export type TokenizerSource =
  *   pre_tokenizer: { type: "ByteLevel", add_prefix_space: false },
  *   decoder: { type: "ByteLevel" },
  * });
- * console.assert(tok.encode("abab<|endoftext|>", { parseSpecial: true }).join() === "2,2,3");
- * console.assert(tok.eog.includes(3));
+ * assert(tok.encode("abab<|endoftext|>", { parseSpecial: true }).join() === "2,2,3");
+ * assert(tok.eog.includes(3));
  * ```
  */
 export function createTokenizer(

@@ -35,8 +35,9 @@ const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toJsPattern } from "./pre_tokenize.ts";
- * console.assert(toJsPattern("(?i:'s)") === "(?:'[sS])");
+ * assert(toJsPattern("(?i:'s)") === "(?:'[sS])");
  * ```
  */
 export function toJsPattern(pattern: string): string {
@@ -249,9 +250,10 @@ export function toJsPattern(pattern: string): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { toJsRegExp } from "./pre_tokenize.ts";
  * const re = toJsRegExp("\\p{N}{1,3}");
- * console.assert("12345".match(re)!.join(",") === "123,45");
+ * assert("12345".match(re)!.join(",") === "123,45");
  * ```
  */
 export function toJsRegExp(pattern: string): RegExp {
@@ -497,7 +499,16 @@ const ALIASES: Record<string, string> = {
   "hunyuan-dense": "deepseek-v3",
 };
 
-/** The `tokenizer.ggml.pre` names {@link ggufPreTokenizer} knows. */
+/**
+ * The `tokenizer.ggml.pre` names {@link ggufPreTokenizer} knows.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_PRE_NAMES } from "./pre_tokenize.ts";
+ * assert(GGUF_PRE_NAMES.includes("default"));
+ * ```
+ */
 export const GGUF_PRE_NAMES: readonly string[] = [
   ...Object.keys(PRE),
   ...Object.keys(ALIASES).filter((k) => !(k in PRE)),
@@ -514,9 +525,10 @@ export const GGUF_PRE_NAMES: readonly string[] = [
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ggufPreTokenizer } from "./pre_tokenize.ts";
- * console.assert(ggufPreTokenizer("llama-bpe").ignoreMerges);
- * console.assert(ggufPreTokenizer("gpt-2").patterns.length === 1);
+ * assert(ggufPreTokenizer("llama-bpe").ignoreMerges);
+ * assert(ggufPreTokenizer("gpt-2").patterns.length === 1);
  * ```
  */
 export function ggufPreTokenizer(pre: string | undefined): GgufPreTokenizer {

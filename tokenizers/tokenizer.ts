@@ -11,7 +11,16 @@ import { ByteBuffer, utf8 } from "./_text.ts";
 /** Which algorithm a tokenizer runs. */
 export type TokenizerKind = "bpe" | "spm" | "wordpiece";
 
-/** Token attributes (bit flags), as GGUF `tokenizer.ggml.token_type` describes them. */
+/**
+ * Token attributes (bit flags), as GGUF `tokenizer.ggml.token_type` describes them.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { TokenAttr } from "./tokenizer.ts";
+ * assert(TokenAttr.NORMAL === 1);
+ * ```
+ */
 export const TokenAttr = {
   /** An ordinary piece. */
   NORMAL: 1,

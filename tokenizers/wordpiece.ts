@@ -58,8 +58,9 @@ function isChinese(cp: number): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { bertWords } from "./wordpiece.ts";
- * console.assert(bertWords("Héllo, World!").join("|") === "hello|,|world|!");
+ * assert(bertWords("Héllo, World!").join("|") === "hello|,|world|!");
  * ```
  */
 export function bertWords(

@@ -20,7 +20,16 @@
 
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 
-/** Weight dtypes with fast kernels (and these reference decoders). */
+/**
+ * Weight dtypes with fast kernels (and these reference decoders).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { FAST_DTYPES } from "./quant_ref.ts";
+ * assert(FAST_DTYPES.includes("Q4_0"));
+ * ```
+ */
 export const FAST_DTYPES = [
   "F32",
   "F16",
@@ -34,7 +43,16 @@ export const FAST_DTYPES = [
 /** One of {@link FAST_DTYPES}. */
 export type FastDType = typeof FAST_DTYPES[number];
 
-/** Elements and bytes per block of each {@link FastDType}. */
+/**
+ * Elements and bytes per block of each {@link FastDType}.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BLOCKS } from "./quant_ref.ts";
+ * assert(BLOCKS.Q8_0.elems === 32 && BLOCKS.Q8_0.bytes === 34);
+ * ```
+ */
 export const BLOCKS: Readonly<
   Record<FastDType, { elems: number; bytes: number }>
 > = {

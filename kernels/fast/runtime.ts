@@ -81,7 +81,16 @@ export interface KernelInfo {
   note?: string;
 }
 
-/** Defaults of {@link KernelOptions}. */
+/**
+ * Defaults of {@link KernelOptions}.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { kernelDefaults } from "./runtime.ts";
+ * assert(kernelDefaults.threads === 1);
+ * ```
+ */
 export const kernelDefaults: Readonly<Required<KernelOptions>> = DEFAULTS;
 
 /**

@@ -29,8 +29,9 @@ const h16bits = new Uint16Array(h16.buffer);
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { f32ToHalfBits } from "./_common.ts";
- * console.assert(f32ToHalfBits(1) === 0x3c00 && f32ToHalfBits(-0) === 0x8000);
+ * assert(f32ToHalfBits(1) === 0x3c00 && f32ToHalfBits(-0) === 0x8000);
  * ```
  */
 export function f32ToHalfBits(x: number): number {
@@ -51,8 +52,9 @@ const f32bits = new Int32Array(f32.buffer);
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { nearestInt } from "./_common.ts";
- * console.assert(nearestInt(2.5) === 2 && nearestInt(-3.5) === -4 && nearestInt(0.7) === 1);
+ * assert(nearestInt(2.5) === 2 && nearestInt(-3.5) === -4 && nearestInt(0.7) === 1);
  * ```
  */
 export function nearestInt(x: number): number {
@@ -71,8 +73,9 @@ export function nearestInt(x: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { roundAway } from "./_common.ts";
- * console.assert(roundAway(-2.5) === -3 && roundAway(2.5) === 3);
+ * assert(roundAway(-2.5) === -3 && roundAway(2.5) === 3);
  * ```
  */
 export function roundAway(x: number): number {
@@ -92,8 +95,9 @@ export function roundAway(x: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { checkBlocks } from "./_common.ts";
- * console.assert(checkBlocks("Q8_0", new Uint8Array(68), 64, 32, 34) === 2);
+ * assert(checkBlocks("Q8_0", new Uint8Array(68), 64, 32, 34) === 2);
  * ```
  */
 export function checkBlocks(
@@ -130,8 +134,9 @@ export function checkBlocks(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { checkValues } from "./_common.ts";
- * console.assert(checkValues("Q4_K", new Float32Array(512), 256) === 2);
+ * assert(checkValues("Q4_K", new Float32Array(512), 256) === 2);
  * ```
  */
 export function checkValues(

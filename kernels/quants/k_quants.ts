@@ -60,9 +60,10 @@ function scaleMinK4(j: number, b: Uint8Array, q: number, sm: Int32Array): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ2_K } from "./k_quants.ts";
  * const b = new Uint8Array(84); b[0] = 0x21; b.fill(3, 16, 80); b[81] = 0x3c; b[83] = 0x3c;
- * console.assert(dequantizeQ2_K(b, 256)[0] === 1); // 1·3 − 2
+ * assert(dequantizeQ2_K(b, 256)[0] === 1); // 1·3 − 2
  * ```
  */
 export function dequantizeQ2_K(src: Uint8Array, count: number): Float32Array {
@@ -99,9 +100,11 @@ export function dequantizeQ2_K(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ3_K } from "./k_quants.ts";
- * const b = new Uint8Array(110); b.fill(0xff, 0, 32); b.fill(0x11, 96, 104); b[109] = 0x3c;
- * console.assert(dequantizeQ3_K(b, 256)[0] === -31 * 3); // scale 1 − 32, q = 3
+ * // hmask and the 2-bit codes all ones (q = 3), scale codes 1 (1 − 32 = −31), d = 1.0
+ * const b = new Uint8Array(110); b.fill(0xff, 0, 96); b.fill(0x11, 96, 104); b[109] = 0x3c;
+ * assert(dequantizeQ3_K(b, 256)[0] === -31 * 3);
  * ```
  */
 export function dequantizeQ3_K(src: Uint8Array, count: number): Float32Array {
@@ -146,9 +149,10 @@ export function dequantizeQ3_K(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ4_K } from "./k_quants.ts";
  * const b = new Uint8Array(144); b[1] = 0x3c; b[4] = 2; b.fill(0x55, 16);
- * console.assert(dequantizeQ4_K(b, 256)[0] === 10); // d·2·5
+ * assert(dequantizeQ4_K(b, 256)[0] === 10); // d·2·5
  * ```
  */
 export function dequantizeQ4_K(src: Uint8Array, count: number): Float32Array {
@@ -187,9 +191,10 @@ export function dequantizeQ4_K(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ5_K } from "./k_quants.ts";
  * const b = new Uint8Array(176); b[1] = 0x3c; b[4] = 1; b[16] = 1; // high bit of value 0
- * console.assert(dequantizeQ5_K(b, 256)[0] === 16);
+ * assert(dequantizeQ5_K(b, 256)[0] === 16);
  * ```
  */
 export function dequantizeQ5_K(src: Uint8Array, count: number): Float32Array {
@@ -235,9 +240,10 @@ export function dequantizeQ5_K(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ6_K } from "./k_quants.ts";
  * const b = new Uint8Array(210); b.fill(2, 192, 208); b[209] = 0x3c;
- * console.assert(dequantizeQ6_K(b, 256)[0] === -64); // 1·2·(0 − 32)
+ * assert(dequantizeQ6_K(b, 256)[0] === -64); // 1·2·(0 − 32)
  * ```
  */
 export function dequantizeQ6_K(src: Uint8Array, count: number): Float32Array {
@@ -277,9 +283,10 @@ export function dequantizeQ6_K(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ8_K } from "./k_quants.ts";
  * const b = new Uint8Array(292); new DataView(b.buffer).setFloat32(0, 0.25, true); b[4] = 0xfc;
- * console.assert(dequantizeQ8_K(b, 256)[0] === -1);
+ * assert(dequantizeQ8_K(b, 256)[0] === -1);
  * ```
  */
 export function dequantizeQ8_K(src: Uint8Array, count: number): Float32Array {
@@ -578,10 +585,11 @@ function pack2(L: Int32Array, out: Uint8Array, q: number): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ2_K, quantizeQ2_K } from "./k_quants.ts";
  * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
  * const y = dequantizeQ2_K(quantizeQ2_K(x), 256);
- * console.assert(Math.abs(y[10] - x[10]) < 0.5);
+ * assert(Math.abs(y[10] - x[10]) < 0.5);
  * ```
  */
 export function quantizeQ2_K(x: Float32Array): Uint8Array {
@@ -662,10 +670,11 @@ export function quantizeQ2_K(x: Float32Array): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ3_K, quantizeQ3_K } from "./k_quants.ts";
  * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
  * const y = dequantizeQ3_K(quantizeQ3_K(x), 256);
- * console.assert(Math.abs(y[10] - x[10]) < 0.3);
+ * assert(Math.abs(y[10] - x[10]) < 0.3);
  * ```
  */
 export function quantizeQ3_K(x: Float32Array): Uint8Array {
@@ -844,10 +853,11 @@ function k4Scratch() {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ4_K, quantizeQ4_K } from "./k_quants.ts";
  * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
  * const y = dequantizeQ4_K(quantizeQ4_K(x), 256);
- * console.assert(Math.abs(y[10] - x[10]) < 0.1);
+ * assert(Math.abs(y[10] - x[10]) < 0.1);
  * ```
  */
 export function quantizeQ4_K(x: Float32Array): Uint8Array {
@@ -872,10 +882,11 @@ export function quantizeQ4_K(x: Float32Array): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ5_K, quantizeQ5_K } from "./k_quants.ts";
  * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
  * const y = dequantizeQ5_K(quantizeQ5_K(x), 256);
- * console.assert(Math.abs(y[10] - x[10]) < 0.05);
+ * assert(Math.abs(y[10] - x[10]) < 0.05);
  * ```
  */
 export function quantizeQ5_K(x: Float32Array): Uint8Array {
@@ -919,10 +930,11 @@ export function quantizeQ5_K(x: Float32Array): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ6_K, quantizeQ6_K } from "./k_quants.ts";
  * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
  * const y = dequantizeQ6_K(quantizeQ6_K(x), 256);
- * console.assert(Math.abs(y[10] - x[10]) < 0.02);
+ * assert(Math.abs(y[10] - x[10]) < 0.02);
  * ```
  */
 export function quantizeQ6_K(x: Float32Array): Uint8Array {

@@ -32,11 +32,12 @@ const FLT_MAX = 3.4028234663852886e38;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ4_0 } from "./legacy.ts";
  * const block = new Uint8Array(18); block[1] = 0x3c; // d = 1.0
  * block.fill(0x9a, 2); // low nibble 10, high nibble 9
  * const v = dequantizeQ4_0(block, 32);
- * console.assert(v[0] === 2 && v[16] === 1);
+ * assert(v[0] === 2 && v[16] === 1);
  * ```
  */
 export function dequantizeQ4_0(src: Uint8Array, count: number): Float32Array {
@@ -62,11 +63,12 @@ export function dequantizeQ4_0(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ4_1 } from "./legacy.ts";
  * const block = new Uint8Array(20); block[1] = 0x3c; block[3] = 0xbc; // d = 1, m = -1
  * block.fill(0x21, 4);
  * const v = dequantizeQ4_1(block, 32);
- * console.assert(v[0] === 0 && v[16] === 1);
+ * assert(v[0] === 0 && v[16] === 1);
  * ```
  */
 export function dequantizeQ4_1(src: Uint8Array, count: number): Float32Array {
@@ -93,10 +95,11 @@ export function dequantizeQ4_1(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ5_0 } from "./legacy.ts";
  * const block = new Uint8Array(22); block[1] = 0x3c; block[2] = 1; // qh bit 0 set
  * const v = dequantizeQ5_0(block, 32);
- * console.assert(v[0] === 0 && v[1] === -16);
+ * assert(v[0] === 0 && v[1] === -16);
  * ```
  */
 export function dequantizeQ5_0(src: Uint8Array, count: number): Float32Array {
@@ -126,10 +129,11 @@ export function dequantizeQ5_0(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ5_1 } from "./legacy.ts";
  * const block = new Uint8Array(24); block[1] = 0x3c; block[7] = 0x80; // qh bit 31
  * const v = dequantizeQ5_1(block, 32);
- * console.assert(v[31] === 16 && v[30] === 0);
+ * assert(v[31] === 16 && v[30] === 0);
  * ```
  */
 export function dequantizeQ5_1(src: Uint8Array, count: number): Float32Array {
@@ -160,9 +164,10 @@ export function dequantizeQ5_1(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ8_0 } from "./legacy.ts";
  * const block = new Uint8Array(34); block[1] = 0x38; block[2] = 0xff; // d = 0.5, q0 = -1
- * console.assert(dequantizeQ8_0(block, 32)[0] === -0.5);
+ * assert(dequantizeQ8_0(block, 32)[0] === -0.5);
  * ```
  */
 export function dequantizeQ8_0(src: Uint8Array, count: number): Float32Array {
@@ -186,9 +191,10 @@ export function dequantizeQ8_0(src: Uint8Array, count: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ8_1 } from "./legacy.ts";
  * const block = new Uint8Array(36); block[1] = 0x3c; block[4] = 3;
- * console.assert(dequantizeQ8_1(block, 32)[0] === 3);
+ * assert(dequantizeQ8_1(block, 32)[0] === 3);
  * ```
  */
 export function dequantizeQ8_1(src: Uint8Array, count: number): Float32Array {
@@ -227,10 +233,11 @@ function signedAbsMax(x: Float32Array, s: number, n: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ4_0, quantizeQ4_0 } from "./legacy.ts";
  * const x = Float32Array.from({ length: 32 }, (_, i) => i - 16);
  * const y = dequantizeQ4_0(quantizeQ4_0(x), 32);
- * console.assert(y[0] === -16 && Math.abs(y[5] - x[5]) <= 1);
+ * assert(y[0] === -16 && Math.abs(y[5] - x[5]) <= 1);
  * ```
  */
 export function quantizeQ4_0(x: Float32Array): Uint8Array {
@@ -279,10 +286,11 @@ function minMax(x: Float32Array, s: number, mm: Float64Array): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ4_1, quantizeQ4_1 } from "./legacy.ts";
  * const x = Float32Array.from({ length: 32 }, (_, i) => i / 2);
  * const y = dequantizeQ4_1(quantizeQ4_1(x), 32);
- * console.assert(Math.abs(y[7] - x[7]) < 0.6);
+ * assert(Math.abs(y[7] - x[7]) < 0.6);
  * ```
  */
 export function quantizeQ4_1(x: Float32Array): Uint8Array {
@@ -327,10 +335,11 @@ function putU32(out: Uint8Array, o: number, v: number): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ5_0, quantizeQ5_0 } from "./legacy.ts";
  * const x = Float32Array.from({ length: 32 }, (_, i) => Math.sin(i));
  * const y = dequantizeQ5_0(quantizeQ5_0(x), 32);
- * console.assert(Math.abs(y[3] - x[3]) < 0.04);
+ * assert(Math.abs(y[3] - x[3]) < 0.04);
  * ```
  */
 export function quantizeQ5_0(x: Float32Array): Uint8Array {
@@ -367,10 +376,11 @@ export function quantizeQ5_0(x: Float32Array): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ5_1, quantizeQ5_1 } from "./legacy.ts";
  * const x = Float32Array.from({ length: 32 }, (_, i) => Math.cos(i));
  * const y = dequantizeQ5_1(quantizeQ5_1(x), 32);
- * console.assert(Math.abs(y[9] - x[9]) < 0.04);
+ * assert(Math.abs(y[9] - x[9]) < 0.04);
  * ```
  */
 export function quantizeQ5_1(x: Float32Array): Uint8Array {
@@ -412,10 +422,11 @@ export function quantizeQ5_1(x: Float32Array): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeQ8_0, quantizeQ8_0 } from "./legacy.ts";
  * const x = Float32Array.from({ length: 32 }, (_, i) => 0.1 + 2 * Math.cos(i));
  * const y = dequantizeQ8_0(quantizeQ8_0(x), 32);
- * console.assert(Math.abs(y[4] - x[4]) < 0.01);
+ * assert(Math.abs(y[4] - x[4]) < 0.01);
  * ```
  */
 export function quantizeQ8_0(x: Float32Array): Uint8Array {

@@ -5,7 +5,7 @@ import {
   assertStringIncludes,
 } from "@std/assert";
 import { join } from "@std/path";
-import { main } from "../../cli.ts";
+import { runCli } from "./_cli.ts";
 import {
   buildNetwork,
   defaultRegistry,
@@ -18,14 +18,7 @@ import {
 import { openModel, writeModel } from "../../io/open.ts";
 import { fixture, FIXTURES } from "../_helpers/fixtures.ts";
 
-async function run(args: string[]) {
-  const out: string[] = [], err: string[] = [];
-  const code = await main(args, {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-  }, defaultRegistry());
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
+const run = runCli;
 
 const CONFIG = {
   input_size: 64,

@@ -5,27 +5,15 @@ import {
   assertStringIncludes,
 } from "@std/assert";
 import { join } from "@std/path";
-import { main } from "../../cli.ts";
-import {
-  defaultRegistry,
-  memoryTensorIndex,
-  tensorFromF32,
-  toFloat32,
-} from "../../mod.ts";
+import { runCli } from "./_cli.ts";
+import { memoryTensorIndex, tensorFromF32, toFloat32 } from "../../mod.ts";
 import tiny from "./_tiny_format.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 
 const PLUGIN = join(REPO_ROOT, "tests/cli/_tiny_format.ts");
 
-async function run(args: string[]) {
-  const out: string[] = [], err: string[] = [];
-  const code = await main(args, {
-    out: (t) => out.push(t),
-    err: (t) => err.push(t),
-  }, defaultRegistry());
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
+const run = runCli;
 
 async function makeTiny(
   dir: string,

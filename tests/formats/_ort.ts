@@ -7,29 +7,6 @@ import * as ort from "onnxruntime-node";
 
 export { ort };
 
-/** Runs `model` (bytes or a path) on one input; returns the output. */
-export async function runOrt(
-  model: Uint8Array | string,
-  input: { name: string; data: Float32Array | BigInt64Array; shape: number[] },
-): Promise<{ data: Float32Array; shape: number[] }> {
-  const session = typeof model === "string"
-    ? await ort.InferenceSession.create(model)
-    : await ort.InferenceSession.create(model);
-  try {
-    const t = input.data instanceof BigInt64Array
-      ? new ort.Tensor("int64", input.data, input.shape)
-      : new ort.Tensor("float32", input.data, input.shape);
-    const out = await session.run({ [input.name]: t });
-    const y = out[session.outputNames[0]];
-    return {
-      data: y.data as Float32Array,
-      shape: y.dims.map((d) => Number(d)),
-    };
-  } finally {
-    await session.release();
-  }
-}
-
 /**
  * An ORT session kept open for several runs. `level` is ORT's graph
  * optimization level: at `extended` and above ORT replaces
@@ -69,4 +46,17 @@ export async function openOrt(
     },
     close: () => session.release(),
   };
+}
+
+/** Runs `model` (bytes or a path) once on one input; returns the output. */
+export async function runOrt(
+  model: Uint8Array | string,
+  input: { name: string; data: Float32Array | BigInt64Array; shape: number[] },
+): Promise<{ data: Float32Array; shape: number[] }> {
+  const session = await openOrt(model);
+  try {
+    return await session.run(input.name, input.data, input.shape);
+  } finally {
+    await session.close();
+  }
 }

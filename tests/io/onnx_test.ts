@@ -1,9 +1,11 @@
 import { assert, assertEquals, assertThrows } from "@std/assert";
+import { memoryTensorIndex } from "../../core/model.ts";
 import { buildNetwork, initNetwork } from "../../core/network.ts";
 import { createRng } from "../../core/rng.ts";
 import { floatTensor } from "../../core/tensor.ts";
 import { exportOnnx, exportOnnxFiles } from "../../formats/onnx.ts";
 import { saveOnnx } from "../../io/onnx.ts";
+import { writeModel } from "../../io/open.ts";
 import { defaultRegistry } from "../../mod.ts";
 import { assertAllClose } from "../_helpers/close.ts";
 import { openOrt } from "../formats/_ort.ts";
@@ -87,4 +89,49 @@ Deno.test("exportOnnxFiles: options are checked", () => {
     TypeError,
     'externalData must be true, false or "auto"',
   );
+});
+
+Deno.test("convert path: the onnx plugin's writeFiles gives .onnx + .onnx.data that ORT loads", async () => {
+  const tensors = initNetwork(reg, CFG, 6);
+  const file = {
+    models: [{
+      id: "m",
+      config: CFG,
+      metadata: {},
+      tensors: memoryTensorIndex(tensors.values()),
+    }],
+  };
+  const dir = await Deno.makeTempDir();
+  try {
+    const plugin = reg.format("onnx");
+    const written = await writeModel(plugin, file, `${dir}/out.onnx`, {
+      externalData: "true",
+      externalDataThreshold: 256,
+    });
+    assertEquals(written.paths, [`${dir}/out.onnx`, `${dir}/out.onnx.data`]);
+    const net = buildNetwork(reg, CFG, tensors);
+    const rng = createRng(8);
+    const x = Float32Array.from({ length: 2 * 16 }, () => rng.normal());
+    const s = await openOrt(`${dir}/out.onnx`);
+    try {
+      assertAllClose(
+        (await s.run("input", x, [2, 16])).data,
+        net.forward(floatTensor(x, [2, 16])).data,
+        "writeFiles",
+        1e-4,
+        1e-6,
+      );
+    } finally {
+      await s.close();
+    }
+    // Without external data: one file at the requested path.
+    const one = await writeModel(plugin, file, `${dir}/single.onnx`, {});
+    assertEquals(one.paths, [`${dir}/single.onnx`]);
+    assertEquals(
+      await Deno.readFile(`${dir}/single.onnx`),
+      exportOnnx(net),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -26,6 +26,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { buildNetwork, createRegistry, floatTensor, initNetwork } from "@modelhost/modelhost";
  * import { conv1d } from "./mod.ts";
  *
@@ -36,7 +37,7 @@
  * };
  * const net = buildNetwork(reg, config, initNetwork(reg, config, 42));
  * const y = net.forward(floatTensor(new Float32Array(2 * 10 * 3), [2, 10, 3]));
- * console.assert(y.shape.join() === "2,10,8");
+ * assert(y.shape.join() === "2,10,8");
  * ```
  *
  * @module
@@ -115,9 +116,10 @@ function positive(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { conv1dPadding } from "./mod.ts";
  * const cfg = { path: "x", inChannels: 1, outChannels: 1, kernelSize: 4, stride: 1, padding: "same" as const, dilation: 1, groups: 1, bias: true };
- * console.assert(conv1dPadding(cfg).join() === "1,2");
+ * assert(conv1dPadding(cfg).join() === "1,2");
  * ```
  */
 export function conv1dPadding(cfg: Conv1dConfig): [number, number] {
@@ -139,9 +141,10 @@ export function conv1dPadding(cfg: Conv1dConfig): [number, number] {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { conv1dOutputLength } from "./mod.ts";
  * const cfg = { path: "x", inChannels: 1, outChannels: 1, kernelSize: 3, stride: 2, padding: 1, dilation: 1, groups: 1, bias: true };
- * console.assert(conv1dOutputLength(cfg, 9) === 5);
+ * assert(conv1dOutputLength(cfg, 9) === 5);
  * ```
  */
 export function conv1dOutputLength(cfg: Conv1dConfig, length: number): number {
@@ -242,10 +245,11 @@ function parse(json: LayerConfig, ctx: ParseContext): Conv1dConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { conv1dForward } from "./mod.ts";
  * const cfg = { path: "x", inChannels: 1, outChannels: 1, kernelSize: 2, stride: 1, padding: 0, dilation: 1, groups: 1, bias: false };
  * const y = conv1dForward(cfg, Float32Array.of(1, 2, 3), 1, 3, Float32Array.of(1, 10), undefined);
- * console.assert(y.join() === "21,32");
+ * assert(y.join() === "21,32");
  * ```
  */
 export function conv1dForward(
@@ -297,9 +301,10 @@ export function conv1dForward(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createRegistry } from "@modelhost/modelhost";
  * import { conv1d } from "./mod.ts";
- * console.assert(createRegistry().use(conv1d).layer("conv1d") === conv1d);
+ * assert(createRegistry().use(conv1d).layer("conv1d") === conv1d);
  * ```
  */
 export const conv1d: LayerPlugin<Conv1dConfig> = {

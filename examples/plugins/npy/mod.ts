@@ -19,6 +19,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createRegistry, memorySource, memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  * import { collectBytes } from "@modelhost/modelhost/testing";
  * import plugins from "./mod.ts";
@@ -28,7 +29,7 @@
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, 2]), [2])]);
  * const bytes = await collectBytes(npz.write!({ models: [{ id: "m", metadata: {}, tensors }] }));
  * const back = await npz.read!(memorySource(bytes, "w.npz"));
- * console.assert(back.models[0].tensors.names()[0] === "w");
+ * assert(back.models[0].tensors.names()[0] === "w");
  * ```
  *
  * @module
@@ -78,8 +79,9 @@ const STRICT: OptionSpec = {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectNpy } from "./mod.ts";
- * console.assert(detectNpy(Uint8Array.of(0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0)));
+ * assert(detectNpy(Uint8Array.of(0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0)));
  * ```
  */
 export function detectNpy(head: Uint8Array): boolean {
@@ -96,8 +98,9 @@ export function detectNpy(head: Uint8Array): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { detectNpz } from "./mod.ts";
- * console.assert(!detectNpz(new TextEncoder().encode("PK\x03\x04")));
+ * assert(!detectNpz(new TextEncoder().encode("PK\x03\x04")));
  * ```
  */
 export function detectNpz(head: Uint8Array): boolean {
@@ -123,8 +126,9 @@ export function detectNpz(head: Uint8Array): boolean {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { npy } from "./mod.ts";
- * console.assert(npy().extensions[0] === ".npy");
+ * assert(npy().extensions[0] === ".npy");
  * ```
  */
 export function npy(): FormatPlugin {
@@ -150,8 +154,9 @@ export function npy(): FormatPlugin {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { npz } from "./mod.ts";
- * console.assert(npz().options?.some((o) => o.name === "compress"));
+ * assert(npz().options?.some((o) => o.name === "compress"));
  * ```
  */
 export function npz(): FormatPlugin {

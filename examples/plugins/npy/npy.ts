@@ -77,8 +77,9 @@ const TO_NUMPY: Partial<Record<DTypeName, string>> = Object.fromEntries(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { numpyDescr } from "./npy.ts";
- * console.assert(numpyDescr("F16") === "<f2" && numpyDescr("BF16") === undefined);
+ * assert(numpyDescr("F16") === "<f2" && numpyDescr("BF16") === undefined);
  * ```
  */
 export function numpyDescr(dtype: DTypeName): string | undefined {
@@ -262,9 +263,10 @@ function shownPy(v: PyValue): string {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dtypeFromDescr } from "./npy.ts";
  * const d = dtypeFromDescr(">i8");
- * console.assert(d.dtype === "I64" && d.bigEndian && d.itemSize === 8);
+ * assert(d.dtype === "I64" && d.bigEndian && d.itemSize === 8);
  * ```
  */
 export function dtypeFromDescr(
@@ -297,9 +299,10 @@ export function dtypeFromDescr(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { npyDataOffset } from "./npy.ts";
  * const head = Uint8Array.of(0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, 118, 0);
- * console.assert(npyDataOffset(head, "a.npy") === 128);
+ * assert(npyDataOffset(head, "a.npy") === 128);
  * ```
  */
 export function npyDataOffset(head: Uint8Array, where: string): number {
@@ -357,13 +360,14 @@ export function npyDataOffset(head: Uint8Array, where: string): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseNpyHeader } from "./npy.ts";
  * const text = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }\n";
  * const bytes = new Uint8Array(10 + text.length);
  * bytes.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, text.length, 0]);
  * bytes.set(new TextEncoder().encode(text), 10);
  * const h = parseNpyHeader(bytes, "a.npy");
- * console.assert(h.dtype === "F32" && h.shape.join() === "3,4" && h.dataLength === 48);
+ * assert(h.dtype === "F32" && h.shape.join() === "3,4" && h.dataLength === 48);
  * ```
  */
 export function parseNpyHeader(bytes: Uint8Array, where: string): NpyHeader {
@@ -497,9 +501,10 @@ export function parseNpyHeader(bytes: Uint8Array, where: string): NpyHeader {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { parseNpyHeader, toLittleEndianCOrder } from "./npy.ts";
  * const h = { version: "1.0", descr: ">u2", dtype: "U16" as const, itemSize: 2, shape: [2], fortranOrder: false, bigEndian: true, dataOffset: 0, dataLength: 4 };
- * console.assert(toLittleEndianCOrder(h, Uint8Array.of(0, 1, 0, 2)).join() === "1,0,2,0");
+ * assert(toLittleEndianCOrder(h, Uint8Array.of(0, 1, 0, 2)).join() === "1,0,2,0");
  * ```
  */
 export function toLittleEndianCOrder(
@@ -625,11 +630,12 @@ function npyPreamble(descr: string, shape: readonly number[]): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { encodeNpy, parseNpyHeader } from "./npy.ts";
  * import { tensorFromF32 } from "@modelhost/modelhost";
  * const bytes = encodeNpy(tensorFromF32("w", new Float32Array(6), [2, 3]));
- * console.assert(bytes.byteLength === 128 + 24);
- * console.assert(parseNpyHeader(bytes, "w.npy").shape.join() === "2,3");
+ * assert(bytes.byteLength === 128 + 24);
+ * assert(parseNpyHeader(bytes, "w.npy").shape.join() === "2,3");
  * ```
  */
 export function encodeNpy(
@@ -694,11 +700,12 @@ export interface NpyReadOptions {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { encodeNpy, readNpy } from "./npy.ts";
  * import { memorySource, tensorFromF32, toFloat32 } from "@modelhost/modelhost";
  * const bytes = encodeNpy(tensorFromF32("x", new Float32Array([1, 2]), [2]));
  * const file = await readNpy(memorySource(bytes, "x.npy"));
- * console.assert(toFloat32(await file.models[0].tensors.load("arr_0"))[1] === 2);
+ * assert(toFloat32(await file.models[0].tensors.load("arr_0"))[1] === 2);
  * ```
  */
 export async function readNpy(
@@ -780,11 +787,12 @@ export function onlyModel(file: ModelFile, format: string): Model {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeNpy } from "./npy.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(3), [3])]);
  * const bytes = await writeNpy({ models: [{ id: "m", metadata: {}, tensors }] });
- * console.assert(bytes[0] === 0x93);
+ * assert(bytes[0] === 0x93);
  * ```
  */
 export async function writeNpy(

@@ -49,6 +49,7 @@ import {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { readNpz, writeNpz } from "./npz.ts";
  * import { memorySource, memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
@@ -56,7 +57,7 @@ import {
  * for await (const c of writeNpz({ models: [{ id: "m", metadata: {}, tensors }] })) chunks.push(c.slice());
  * const bytes = new Uint8Array(await new Blob(chunks).arrayBuffer());
  * const file = await readNpz(memorySource(bytes, "m.npz"));
- * console.assert(file.models[0].tensors.info("w").shape.join() === "2,2");
+ * assert(file.models[0].tensors.info("w").shape.join() === "2,2");
  * ```
  */
 export async function readNpz(src: ByteSource): Promise<ModelFile> {
@@ -146,12 +147,13 @@ function checkName(name: string): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { writeNpz } from "./npz.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(1000), [1000])]);
  * let size = 0;
  * for await (const c of writeNpz({ models: [{ id: "m", metadata: {}, tensors }] }, { compress: true })) size += c.byteLength;
- * console.assert(size < 1000);
+ * assert(size < 1000);
  * ```
  */
 export async function* writeNpz(
