@@ -11,11 +11,13 @@
  * @example
  * ```ts
  * import { startServer } from "./mod.ts";
+ * import { assertEquals } from "@std/assert";
  * const dir = await Deno.makeTempDir();
  * const server = await startServer({ dir, port: 0, log: false });
  * const health = await (await fetch(`${server.url}/healthz`)).json();
- * console.assert(health.status === "ok");
+ * assertEquals(health, { status: "ok", models: 0, loaded: 0 });
  * await server.close();
+ * await Deno.remove(dir);
  * ```
  *
  * @module

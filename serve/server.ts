@@ -89,7 +89,16 @@ export interface ServeOptions {
   signal?: AbortSignal;
 }
 
-/** Defaults of {@link ServeOptions}. */
+/**
+ * Defaults of {@link ServeOptions}.
+ *
+ * @example
+ * ```ts
+ * import { serveDefaults } from "./server.ts";
+ * import { assertEquals } from "@std/assert";
+ * assertEquals(serveDefaults.hostname, "127.0.0.1");
+ * ```
+ */
 export const serveDefaults = {
   port: 8080,
   hostname: "127.0.0.1",
@@ -302,11 +311,13 @@ interface Route {
  * @example
  * ```ts
  * import { startServer } from "./server.ts";
+ * import { assertEquals } from "@std/assert";
  * const dir = await Deno.makeTempDir();
  * const server = await startServer({ dir, port: 0, log: false });
  * const res = await fetch(`${server.url}/v1/models`);
- * console.assert((await res.json()).models.length === 0);
+ * assertEquals(await res.json(), { models: [] });
  * await server.close();
+ * await Deno.remove(dir);
  * ```
  */
 export async function startServer(options: ServeOptions): Promise<Server> {
