@@ -46,6 +46,7 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
     assertEquals(a.body.format, "bundle");
     assertEquals(a.body.kind, "network");
     assertEquals(a.res.headers.get("location"), "/v1/models/mlp/versions/1");
+    assertMatch(a.res.headers.get("x-request-id")!, /^[0-9a-z]+-1$/);
     assertEquals(
       (a.body.provenance as Record<string, unknown>).git_commit,
       "0123abc",
@@ -381,6 +382,39 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
       assertEquals(wrong.res.headers.get("allow"), "POST");
     },
   );
+});
+
+Deno.test("serve: an upload cut off mid-body leaves nothing behind", async () => {
+  await withServer({}, async ({ url, dir, logs }) => {
+    const st = await safetensorsBytes(V);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        if (sent >= 2) {
+          c.error(new Error("the client gave up"));
+          return;
+        }
+        c.enqueue(st.subarray(sent * 64, (sent + 1) * 64));
+        sent++;
+        await new Promise((r) => setTimeout(r, 20));
+      },
+    });
+    let failed = false;
+    try {
+      const res = await fetch(`${url}/v1/models/cut`, { method: "POST", body });
+      await res.body?.cancel();
+    } catch {
+      failed = true;
+    }
+    assert(failed, "the client's fetch should fail");
+    for (let i = 0; i < 100 && !logs.some((l) => l.msg === "request"); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const line = logs.find((l) => l.msg === "request")!;
+    assertEquals(line.route, "/v1/models/{name}");
+    assert((line.status as number) >= 400, `status ${line.status}`);
+    assertEquals(await listing(dir), []);
+  });
 });
 
 Deno.test("serve: a bearer token guards upload and delete, not reads", async () => {
