@@ -77,19 +77,12 @@ function details(v: ModelVersion) {
   };
 }
 
-const digests = new Map<string, string>();
-
 /** An identifier of a registry entry (hash of its file name, size and time; not of its content). */
 async function digestOf(v: ModelVersion): Promise<string> {
   const key = `${v.file}|${v.bytes}|${v.modified?.getTime() ?? 0}`;
-  let d = digests.get(key);
-  if (!d) {
-    const h = await crypto.subtle.digest("SHA-256", encoder.encode(key));
-    d = Array.from(new Uint8Array(h), (b) => b.toString(16).padStart(2, "0"))
-      .join("");
-    digests.set(key, d);
-  }
-  return d;
+  const h = await crypto.subtle.digest("SHA-256", encoder.encode(key));
+  return Array.from(new Uint8Array(h), (b) => b.toString(16).padStart(2, "0"))
+    .join("");
 }
 
 /** Resolves an Ollama model name to a loaded Llama-family model. */

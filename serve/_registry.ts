@@ -537,6 +537,17 @@ export class ModelStore {
     for (const list of models.values()) {
       list.sort((a, b) => compareVersions(a.version, b.version));
     }
+    // Forget what was read about files that are gone.
+    const present = new Set(
+      [...models.values()].flatMap((l) => l.map((v) => v.path)),
+    );
+    for (const k of this.#infoCache.keys()) {
+      if (
+        !present.has(k.slice(0, k.lastIndexOf("|", k.lastIndexOf("|") - 1)))
+      ) {
+        this.#infoCache.delete(k);
+      }
+    }
     const sorted = new Map(
       [...models.entries()].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0),
     );
@@ -655,16 +666,22 @@ export class ModelStore {
           );
         }
         const final = join(this.dir, `${name}@${version}${ext}`);
+        const taken = () =>
+          new HttpError(
+            409,
+            `${basename(final)} already exists in the registry folder`,
+          );
         try {
+          // A hard link never replaces an existing file.
           await Deno.link(tmp, final);
         } catch (e) {
-          if (e instanceof Deno.errors.AlreadyExists) {
-            throw new HttpError(
-              409,
-              `${basename(final)} already exists in the registry folder`,
-            );
+          if (e instanceof Deno.errors.AlreadyExists) throw taken();
+          // File systems without hard links: check, then rename (uploads
+          // are serialized, so only another program could race us).
+          if (await Deno.lstat(final).then(() => true, () => false)) {
+            throw taken();
           }
-          throw e;
+          await Deno.rename(tmp, final);
         }
         linked = true;
         this.invalidate();
