@@ -37,6 +37,7 @@ import { generate } from "./models/generate.ts";
 import { formatReport, inspectFile, validateFile } from "./cli/_inspect.ts";
 import { humanBytes, progress, type ProgressOptions } from "./cli/_progress.ts";
 import { openModel, writeModel, type WrittenModel } from "./io/open.ts";
+import { runServe, SERVE_FLAGS } from "./cli/_serve.ts";
 import type { ModelFile, TensorIndex } from "./core/model.ts";
 
 /** Where the CLI writes; tests pass their own sinks. */
@@ -724,6 +725,14 @@ const COMMANDS: Record<string, Command> = {
       }
       return 0;
     },
+  },
+  serve: {
+    summary:
+      "Serve a folder of models over HTTP (registry, batched predictions, Ollama API, metrics)",
+    usage:
+      "serve DIR [--port 8080] [--host 127.0.0.1] [--token T] [--max-batch N] [--max-wait-ms N] [limits]",
+    flags: () => SERVE_FLAGS,
+    run: (args, ctx) => runServe(args, ctx.reg, ctx.quiet, ctx.io.out),
   },
   formats: {
     summary: "List registered format plugins and what each can do",
