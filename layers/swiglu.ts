@@ -25,6 +25,7 @@
 
 import type { LayerPlugin, ParamSpec } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
+import { siluMul } from "../kernels/activations.ts";
 import { linear } from "../kernels/linear.ts";
 import { linearOnnx, siluOnnx } from "./_onnx.ts";
 import {
@@ -146,11 +147,10 @@ export const swiglu: LayerPlugin<SwigluConfig> = {
         const rows = rowsOf(x);
         const g = linear(x.data, rows, gate, gb);
         const u = linear(x.data, rows, up, ub);
-        for (let i = 0; i < g.length; i++) {
-          const v = g[i];
-          g[i] = (v / (1 + Math.exp(-v))) * u[i];
-        }
-        return floatTensor(linear(g, rows, down, db), x.shape.slice());
+        return floatTensor(
+          linear(siluMul(g, u), rows, down, db),
+          x.shape.slice(),
+        );
       },
     };
   },
