@@ -148,7 +148,7 @@ function filled(
   return c;
 }
 
-async function attendCases(): Promise<void> {
+function attendCases(): void {
   const cases = [
     { B: 1, heads: 9, kvH: 3, dim: 64, len: 37, seq: 1 }, // decode, GQA
     { B: 2, heads: 4, kvH: 2, dim: 8, len: 13, seq: 13 }, // prefill, batch 2
@@ -171,14 +171,14 @@ async function attendCases(): Promise<void> {
   }
 }
 
-Deno.test("attend: the SIMD kernel on a kernel-memory cache matches the twin (decode, prefill, batch, GQA)", async () => {
-  await attendCases();
+Deno.test("attend: the SIMD kernel on a kernel-memory cache matches the twin (decode, prefill, batch, GQA)", () => {
+  attendCases();
 });
 
 Deno.test("attend: same results with two kernel threads", async () => {
   await configureKernels({ threads: 2, minParallelWork: 1 });
   try {
-    await attendCases();
+    attendCases();
   } finally {
     await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
     await shutdownKernels();
