@@ -38,6 +38,8 @@ import {
   isRepacked,
   kernelRowBytes,
   META_ARRAYS,
+  Q8_PANEL_ROWS,
+  q8PanelBytes,
 } from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
@@ -225,38 +227,66 @@ function quantLinear(
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
   const nblk = inF / BLOCKS[dtype].elems;
-  const res = e.resident(w.bytes, kind, w.bytes, (en) => {
-    if (!isRepacked(kind)) {
-      if (en.owns(w.bytes)) {
-        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+  const panel = kind === "q8_0";
+  const res = e.resident(
+    w.bytes,
+    panel ? "q8_0-panels" : kind,
+    w.bytes,
+    (en) => {
+      const rowIn = rowBytes(dtype, inF);
+      if (panel) {
+        // Panels of 4 rows (scales, then the rows' codes block by block),
+        // staged through scratch in chunks of whole panels.
+        const R = Q8_PANEL_ROWS;
+        const pb = q8PanelBytes(nblk);
+        const total = Math.ceil(outF / R) * pb;
+        const ptr = en.alloc(total);
+        en.u8.fill(0, ptr, ptr + total);
+        const step = R * Math.max(1, Math.floor((1 << 20) / (rowIn * R)));
+        for (let r0 = 0; r0 < outF; r0 += step) {
+          const n = Math.min(step, outF - r0);
+          const src = en.scratch("wsrc", n * rowIn);
+          en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
+          en.fn.q8_0_repack(src, ptr + (r0 / R) * pb, n, nblk);
+        }
+        return { ptr, size: total, owned: true };
       }
-      const ptr = en.alloc(size);
-      en.u8.set(w.bytes.subarray(0, size), ptr);
-      return { ptr, size, owned: true };
-    }
-    // Scales first, then codes, row by row; staged through scratch in
-    // chunks of rows so the raw copy never needs the whole weight twice.
-    const rowIn = rowBytes(dtype, inF);
-    const rowOut = kernelRowBytes(kind, nblk);
-    const ptr = en.alloc(rowOut * outF);
-    const step = Math.max(1, Math.floor((1 << 20) / rowIn));
-    for (let r0 = 0; r0 < outF; r0 += step) {
-      const n = Math.min(step, outF - r0);
-      const src = en.scratch("wsrc", n * rowIn);
-      en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
-      en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
-    }
-    return { ptr, size: rowOut * outF, owned: true };
-  });
+      if (!isRepacked(kind)) {
+        if (en.owns(w.bytes)) {
+          return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+        }
+        const ptr = en.alloc(size);
+        en.u8.set(w.bytes.subarray(0, size), ptr);
+        return { ptr, size, owned: true };
+      }
+      // Scales first, then codes, row by row; staged through scratch in
+      // chunks of rows so the raw copy never needs the whole weight twice.
+      const rowOut = kernelRowBytes(kind, nblk);
+      const ptr = en.alloc(rowOut * outF);
+      const step = Math.max(1, Math.floor((1 << 20) / rowIn));
+      for (let r0 = 0; r0 < outF; r0 += step) {
+        const n = Math.min(step, outF - r0);
+        const src = en.scratch("wsrc", n * rowIn);
+        en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
+        en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
+      }
+      return { ptr, size: rowOut * outF, owned: true };
+    },
+  );
   const nb = inF / XQ;
   const xs = copyIn(e, "x", x);
   const q8 = e.scratch("xq8", rows * inF + 64);
   const q16 = e.scratch("xq16", rows * inF * 2 + 64);
   const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
   e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
+  // Relaxed Q8_0 reads x as split codes (7-bit part, sign) instead of i16.
+  const split = kind === "q8_0" && e.backend === "wasm-relaxed-simd";
+  if (split) e.fn.x_split(q8, rows * inF, q16);
   const y = e.scratch("y", rows * outF * 4 + 64);
-  const bp = padBias(e, outF, 1, bias);
-  runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
+  const unit = panel ? Q8_PANEL_ROWS : 1; // outputs per split unit
+  const bp = padBias(e, outF, unit, bias);
+  const units = Math.ceil(outF / unit);
+  runSplit(e, `${kind}_mm`, rows * inF * outF, units, (o0, o1) => [
     res.ptr,
     q8,
     q16,

@@ -12,7 +12,9 @@
  * 6-bit codes before their −32 offset) use the relaxed-SIMD
  * `i32x4.relaxed_dot_i8x16_i7x16_add_s` (codes 0..63 are valid 7-bit
  * operands) with the offset removed through the integer code sums of x;
- * Q8_0 and the plain-SIMD variant widen to i16 and use `i32x4.dot_i16x8_s`.
+ * relaxed Q8_0 splits x's codes into a 7-bit part and a sign bit
+ * (`x_split`) so its signed weight codes go through the same instruction;
+ * the plain-SIMD variant widens to i16 and uses `i32x4.dot_i16x8_s`.
  *
  * @module
  */
@@ -33,6 +35,7 @@ import {
   type Local,
   memoryCopy,
   type ModuleBuilder,
+  select,
   seq,
   set,
   T,
@@ -392,61 +395,35 @@ function scale1(d: Dot): Code {
 }
 
 /**
- * Q8_0, repacked per row: the row's f16 scales first (padded to 16 bytes),
- * then its 32-byte code blocks. Value `d·q`.
+ * `x_split(q8, n, out)`: the relaxed Q8_0 operand of `n` int8 activation
+ * codes (a multiple of 16): per 16 codes, 16 bytes `x & 127` then 16 bytes
+ * `x < 0 ? 1 : 0`, so `x = b − 128·n`.
  */
-const Q8_0: QuantFormat = {
-  name: "q8_0",
-  elems: 32,
-  bytes: 34,
-  codeBytes: 32,
-  group: 4,
-  main: (d) => {
-    const out: Code[] = [];
-    for (let j = 0; j < 4; j++) {
-      out.push(
-        set(d.v[0], v128.load(get(d.wb), 32 * j)),
-        set(d.v[1], v128.load(get(d.wb), 32 * j + 16)),
-        set(
-          d.p[j],
-          dotI16(
-            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
-            get(d.x16),
-            64 * j,
-          ),
-        ),
-      );
-    }
-    out.push(
-      hsum4i(d.p.slice(0, 4).map(get), d.t),
-      set(
-        d.acc,
-        d.ctx.madd(
-          f32x4.convert_i32x4_s(get(d.t[0])),
-          f32x4.mul(scales4(d), v128.load(metaPtr(d, 0))),
-          get(d.acc),
-        ),
+function xSplit(m: ModuleBuilder): void {
+  const f = m.func("x_split", [["q8", I], ["n", I], ["out", I]]);
+  const { q8, n, out } = f.params;
+  const [i] = f.locals(I, 1);
+  const [v] = f.locals(V, 1);
+  f.body(
+    forLoop(
+      "i",
+      i,
+      c(0),
+      get(n),
+      c(16),
+      set(v, v128.load(i32.add(get(q8), get(i)))),
+      v128.store(
+        i32.add(get(out), i32.shl(get(i), c(1))),
+        v128.and(get(v), i8x16c(0x7f)),
       ),
-    );
-    return out;
-  },
-  single: (d) => {
-    const w = [
-      ...widenEvenOdd(v128.load(get(d.wb))),
-      ...widenEvenOdd(v128.load(get(d.wb), 16)),
-    ];
-    return [
-      set(
-        d.acc,
-        d.ctx.madd(
-          f32x4.convert_i32x4_s(dotI16(w, get(d.x16), 0)),
-          f32x4.splat(f32.mul(scale1(d), f32.load(metaPtr(d, 0)))),
-          get(d.acc),
-        ),
+      v128.store(
+        i32.add(get(out), i32.shl(get(i), c(1))),
+        i8x16.shr_u(get(v), c(7)),
+        16,
       ),
-    ];
-  },
-};
+    ),
+  );
+}
 
 /** Q4_0 codes 0..15 of the block loaded in `v[0]`: elements 0..15, 16..31. */
 function q4Nibbles(d: Dot): [Code, Code] {
@@ -489,8 +466,8 @@ function q4_0Block(d: Dot, off: number, xoff8: number, xoff16: number): Code[] {
 }
 
 /**
- * Q4_0, repacked per row like {@link Q8_0}: scales, then 16-byte code
- * blocks (low nibbles are elements 0..15, high 16..31). Value `d·(q − 8)`.
+ * Q4_0, repacked per row: the row's f16 scales (padded to 16 bytes), then
+ * its 16-byte code blocks (low nibbles are elements 0..15, high 16..31). Value `d·(q − 8)`.
  */
 const Q4_0: QuantFormat = {
   name: "q4_0",
@@ -767,7 +744,7 @@ const Q6_K: QuantFormat = {
   },
 };
 
-const FORMATS: QuantFormat[] = [Q8_0, Q4_0, Q4_K, Q6_K];
+const FORMATS: QuantFormat[] = [Q4_0, Q4_K, Q6_K];
 
 /** Bytes of a repacked row's scale area: `2·nblk` rounded up to 16. */
 function repackedScaleBytes(nblk: Code): Code {
@@ -926,6 +903,248 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
   return f;
 }
 
+// ------------------------------------------------------------ Q8_0 panels
+
+/** Weight rows per Q8_0 panel (the outputs one `q8_0_dot4` call computes). */
+export const Q8_PANEL_ROWS = 4;
+
+/**
+ * Bytes of one Q8_0 panel of `nblk` blocks per row: the f16 scales of the
+ * four rows block by block (8 bytes per block, padded to 16), then per
+ * block the four rows' 32 code bytes.
+ */
+export function q8PanelBytes(nblk: number): number {
+  return ((8 * nblk + 15) & ~15) + 128 * nblk;
+}
+
+/**
+ * `q8_0_repack(src, dst, rows, nblk)`: stored Q8_0 rows (f16 scale + 32
+ * codes per block) into panels of {@link Q8_PANEL_ROWS} rows; `dst` must
+ * be zeroed (rows past the last are left as zero codes and scales).
+ */
+function q8Repack(m: ModuleBuilder): void {
+  const f = m.func("q8_0_repack", [
+    ["src", I],
+    ["dst", I],
+    ["rows", I],
+    ["nblk", I],
+  ]);
+  const { src, dst, rows, nblk } = f.params;
+  const [r, b, base, scaleBytes, panelBytes, from, lane] = f.locals(I, 7);
+  f.body(
+    set(scaleBytes, i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15))),
+    set(panelBytes, i32.add(get(scaleBytes), i32.shl(get(nblk), c(7)))),
+    set(from, get(src)),
+    forLoop(
+      "r",
+      r,
+      c(0),
+      get(rows),
+      c(1),
+      set(lane, i32.and(get(r), c(3))),
+      set(
+        base,
+        i32.add(get(dst), i32.mul(i32.shr_u(get(r), c(2)), get(panelBytes))),
+      ),
+      forLoop(
+        "b",
+        b,
+        c(0),
+        get(nblk),
+        c(1),
+        i32.store16(
+          i32.add(
+            get(base),
+            i32.add(i32.shl(get(b), c(3)), i32.shl(get(lane), c(1))),
+          ),
+          i32.load16_u(get(from)),
+        ),
+        memoryCopy(
+          i32.add(
+            i32.add(get(base), get(scaleBytes)),
+            i32.add(i32.shl(get(b), c(7)), i32.shl(get(lane), c(5))),
+          ),
+          i32.add(get(from), c(2)),
+          c(32),
+        ),
+        set(from, i32.add(get(from), c(34))),
+      ),
+    ),
+  );
+}
+
+/**
+ * `q8_0_dot4(wp, nblk, x16, xm) → f32x4`: the four rows of the panel at
+ * `wp` dotted with one activation row (`x16`: split codes for the relaxed
+ * variant, i16 codes otherwise; `xm`: its block scales). Per block the four
+ * rows' integer sums are transposed into one vector and scaled at once, so
+ * nothing is summed per row at the end.
+ */
+function q8Dot4(m: ModuleBuilder, ctx: Ctx): FuncBuilder {
+  const f = m.func("q8_0_dot4", [
+    ["wp", I],
+    ["nblk", I],
+    ["x16", I],
+    ["xm", I],
+  ], [V]);
+  const { wp, nblk, x16, xm } = f.params;
+  const [sp, cp, b] = f.locals(I, 3);
+  const [acc, w0, w1] = f.locals(V, 3);
+  const xv = f.locals(V, 4);
+  const p = f.locals(V, 4);
+  const t = f.locals(V, 4);
+  const rowDot = (r: number): Code => {
+    if (!ctx.relaxed) {
+      return dotI16(
+        [
+          ...widenEvenOdd(v128.load(get(cp), 32 * r)),
+          ...widenEvenOdd(v128.load(get(cp), 32 * r + 16)),
+        ],
+        get(x16),
+        0,
+      );
+    }
+    const rdot = (w: Local, x: Local, a: Code) =>
+      i32x4.relaxed_dot_i8x16_i7x16_add_s(get(w), get(x), a);
+    return seq(
+      set(w0, v128.load(get(cp), 32 * r)),
+      set(w1, v128.load(get(cp), 32 * r + 16)),
+      i32x4.sub(
+        rdot(w1, xv[2], rdot(w0, xv[0], zero)),
+        i32x4.shl(rdot(w1, xv[3], rdot(w0, xv[1], zero)), c(7)),
+      ),
+    );
+  };
+  f.body(
+    set(sp, get(wp)),
+    set(
+      cp,
+      i32.add(
+        get(wp),
+        i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15)),
+      ),
+    ),
+    set(acc, zero),
+    forLoop(
+      "b",
+      b,
+      c(0),
+      get(nblk),
+      c(1),
+      ...(ctx.relaxed
+        ? xv.map((v, j) => set(v, v128.load(get(x16), 16 * j)))
+        : []),
+      ...p.map((v, r) => set(v, rowDot(r))),
+      hsum4i(p.map(get), t),
+      set(
+        acc,
+        ctx.madd(
+          f32x4.convert_i32x4_s(get(t[0])),
+          f32x4.mul(
+            f16x4ToF32(i32x4.extend_low_i16x8_u(v128.load64_zero(get(sp)))),
+            f32x4.splat(f32.load(get(xm))),
+          ),
+          get(acc),
+        ),
+      ),
+      set(sp, i32.add(get(sp), c(8))),
+      set(cp, i32.add(get(cp), c(128))),
+      set(x16, i32.add(get(x16), c(64))),
+      set(xm, i32.add(get(xm), c(4))),
+    ),
+    get(acc),
+  );
+  return f;
+}
+
+/**
+ * `q8_0_mm(w, q8, q16, meta, y, bp, rows, kp, outF, p0, p1)`: `y[r, o] =
+ * W row o · x row r + bias[o]` for the outputs of panels `[p0, p1)`; `bp`
+ * holds the bias padded to whole panels.
+ */
+function q8Kernels(m: ModuleBuilder, ctx: Ctx): void {
+  q8Repack(m);
+  const dot4 = q8Dot4(m, ctx);
+  const f = m.func("q8_0_mm", [
+    ["w", I],
+    ["q8", I],
+    ["q16", I],
+    ["meta", I],
+    ["y", I],
+    ["bp", I],
+    ["rows", I],
+    ["kp", I],
+    ["outF", I],
+    ["p0", I],
+    ["p1", I],
+  ]);
+  const P = f.params;
+  const [pn, r, nblk, panelBytes, ms, n, yp] = f.locals(I, 7);
+  const [v] = f.locals(V, 1);
+  f.body(
+    set(nblk, i32.shr_u(get(P.kp), c(5))),
+    set(ms, i32.shl(get(nblk), c(2))),
+    set(
+      panelBytes,
+      i32.add(
+        i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15)),
+        i32.shl(get(nblk), c(7)),
+      ),
+    ),
+    forLoop(
+      "p",
+      pn,
+      get(P.p0),
+      get(P.p1),
+      c(1),
+      set(n, i32.sub(get(P.outF), i32.shl(get(pn), c(2)))),
+      set(n, select(c(4), get(n), i32.gt_s(get(n), c(4)))),
+      forLoop(
+        "r",
+        r,
+        c(0),
+        get(P.rows),
+        c(1),
+        set(
+          v,
+          f32x4.add(
+            call(
+              dot4,
+              i32.add(get(P.w), i32.mul(get(pn), get(panelBytes))),
+              get(nblk),
+              i32.add(get(P.q16), i32.shl(i32.mul(get(r), get(P.kp)), c(1))),
+              i32.add(
+                get(P.meta),
+                i32.mul(get(r), i32.mul(get(ms), c(META_ARRAYS))),
+              ),
+            ),
+            v128.load(i32.add(get(P.bp), i32.shl(get(pn), c(4)))),
+          ),
+        ),
+        set(
+          yp,
+          i32.add(
+            get(P.y),
+            i32.shl(
+              i32.add(i32.mul(get(r), get(P.outF)), i32.shl(get(pn), c(2))),
+              c(2),
+            ),
+          ),
+        ),
+        if_(i32.eq(get(n), c(4)), [v128.store(get(yp), get(v))], [
+          f32.store(get(yp), f32x4.extract_lane(get(v), 0)),
+          if_(i32.gt_s(get(n), c(1)), [
+            f32.store(get(yp), f32x4.extract_lane(get(v), 1), 4),
+          ]),
+          if_(i32.gt_s(get(n), c(2)), [
+            f32.store(get(yp), f32x4.extract_lane(get(v), 2), 8),
+          ]),
+        ]),
+      ),
+    ),
+  );
+}
+
 /**
  * Adds activation quantization and, per weight format, `name_dot` and the
  * threaded driver `name_mm(w, q8, q16, meta, y, bp, rows, kp, outF, o0, o1)`
@@ -933,6 +1152,8 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
  */
 export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   quantizeX(m);
+  xSplit(m);
+  q8Kernels(m, ctx);
   for (const q of FORMATS) {
     if (q.codeBytes) repackFunction(m, q);
     const dot = dotFunction(m, ctx, q);
