@@ -39,6 +39,7 @@ import {
   kernelRowBytes,
   META_ARRAYS,
   Q8_PANEL_ROWS,
+  Q8_TOUCH_AHEAD,
   q8PanelBytes,
 } from "../wasm/_kernels_quant.ts";
 
@@ -240,7 +241,7 @@ function quantLinear(
         const R = Q8_PANEL_ROWS;
         const pb = q8PanelBytes(nblk);
         const total = Math.ceil(outF / R) * pb;
-        const ptr = en.alloc(total);
+        const ptr = en.alloc(total + Q8_TOUCH_AHEAD + 128);
         en.u8.fill(0, ptr, ptr + total);
         const step = R * Math.max(1, Math.floor((1 << 20) / (rowIn * R)));
         for (let r0 = 0; r0 < outF; r0 += step) {
