@@ -26,7 +26,7 @@
 import type { LayerPlugin, ParamSpec } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
 import { siluMul } from "../kernels/activations.ts";
-import { linear } from "../kernels/linear.ts";
+import { linear, linearMany } from "../kernels/linear.ts";
 import { linearOnnx, siluOnnx } from "./_onnx.ts";
 import {
   boolField,
@@ -145,8 +145,7 @@ export const swiglu: LayerPlugin<SwigluConfig> = {
       forward(x) {
         checkFeatures(x, d, cfg.path, "swiglu");
         const rows = rowsOf(x);
-        const g = linear(x.data, rows, gate, gb);
-        const u = linear(x.data, rows, up, ub);
+        const [g, u] = linearMany(x.data, rows, [gate, up], [gb, ub]);
         return floatTensor(
           linear(siluMul(g, u), rows, down, db),
           x.shape.slice(),

@@ -38,6 +38,7 @@ import {
   isRepacked,
   kernelRowBytes,
   META_ARRAYS,
+  Q8_MULTI_DESC_BYTES,
   Q8_PANEL_ROWS,
   Q8_TOUCH_AHEAD,
   q8PanelBytes,
@@ -215,16 +216,14 @@ function denseLinear(
   return copyOut(e, y, rows * outF);
 }
 
-function quantLinear(
+/** The kernel-memory copy of a quantized weight (uploaded on first use). */
+function residentQuant(
   e: Engine,
   dtype: FastDType,
   w: Tensor,
-  x: Float32Array,
-  rows: number,
   outF: number,
   inF: number,
-  bias?: Float32Array,
-): Float32Array {
+): number {
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
   const nblk = inF / BLOCKS[dtype].elems;
@@ -274,6 +273,23 @@ function quantLinear(
       return { ptr, size: rowOut * outF, owned: true };
     },
   );
+  return res.ptr;
+}
+
+/** x quantized for the quantized kernels (int8 codes, i16 or split codes, metadata). */
+interface QuantizedX {
+  q8: number;
+  q16: number;
+  meta: number;
+}
+
+function quantizeActs(
+  e: Engine,
+  kind: string,
+  x: Float32Array,
+  rows: number,
+  inF: number,
+): QuantizedX {
   const nb = inF / XQ;
   const xs = copyIn(e, "x", x);
   const q8 = e.scratch("xq8", rows * inF + 64);
@@ -281,14 +297,31 @@ function quantLinear(
   const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
   e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
   // Relaxed Q8_0 reads x as split codes (7-bit part, sign) instead of i16.
-  const split = kind === "q8_0" && e.backend === "wasm-relaxed-simd";
-  if (split) e.fn.x_split(q8, rows * inF, q16);
+  if (kind === "q8_0" && e.backend === "wasm-relaxed-simd") {
+    e.fn.x_split(q8, rows * inF, q16);
+  }
+  return { q8, q16, meta };
+}
+
+function quantLinear(
+  e: Engine,
+  dtype: FastDType,
+  w: Tensor,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const kind = QUANT_KIND[dtype]!;
+  const ptr = residentQuant(e, dtype, w, outF, inF);
+  const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
   const y = e.scratch("y", rows * outF * 4 + 64);
-  const unit = panel ? Q8_PANEL_ROWS : 1; // outputs per split unit
+  const unit = kind === "q8_0" ? Q8_PANEL_ROWS : 1; // outputs per split unit
   const bp = padBias(e, outF, unit, bias);
   const units = Math.ceil(outF / unit);
   runSplit(e, `${kind}_mm`, rows * inF * outF, units, (o0, o1) => [
-    res.ptr,
+    ptr,
     q8,
     q16,
     meta,
@@ -301,6 +334,58 @@ function quantLinear(
     o1,
   ]);
   return copyOut(e, y, rows * outF);
+}
+
+/**
+ * Several Q8_0 weights on one x: x quantized once, one job whose units are
+ * the panels of every weight, so the threads split them together.
+ */
+function q8LinearMany(
+  e: Engine,
+  ws: Tensor[],
+  x: Float32Array,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  const R = Q8_PANEL_ROWS;
+  const ptrs = ws.map((w) => residentQuant(e, "Q8_0", w, w.shape[0], inF));
+  const { q16, meta } = quantizeActs(e, "q8_0", x, rows, inF);
+  const outs = ws.map((w) => w.shape[0]);
+  const padded = outs.map((o) => Math.ceil(o / R) * R);
+  const totalPad = padded.reduce((a, b) => a + b, 0);
+  const y = e.scratch(
+    "ymulti",
+    rows * outs.reduce((a, b) => a + b, 0) * 4 + 64,
+  );
+  const bp = e.scratch("biasmulti", totalPad * 4 + 64);
+  const desc = e.scratch("q8desc", ws.length * Q8_MULTI_DESC_BYTES);
+  const f = e.f32;
+  f.fill(0, bp >> 2, (bp >> 2) + totalPad);
+  const d = new Int32Array(e.memory.buffer, desc, ws.length * 8);
+  let yo = y, bo = bp, u = 0;
+  const yPtrs: number[] = [];
+  ws.forEach((_, i) => {
+    if (biases[i]) f.set(biases[i]!, bo >> 2);
+    const units = padded[i] / R;
+    d.set([ptrs[i], yo, bo, outs[i], u, u + units, 0, 0], i * 8);
+    yPtrs.push(yo);
+    yo += rows * outs[i] * 4;
+    bo += padded[i] * 4;
+    u += units;
+  });
+  const work = rows * inF * outs.reduce((a, b) => a + b, 0);
+  runSplit(e, "q8_0_mm_multi", work, u, (u0, u1) => [
+    desc,
+    ws.length,
+    q16,
+    meta,
+    rows,
+    inF,
+    u0,
+    u1,
+  ]);
+  return yPtrs.map((p, i) => copyOut(e, p, rows * outs[i]));
 }
 
 /**
@@ -354,6 +439,54 @@ export function fastLinear(
     return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
   }
   return quantLinear(e, dtype, w, x, rows, outF, inF, bias);
+}
+
+/**
+ * Several `y_i = x · W_iᵀ + b_i` on the same input (a layer's q, k and v
+ * projections, or an MLP's gate and up). Q8_0 weights with a common input
+ * size share one quantization of x and one threaded job (fewer hand-offs,
+ * and small matrices such as k and v get split across threads too); other
+ * weights run {@link fastLinear} one by one. Each output equals what
+ * {@link fastLinear} gives for its weight alone.
+ *
+ * @param x Input rows, `rows × in`, row-major.
+ * @param rows Number of rows.
+ * @param ws Weight tensors `[out_i, in]`, as for {@link fastLinear}.
+ * @param biases Optional biases, `biases[i]` of length `out_i` (or undefined).
+ * @returns One `rows × out_i` output per weight.
+ * @throws {TypeError} When shapes disagree or a dtype has no fast kernel.
+ * @throws {RangeError} When a weight's bytes are short.
+ *
+ * @example
+ * ```ts
+ * import { fastLinearMany } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const a = tensorFromF32("a", new Float32Array([1, 2]), [1, 2]);
+ * const b = tensorFromF32("b", new Float32Array([3, 4, 5, 6]), [2, 2]);
+ * const [ya, yb] = fastLinearMany(new Float32Array([1, 1]), 1, [a, b]);
+ * console.assert(ya[0] === 3 && yb[0] === 7 && yb[1] === 11);
+ * ```
+ */
+export function fastLinearMany(
+  x: Float32Array,
+  rows: number,
+  ws: Tensor[],
+  biases: (Float32Array | undefined)[] = [],
+): Float32Array[] {
+  const e = getEngine();
+  const inF = ws[0]?.shape[1];
+  const fused = e !== null && ws.length > 1 && rows > 0 && inF > 0 &&
+    ws.every((w) => {
+      if (w.dtype !== "Q8_0" || w.quant || w.shape.length !== 2) return false;
+      return w.shape[1] === inF && w.shape[0] > 0;
+    });
+  if (!fused) return ws.map((w, i) => fastLinear(x, rows, w, biases[i]));
+  ws.forEach((w, i) => {
+    const [outF] = checkShapes(x, rows, w);
+    checkBias(w.name, outF, biases[i]);
+    checkBytes(w, "Q8_0", outF, inF);
+  });
+  return q8LinearMany(e, ws, x, rows, inF, biases);
 }
 
 /**

@@ -1071,14 +1071,78 @@ function q8Dot4(m: ModuleBuilder, ctx: Ctx): FuncBuilder {
   return f;
 }
 
-/**
- * `q8_0_mm(w, q8, q16, meta, y, bp, rows, kp, outF, p0, p1)`: `y[r, o] =
- * W row o · x row r + bias[o]` for the outputs of panels `[p0, p1)`; `bp`
- * holds the bias padded to whole panels.
- */
+/** The Q8_0 panel kernels: repack, 4-row dot, matmul, multi-weight matmul. */
 function q8Kernels(m: ModuleBuilder, ctx: Ctx): void {
   q8Repack(m);
   const dot4 = q8Dot4(m, ctx);
+  const mm = q8Mm(m, dot4);
+  q8MmMulti(m, mm);
+}
+
+/** Bytes of one weight descriptor of `q8_0_mm_multi`. */
+export const Q8_MULTI_DESC_BYTES = 32;
+
+/**
+ * `q8_0_mm_multi(desc, nw, q16, meta, rows, kp, u0, u1)`: several Q8_0
+ * weights applied to the same quantized x in one job. `desc` holds `nw`
+ * descriptors of {@link Q8_MULTI_DESC_BYTES} bytes (i32: weight panels,
+ * y, padded bias, outF, first and end unit); units number the panels of
+ * all weights in a row, and a call computes those in `[u0, u1)`, so the
+ * threads split the weights' panels together.
+ */
+function q8MmMulti(m: ModuleBuilder, mm: FuncBuilder): void {
+  const f = m.func("q8_0_mm_multi", [
+    ["desc", I],
+    ["nw", I],
+    ["q16", I],
+    ["meta", I],
+    ["rows", I],
+    ["kp", I],
+    ["u0", I],
+    ["u1", I],
+  ]);
+  const P = f.params;
+  const [i, d, lo, hi, base] = f.locals(I, 5);
+  f.body(
+    forLoop(
+      "w",
+      i,
+      c(0),
+      get(P.nw),
+      c(1),
+      set(d, i32.add(get(P.desc), i32.mul(get(i), c(Q8_MULTI_DESC_BYTES)))),
+      set(base, i32.load(get(d), 16)),
+      // [lo, hi) = [u0, u1) ∩ [first, end), relative to the weight
+      set(lo, i32.load(get(d), 16)),
+      set(lo, select(get(P.u0), get(lo), i32.gt_s(get(P.u0), get(lo)))),
+      set(hi, i32.load(get(d), 20)),
+      set(hi, select(get(P.u1), get(hi), i32.lt_s(get(P.u1), get(hi)))),
+      if_(i32.lt_s(get(lo), get(hi)), [
+        call(
+          mm,
+          i32.load(get(d)),
+          c(0),
+          get(P.q16),
+          get(P.meta),
+          i32.load(get(d), 4),
+          i32.load(get(d), 8),
+          get(P.rows),
+          get(P.kp),
+          i32.load(get(d), 12),
+          i32.sub(get(lo), get(base)),
+          i32.sub(get(hi), get(base)),
+        ),
+      ]),
+    ),
+  );
+}
+
+/**
+ * `q8_0_mm(w, q8, q16, meta, y, bp, rows, kp, outF, p0, p1)`: `y[r, o] =
+ * W row o · x row r + bias[o]` for the outputs of panels `[p0, p1)`; `bp`
+ * holds the bias padded to whole panels (`q8` is unused).
+ */
+function q8Mm(m: ModuleBuilder, dot4: FuncBuilder): FuncBuilder {
   const f = m.func("q8_0_mm", [
     ["w", I],
     ["q8", I],
@@ -1157,6 +1221,7 @@ function q8Kernels(m: ModuleBuilder, ctx: Ctx): void {
       ),
     ),
   );
+  return f;
 }
 
 /**
