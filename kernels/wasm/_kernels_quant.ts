@@ -1003,28 +1003,59 @@ function q8Dot4(m: ModuleBuilder, ctx: Ctx): FuncBuilder {
   const xv = f.locals(V, 4);
   const p = f.locals(V, 4);
   const t = f.locals(V, 4);
-  const rowDot = (r: number): Code => {
+  // Block u of the current step: codes at cp + 128u, scales at sp + 8u,
+  // x at x16 + 64u, x scale at xm + 4u.
+  const rowDot = (u: number, r: number): Code => {
+    const at = 128 * u + 32 * r;
     if (!ctx.relaxed) {
       return dotI16(
         [
-          ...widenEvenOdd(v128.load(get(cp), 32 * r)),
-          ...widenEvenOdd(v128.load(get(cp), 32 * r + 16)),
+          ...widenEvenOdd(v128.load(get(cp), at)),
+          ...widenEvenOdd(v128.load(get(cp), at + 16)),
         ],
         get(x16),
-        0,
+        64 * u,
       );
     }
     const rdot = (w: Local, x: Local, a: Code) =>
       i32x4.relaxed_dot_i8x16_i7x16_add_s(get(w), get(x), a);
     return seq(
-      set(w0, v128.load(get(cp), 32 * r)),
-      set(w1, v128.load(get(cp), 32 * r + 16)),
+      set(w0, v128.load(get(cp), at)),
+      set(w1, v128.load(get(cp), at + 16)),
       i32x4.sub(
         rdot(w1, xv[2], rdot(w0, xv[0], zero)),
         i32x4.shl(rdot(w1, xv[3], rdot(w0, xv[1], zero)), c(7)),
       ),
     );
   };
+  const blockCode = (u: number): Code[] => [
+    ...(ctx.relaxed
+      ? xv.map((v, j) => set(v, v128.load(get(x16), 64 * u + 16 * j)))
+      : []),
+    ...p.map((v, r) => set(v, rowDot(u, r))),
+    hsum4i(p.map(get), t),
+    set(
+      acc,
+      ctx.madd(
+        f32x4.convert_i32x4_s(get(t[0])),
+        f32x4.mul(
+          f16x4ToF32(
+            i32x4.extend_low_i16x8_u(v128.load64_zero(get(sp), 8 * u)),
+          ),
+          f32x4.splat(f32.load(get(xm), 4 * u)),
+        ),
+        get(acc),
+      ),
+    ),
+    set(pf, i32.or(get(pf), i32.load(get(cp), Q8_TOUCH_AHEAD + 128 * u))),
+    set(pf, i32.or(get(pf), i32.load(get(cp), Q8_TOUCH_AHEAD + 128 * u + 64))),
+  ];
+  const advance = (n: number): Code[] => [
+    set(sp, i32.add(get(sp), c(8 * n))),
+    set(cp, i32.add(get(cp), c(128 * n))),
+    set(x16, i32.add(get(x16), c(64 * n))),
+    set(xm, i32.add(get(xm), c(4 * n))),
+  ];
   f.body(
     set(sp, get(wp)),
     set(
@@ -1035,35 +1066,18 @@ function q8Dot4(m: ModuleBuilder, ctx: Ctx): FuncBuilder {
       ),
     ),
     set(acc, zero),
+    // two blocks per step, then the odd one
     forLoop(
-      "b",
+      "b2",
       b,
-      c(0),
-      get(nblk),
       c(1),
-      ...(ctx.relaxed
-        ? xv.map((v, j) => set(v, v128.load(get(x16), 16 * j)))
-        : []),
-      ...p.map((v, r) => set(v, rowDot(r))),
-      hsum4i(p.map(get), t),
-      set(
-        acc,
-        ctx.madd(
-          f32x4.convert_i32x4_s(get(t[0])),
-          f32x4.mul(
-            f16x4ToF32(i32x4.extend_low_i16x8_u(v128.load64_zero(get(sp)))),
-            f32x4.splat(f32.load(get(xm))),
-          ),
-          get(acc),
-        ),
-      ),
-      set(pf, i32.or(get(pf), i32.load(get(cp), Q8_TOUCH_AHEAD))),
-      set(pf, i32.or(get(pf), i32.load(get(cp), Q8_TOUCH_AHEAD + 64))),
-      set(sp, i32.add(get(sp), c(8))),
-      set(cp, i32.add(get(cp), c(128))),
-      set(x16, i32.add(get(x16), c(64))),
-      set(xm, i32.add(get(xm), c(4))),
+      get(nblk),
+      c(2),
+      ...blockCode(0),
+      ...blockCode(1),
+      ...advance(2),
     ),
+    if_(i32.and(get(nblk), c(1)), [...blockCode(0)]),
     // keep the touches alive: store the dummy in the never-allocated null page
     i32.store(c(512), get(pf)),
     get(acc),
