@@ -11,8 +11,8 @@ import { createRng } from "../core/rng.ts";
 import { memorySource } from "../core/sources.ts";
 import { floatTensor, type Tensor, tensorFromF32 } from "../core/tensor.ts";
 import {
-  GgufType,
   type GgufMetadataEntry,
+  GgufType,
   readGguf,
   writeGgufBytes,
 } from "../formats/gguf.ts";
@@ -191,8 +191,7 @@ export async function networkFromGguf(
   const file = await readGguf(memorySource(bytes));
   const index = file.models[0].tensors;
   const tensors = new Map<string, Tensor>();
-  const put = (name: string, t: Tensor) =>
-    tensors.set(name, { ...t, name });
+  const put = (name: string, t: Tensor) => tensors.set(name, { ...t, name });
   const embd = await index.load("token_embd.weight");
   put("layers.0.weight", embd);
   for (let n = 0; n < s.layers; n++) {
@@ -244,7 +243,10 @@ export function decode(
   let tok = 1;
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
-    const logits = net.forward(floatTensor(new Float32Array([tok]), [1, 1]), state);
+    const logits = net.forward(
+      floatTensor(new Float32Array([tok]), [1, 1]),
+      state,
+    );
     tok = argmax(logits.data);
     ids.push(tok);
   }

@@ -35,13 +35,11 @@ import {
 } from "./quant_ref.ts";
 import { runSplit } from "./_dispatch.ts";
 import {
-  isRepacked,
-  kernelRowBytes,
   META_ARRAYS,
+  panelBytes,
   Q8_MULTI_DESC_BYTES,
   Q8_PANEL_ROWS,
   Q8_TOUCH_AHEAD,
-  q8PanelBytes,
 } from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
@@ -227,10 +225,10 @@ function residentQuant(
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
   const nblk = inF / BLOCKS[dtype].elems;
-  const panel = kind === "q8_0";
+  const panel = kind === "q8_0" || kind === "q4_0";
   const res = e.resident(
     w.bytes,
-    panel ? "q8_0-panels" : kind,
+    panel ? `${kind}-panels` : kind,
     w.bytes,
     (en) => {
       const rowIn = rowBytes(dtype, inF);
@@ -238,39 +236,27 @@ function residentQuant(
         // Panels of 4 rows (scales, then the rows' codes block by block),
         // staged through scratch in chunks of whole panels.
         const R = Q8_PANEL_ROWS;
-        const pb = q8PanelBytes(nblk);
+        const pb = panelBytes(kind, nblk);
         const total = Math.ceil(outF / R) * pb;
-        const ptr = en.alloc(total + Q8_TOUCH_AHEAD + 128);
+        const ptr = en.alloc(total + Q8_TOUCH_AHEAD + 256);
         en.u8.fill(0, ptr, ptr + total);
         const step = R * Math.max(1, Math.floor((1 << 20) / (rowIn * R)));
         for (let r0 = 0; r0 < outF; r0 += step) {
           const n = Math.min(step, outF - r0);
           const src = en.scratch("wsrc", n * rowIn);
           en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
-          en.fn.q8_0_repack(src, ptr + (r0 / R) * pb, n, nblk);
+          en.fn[`${kind}_repack`](src, ptr + (r0 / R) * pb, n, nblk);
         }
         return { ptr, size: total, owned: true };
       }
-      if (!isRepacked(kind)) {
-        if (en.owns(w.bytes)) {
-          return { ptr: w.bytes.byteOffset, size: 0, owned: false };
-        }
-        const ptr = en.alloc(size);
-        en.u8.set(w.bytes.subarray(0, size), ptr);
-        return { ptr, size, owned: true };
+      // Q4_K, Q6_K: read in their stored layout (in place when the bytes
+      // already live in kernel memory).
+      if (en.owns(w.bytes)) {
+        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
       }
-      // Scales first, then codes, row by row; staged through scratch in
-      // chunks of rows so the raw copy never needs the whole weight twice.
-      const rowOut = kernelRowBytes(kind, nblk);
-      const ptr = en.alloc(rowOut * outF);
-      const step = Math.max(1, Math.floor((1 << 20) / rowIn));
-      for (let r0 = 0; r0 < outF; r0 += step) {
-        const n = Math.min(step, outF - r0);
-        const src = en.scratch("wsrc", n * rowIn);
-        en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
-        en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
-      }
-      return { ptr, size: rowOut * outF, owned: true };
+      const ptr = en.alloc(size);
+      en.u8.set(w.bytes.subarray(0, size), ptr);
+      return { ptr, size, owned: true };
     },
   );
   return res.ptr;
@@ -317,7 +303,8 @@ function quantLinear(
   const ptr = residentQuant(e, dtype, w, outF, inF);
   const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
   const y = e.scratch("y", rows * outF * 4 + 64);
-  const unit = kind === "q8_0" ? Q8_PANEL_ROWS : 1; // outputs per split unit
+  const panel = kind === "q8_0" || kind === "q4_0";
+  const unit = panel ? Q8_PANEL_ROWS : 1; // outputs per split unit
   const bp = padBias(e, outF, unit, bias);
   const units = Math.ceil(outF / unit);
   runSplit(e, `${kind}_mm`, rows * inF * outF, units, (o0, o1) => [
@@ -337,11 +324,12 @@ function quantLinear(
 }
 
 /**
- * Several Q8_0 weights on one x: x quantized once, one job whose units are
- * the panels of every weight, so the threads split them together.
+ * Several Q8_0 (or Q4_0) weights on one x: x quantized once, one job whose
+ * units are the panels of every weight, so the threads split them together.
  */
-function q8LinearMany(
+function panelLinearMany(
   e: Engine,
+  dtype: "Q8_0" | "Q4_0",
   ws: Tensor[],
   x: Float32Array,
   rows: number,
@@ -349,8 +337,9 @@ function q8LinearMany(
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
   const R = Q8_PANEL_ROWS;
-  const ptrs = ws.map((w) => residentQuant(e, "Q8_0", w, w.shape[0], inF));
-  const { q16, meta } = quantizeActs(e, "q8_0", x, rows, inF);
+  const kind = QUANT_KIND[dtype]!;
+  const ptrs = ws.map((w) => residentQuant(e, dtype, w, w.shape[0], inF));
+  const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
   const outs = ws.map((w) => w.shape[0]);
   const padded = outs.map((o) => Math.ceil(o / R) * R);
   const totalPad = padded.reduce((a, b) => a + b, 0);
@@ -375,9 +364,10 @@ function q8LinearMany(
     u += units;
   });
   const work = rows * inF * outs.reduce((a, b) => a + b, 0);
-  runSplit(e, "q8_0_mm_multi", work, u, (u0, u1) => [
+  runSplit(e, `${kind}_mm_multi`, work, u, (u0, u1) => [
     desc,
     ws.length,
+    q8,
     q16,
     meta,
     rows,
@@ -443,7 +433,7 @@ export function fastLinear(
 
 /**
  * Several `y_i = x · W_iᵀ + b_i` on the same input (a layer's q, k and v
- * projections, or an MLP's gate and up). Q8_0 weights with a common input
+ * projections, or an MLP's gate and up). Q8_0 (or Q4_0) weights of one dtype with a common input
  * size share one quantization of x and one threaded job (fewer hand-offs,
  * and small matrices such as k and v get split across threads too); other
  * weights run {@link fastLinear} one by one. Each output equals what
@@ -475,18 +465,20 @@ export function fastLinearMany(
 ): Float32Array[] {
   const e = getEngine();
   const inF = ws[0]?.shape[1];
+  const dtype = ws[0]?.dtype;
   const fused = e !== null && ws.length > 1 && rows > 0 && inF > 0 &&
+    (dtype === "Q8_0" || dtype === "Q4_0") &&
     ws.every((w) => {
-      if (w.dtype !== "Q8_0" || w.quant || w.shape.length !== 2) return false;
+      if (w.dtype !== dtype || w.quant || w.shape.length !== 2) return false;
       return w.shape[1] === inF && w.shape[0] > 0;
     });
   if (!fused) return ws.map((w, i) => fastLinear(x, rows, w, biases[i]));
   ws.forEach((w, i) => {
     const [outF] = checkShapes(x, rows, w);
     checkBias(w.name, outF, biases[i]);
-    checkBytes(w, "Q8_0", outF, inF);
+    checkBytes(w, dtype, outF, inF);
   });
-  return q8LinearMany(e, ws, x, rows, inF, biases);
+  return panelLinearMany(e, dtype, ws, x, rows, inF, biases);
 }
 
 /**

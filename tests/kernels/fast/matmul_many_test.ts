@@ -13,9 +13,14 @@ import { getEngine } from "../../../kernels/wasm/_engine.ts";
 import { cosines, makeWeight } from "./_helpers.ts";
 
 /** Each weight alone vs all of them at once, for rows 1 and 3. */
-function check(outs: number[], inF: number, what: string): void {
+function check(
+  outs: number[],
+  inF: number,
+  what: string,
+  dtype: "Q8_0" | "Q4_0" = "Q8_0",
+): void {
   const ws = outs.map((o, i) => ({
-    ...makeWeight("Q8_0", o, inF),
+    ...makeWeight(dtype, o, inF),
     name: `w${i}`,
   }));
   const biases = outs.map((o, i) => i % 2 ? cosines(o, i) : undefined);
@@ -37,23 +42,28 @@ function cases(): void {
   check([576, 192, 192], 576, "q/k/v shapes");
   check([13, 7, 64, 1], 96, "odd output counts");
   check([40, 40], 32, "one block per row");
+  check([576, 192, 192], 576, "Q4_0 q/k/v shapes", "Q4_0");
+  check([13, 7, 64, 1], 96, "Q4_0 odd output counts", "Q4_0");
 }
 
-Deno.test("fastLinearMany: fused Q8_0 outputs equal fastLinear's, one thread", () => {
+Deno.test("fastLinearMany: fused Q8_0 / Q4_0 outputs equal fastLinear's, one thread", () => {
   let jobs = 0;
   const e = getEngine()!;
-  const f = e.fn.q8_0_mm_multi;
-  e.fn.q8_0_mm_multi = (...a: number[]) => {
-    jobs++;
-    f(...a);
-  };
+  const names = ["q8_0_mm_multi", "q4_0_mm_multi"];
+  const saved = names.map((n) => e.fn[n]);
+  names.forEach((n, i) =>
+    e.fn[n] = (...a: number[]) => {
+      jobs++;
+      saved[i](...a);
+    }
+  );
   try {
     cases();
   } finally {
-    e.fn.q8_0_mm_multi = f;
+    names.forEach((n, i) => e.fn[n] = saved[i]);
   }
-  // three shapes × two row counts, once through fastLinearMany, once linearMany
-  assertEquals(jobs, 12);
+  // five shapes × two row counts, once through fastLinearMany, once linearMany
+  assertEquals(jobs, 20);
 });
 
 Deno.test("fastLinearMany: the same with two threads splitting every panel", async () => {
