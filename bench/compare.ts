@@ -20,7 +20,8 @@
  * tables give each side's best round, and the median and range of the
  * per-round ratios (robust on a shared machine). Options: `--threads N`
  * (default 2), `--rounds N` (default 15; decode uses a third of it, at
- * least 3), `--only mlp,matvec,decode`, `--skip-ort`, `--tokens N` (64).
+ * least 3), `--only mlp,matvec,decode`, `--skip-ort`, `--tokens N` (64),
+ * `--dtypes Q8_0,Q4_0,…` (the matvec rows).
  */
 
 import { parseArgs } from "@std/cli";
@@ -45,13 +46,14 @@ import {
 } from "./_decode.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["threads", "rounds", "only", "tokens"],
+  string: ["threads", "rounds", "only", "tokens", "dtypes"],
   boolean: ["skip-ort"],
   default: {
     threads: "2",
     rounds: "15",
     only: "mlp,matvec,decode",
     tokens: "64",
+    dtypes: "Q8_0,Q4_0,Q4_K,Q6_K,F16,BF16,F32",
   },
 });
 const THREADS = Number(args.threads);
@@ -301,17 +303,7 @@ async function matvecs(): Promise<void> {
   const big = e.alloc(region);
   e.u8.fill(1, big, big + region);
   const out = e.alloc(64);
-  for (
-    const dtype of [
-      "Q8_0",
-      "Q4_0",
-      "Q4_K",
-      "Q6_K",
-      "F16",
-      "BF16",
-      "F32",
-    ] as FastDType[]
-  ) {
+  for (const dtype of args.dtypes.split(",") as FastDType[]) {
     const first = makeWeight(dtype, N, N);
     const bytes = first.bytes.length;
     const copies = Math.max(2, Math.ceil(region / bytes));
