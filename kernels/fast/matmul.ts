@@ -35,6 +35,11 @@ import {
 } from "./quant_ref.ts";
 import { runSplit } from "./_dispatch.ts";
 import {
+  GEMM_NR,
+  gemmPackedWBytes,
+  gemmPackedXBytes,
+} from "../wasm/_kernels_gemm.ts";
+import {
   META_ARRAYS,
   panelBytes,
   Q8_MULTI_DESC_BYTES,
@@ -170,6 +175,58 @@ function copyOut(e: Engine, p: number, n: number): Float32Array {
   return e.f32.slice(p >> 2, (p >> 2) + n);
 }
 
+/**
+ * F32 on the outer-product GEMM kernels (`kernels/wasm/_kernels_gemm.ts`):
+ * W packed once into panels of 8 outputs, x packed per call into panels
+ * of 5 rows, threads split the W panels.
+ */
+function f32Gemm(
+  e: Engine,
+  key: object,
+  wBytes: Uint8Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const panels = Math.ceil(outF / GEMM_NR);
+  const res = e.resident(key, "f32-gemm-panels", wBytes, (en) => {
+    const size = gemmPackedWBytes(outF, inF);
+    const ptr = en.alloc(size);
+    en.u8.fill(0, ptr, ptr + size); // padding rows of the last panel stay zero
+    // staged through scratch in chunks of whole panels
+    const step = GEMM_NR *
+      Math.max(1, Math.floor((1 << 22) / (inF * 4 * GEMM_NR)));
+    for (let o0 = 0; o0 < outF; o0 += step) {
+      const n = Math.min(step, outF - o0);
+      const src = en.scratch("wsrc", n * inF * 4);
+      en.u8.set(wBytes.subarray(o0 * inF * 4, (o0 + n) * inF * 4), src);
+      en.fn.f32_gemm_pack_w(src, ptr + gemmPackedWBytes(o0, inF), n, inF);
+    }
+    return { ptr, size, owned: true };
+  });
+  const xs = copyIn(e, "x", x);
+  const xBytes = gemmPackedXBytes(rows, inF);
+  const xp = e.scratch("xpack", xBytes + 64);
+  e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+  e.fn.f32_gemm_pack_x(xs, xp, rows, inF);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, GEMM_NR, bias);
+  runSplit(e, "f32_gemm", rows * inF * outF, panels, (p0, p1) => [
+    xp,
+    res.ptr,
+    y,
+    bp,
+    rows,
+    inF,
+    outF,
+    p0,
+    p1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
 function denseLinear(
   e: Engine,
   kind: "f32" | "f16" | "bf16",
@@ -181,11 +238,12 @@ function denseLinear(
   inF: number,
   bias?: Float32Array,
 ): Float32Array {
+  if (kind === "f32") return f32Gemm(e, key, wBytes, x, rows, outF, inF, bias);
   const { rows: R, cols: C } = PANEL;
   const chunk = CHUNK[kind];
   const kn = Math.ceil(inF / chunk);
   const panels = Math.ceil(outF / C);
-  const elemBytes = kind === "f32" ? 4 : 2;
+  const elemBytes = 2;
   const res = e.resident(key, `${kind}-panels`, wBytes, (en) => {
     const size = panels * kn * C * 16;
     const ptr = en.alloc(size);
