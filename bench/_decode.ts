@@ -18,8 +18,22 @@ import {
 } from "../formats/gguf.ts";
 import { defaultRegistry } from "../mod.ts";
 
+/** The hyper-parameters of a Llama model of this benchmark. */
+export interface Shape {
+  vocab: number;
+  hidden: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  intermediate: number;
+  rmsEps: number;
+  ropeTheta: number;
+  context: number;
+}
+
 /** SmolLM-135M's hyper-parameters (HuggingFaceTB/SmolLM-135M config.json). */
-export const SMOLLM_135M = {
+export const SMOLLM_135M: Shape = {
   vocab: 49152,
   hidden: 576,
   layers: 30,
@@ -30,9 +44,7 @@ export const SMOLLM_135M = {
   rmsEps: 1e-5,
   ropeTheta: 10000,
   context: 2048,
-} as const;
-
-type Shape = typeof SMOLLM_135M;
+};
 
 /** Seeded uniform values in ±bound (core/rng.ts, xoshiro128**). */
 function uniform(n: number, bound: number, seed: number): Float32Array {
@@ -251,6 +263,55 @@ export function decode(
     ids.push(tok);
   }
   return { tokensPerSecond: (n * 1000) / (performance.now() - t0), ids };
+}
+
+/** Greedy ids after `prompt` (one prefill, then one token per step). */
+export function greedy(
+  net: Network,
+  prompt: number[],
+  n: number,
+  V = SMOLLM_135M.vocab,
+): number[] {
+  const state = net.createState();
+  let logits = net.forward(
+    floatTensor(Float32Array.from(prompt), [1, prompt.length]),
+    state,
+  ).data;
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const tok = argmax(logits.subarray(logits.length - V));
+    ids.push(tok);
+    if (i + 1 < n) {
+      logits = net.forward(floatTensor(new Float32Array([tok]), [1, 1]), state)
+        .data;
+    }
+  }
+  return ids;
+}
+
+/**
+ * llama.cpp's greedy ids for the same prompt, from `bench/llama_cpp_greedy.cpp`
+ * built as `llama-cpp-greedy` beside llama-bench (DEVELOPERS.md), if present.
+ */
+export async function llamaCppGreedy(
+  bench: string,
+  file: string,
+  prompt: number[],
+  n: number,
+): Promise<number[] | undefined> {
+  const bin = bench.replace(/llama-bench$/, "llama-cpp-greedy");
+  try {
+    if (!Deno.statSync(bin).isFile) return undefined;
+  } catch {
+    return undefined;
+  }
+  const out = await new Deno.Command(bin, {
+    args: [file, String(n), ...prompt.map(String)],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  if (!out.success) return undefined;
+  return new TextDecoder().decode(out.stdout).trim().split(/\s+/).map(Number);
 }
 
 /** The llama-bench binary under `LLAMA_CPP_BIN` (a folder, or the binary), if any. */

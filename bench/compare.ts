@@ -38,8 +38,10 @@ import type { FastDType } from "../kernels/fast/quant_ref.ts";
 import { makeWeight } from "../tests/kernels/fast/_helpers.ts";
 import {
   decode,
+  greedy,
   llamaBenchDecode,
   llamaBenchPath,
+  llamaCppGreedy,
   networkFromGguf,
   SMOLLM_135M,
   smolLmShapeGguf,
@@ -410,6 +412,17 @@ async function decodeVsLlamaCpp(): Promise<void> {
           f2(sorted(ours)[ours.length - 1] / sorted(theirs)[theirs.length - 1])
         }×).\n`,
       );
+      const prompt = [1, 1000];
+      const theirIds = await llamaCppGreedy(bench, file, prompt, 16);
+      if (theirIds) {
+        const ourIds = greedy(net, prompt, 16);
+        const same = ourIds.every((v, i) => v === theirIds[i]);
+        console.log(
+          `Same model on both sides: 16 greedy ids after [${prompt}] ${
+            same ? "are identical" : "DIFFER"
+          } (ours ${ourIds.join(" ")}; llama.cpp ${theirIds.join(" ")}).\n`,
+        );
+      }
     } else {
       console.log(
         `\n(llama.cpp column skipped: set LLAMA_CPP_BIN to the folder of a llama.cpp build's binaries, see DEVELOPERS.md.)\n`,
