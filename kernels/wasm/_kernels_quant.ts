@@ -808,8 +808,8 @@ function panelRepack(m: ModuleBuilder, q: PanelFormat): void {
  * - Q8_0, relaxed: `Σ w·x = Σ w·b − 128·Σ w·n` on the split codes, each 16
  *   bytes one `i32x4.relaxed_dot_i8x16_i7x16_add_s` (`b`, `n` are 7-bit).
  * - Q4_0, relaxed: `Σ (q − 8)·x = Σ q·x − 8·Σ x`, the nibbles `q` being the
- *   7-bit operand of `i16x8.relaxed_dot_i8x16_i7x16_s` (i16 pair sums, at
- *   most 2·2·15·127 = 7620 per lane, so four of them still fit in i16).
+ *   7-bit operand of `i32x4.relaxed_dot_i8x16_i7x16_add_s` (where it goes
+ *   through `pmaddubsw`, pair sums stay below 2·15·127 < 2^15).
  * - Plain SIMD: codes (minus 8 for Q4_0) widened to i16 and dotted with the
  *   i16 activation codes (`i32x4.dot_i16x8_s`).
  */
@@ -840,7 +840,11 @@ function panelDot4(m: ModuleBuilder, ctx: Ctx, q: PanelFormat): FuncBuilder {
       if (ctx.relaxed) {
         return seq(
           set(w0, v128.load(get(cp), at)),
-          i16x8.add(rdot16(get(xv[0]), lo), rdot16(get(xv[1]), hi)),
+          i32x4.relaxed_dot_i8x16_i7x16_add_s(
+            get(xv[1]),
+            hi,
+            i32x4.relaxed_dot_i8x16_i7x16_add_s(get(xv[0]), lo, zero),
+          ),
         );
       }
       return seq(
@@ -886,7 +890,7 @@ function panelDot4(m: ModuleBuilder, ctx: Ctx, q: PanelFormat): FuncBuilder {
   const totals = (u: number): Code[] => {
     if (q4 && ctx.relaxed) {
       return [
-        hsum4i16(p.map(get), t),
+        hsum4i(p.map(get), t),
         set(
           t[0],
           i32x4.sub(
