@@ -35,6 +35,7 @@ import {
 } from "./quant_ref.ts";
 import { runSplit } from "./_dispatch.ts";
 import {
+  GEMM_MIN_IN,
   GEMM_NR,
   gemmPackedWBytes,
   gemmPackedXBytes,
@@ -238,12 +239,14 @@ function denseLinear(
   inF: number,
   bias?: Float32Array,
 ): Float32Array {
-  if (kind === "f32") return f32Gemm(e, key, wBytes, x, rows, outF, inF, bias);
+  if (kind === "f32" && inF >= GEMM_MIN_IN) {
+    return f32Gemm(e, key, wBytes, x, rows, outF, inF, bias);
+  }
   const { rows: R, cols: C } = PANEL;
   const chunk = CHUNK[kind];
   const kn = Math.ceil(inF / chunk);
   const panels = Math.ceil(outF / C);
-  const elemBytes = 2;
+  const elemBytes = kind === "f32" ? 4 : 2;
   const res = e.resident(key, `${kind}-panels`, wBytes, (en) => {
     const size = panels * kn * C * 16;
     const ptr = en.alloc(size);

@@ -96,6 +96,7 @@ interface DenseKind {
 }
 
 const DENSE: DenseKind[] = [
+  { name: "f32", chunk: 4, wBytes: 4, widen: (v) => [v] },
   {
     name: "f16",
     chunk: 8,

@@ -44,7 +44,16 @@ export const GEMM_NR = 8;
 /** k values per microkernel loop step. */
 const GEMM_UNROLL = 4;
 /** Input elements per k block. */
-export const GEMM_KC = 512;
+export const GEMM_KC = 256;
+/**
+ * Smallest input size sent to the GEMM. Each output sums one k block (256)
+ * in a single chain, so below this the 4-lane dot-product kernel of
+ * `_kernels.ts`, whose lanes sum a quarter of the row each, is the more
+ * accurate one (and fast enough); from here on both sum runs of 256 terms.
+ * The choice depends on the weight only, so a row's result never depends on
+ * how many rows a call carries.
+ */
+export const GEMM_MIN_IN = 256;
 
 const I = T.i32;
 const V = T.v128;
@@ -68,8 +77,7 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
   ]);
   const { xp, wp, kc, yp, ystride, bp, ncols, accum } = f.params;
   // phases: consecutive k values go to separate accumulator sets
-  // (three rows keep one set: twelve accumulators would not fit the registers)
-  const phases = R >= 3 ? 1 : Math.ceil(8 / (2 * R));
+  const phases = 1;
   const acc = Array.from(
     { length: phases },
     () => Array.from({ length: R }, () => f.locals(V, 2)),

@@ -26,7 +26,8 @@ import {
   shutdownKernels,
 } from "../../kernels/fast/runtime.ts";
 import { getEngine } from "../../kernels/wasm/_engine.ts";
-import { cosines } from "./fast/_helpers.ts";
+import { cosines, makeWeight } from "./fast/_helpers.ts";
+import { linear } from "../../kernels/linear.ts";
 
 /** Asserts |a − b| ≤ rel·|b| + abs element by element. */
 function within(
@@ -229,4 +230,34 @@ Deno.test("attend: one query at a time equals the prefill exactly, across cache 
   assertEquals(step.capacity, 64);
   // the grown cache still lives in kernel memory
   assert(getEngine()!.owns(new Uint8Array(step.k.buffer)));
+});
+
+Deno.test("linear: a row's output is the same alone or in any batch (F32 both kernels, Q8_0, Q4_0)", () => {
+  for (
+    const [dtype, inF] of [
+      ["F32", 64],
+      ["F32", 300],
+      ["Q8_0", 320],
+      ["Q4_0", 96],
+    ] as const
+  ) {
+    const w = makeWeight(dtype, 21, inF);
+    const rows = 11; // 2 full 5-row GEMM tiles + 1 row; 5 two-row panels + 1
+    const x = cosines(rows * inF, 3);
+    const all = linear(x, rows, w);
+    for (let r = 0; r < rows; r++) {
+      const one = linear(x.subarray(r * inF, (r + 1) * inF), 1, w);
+      assertEquals(
+        one,
+        all.subarray(r * 21, (r + 1) * 21),
+        `${dtype} ${inF} row ${r}`,
+      );
+    }
+    const three = linear(x.subarray(4 * inF, 7 * inF), 3, w);
+    assertEquals(
+      three,
+      all.subarray(4 * 21, 7 * 21),
+      `${dtype} ${inF} rows 4..6`,
+    );
+  }
 });
