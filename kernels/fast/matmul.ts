@@ -35,9 +35,17 @@ import {
 } from "./quant_ref.ts";
 import { runSplit } from "./_dispatch.ts";
 import {
-  isRepacked,
-  kernelRowBytes,
+  GEMM_MIN_IN,
+  GEMM_NR,
+  gemmPackedWBytes,
+  gemmPackedXBytes,
+} from "../wasm/_kernels_gemm.ts";
+import {
   META_ARRAYS,
+  panelBytes,
+  Q8_MULTI_DESC_BYTES,
+  Q8_PANEL_ROWS,
+  Q8_TOUCH_AHEAD,
 } from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
@@ -168,6 +176,58 @@ function copyOut(e: Engine, p: number, n: number): Float32Array {
   return e.f32.slice(p >> 2, (p >> 2) + n);
 }
 
+/**
+ * F32 on the outer-product GEMM kernels (`kernels/wasm/_kernels_gemm.ts`):
+ * W packed once into panels of 8 outputs, x packed per call into panels
+ * of 5 rows, threads split the W panels.
+ */
+function f32Gemm(
+  e: Engine,
+  key: object,
+  wBytes: Uint8Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const panels = Math.ceil(outF / GEMM_NR);
+  const res = e.resident(key, "f32-gemm-panels", wBytes, (en) => {
+    const size = gemmPackedWBytes(outF, inF);
+    const ptr = en.alloc(size);
+    en.u8.fill(0, ptr, ptr + size); // padding rows of the last panel stay zero
+    // staged through scratch in chunks of whole panels
+    const step = GEMM_NR *
+      Math.max(1, Math.floor((1 << 22) / (inF * 4 * GEMM_NR)));
+    for (let o0 = 0; o0 < outF; o0 += step) {
+      const n = Math.min(step, outF - o0);
+      const src = en.scratch("wsrc", n * inF * 4);
+      en.u8.set(wBytes.subarray(o0 * inF * 4, (o0 + n) * inF * 4), src);
+      en.fn.f32_gemm_pack_w(src, ptr + gemmPackedWBytes(o0, inF), n, inF);
+    }
+    return { ptr, size, owned: true };
+  });
+  const xs = copyIn(e, "x", x);
+  const xBytes = gemmPackedXBytes(rows, inF);
+  const xp = e.scratch("xpack", xBytes + 64);
+  e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+  e.fn.f32_gemm_pack_x(xs, xp, rows, inF);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, GEMM_NR, bias);
+  runSplit(e, "f32_gemm", rows * inF * outF, panels, (p0, p1) => [
+    xp,
+    res.ptr,
+    y,
+    bp,
+    rows,
+    inF,
+    outF,
+    p0,
+    p1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
 function denseLinear(
   e: Engine,
   kind: "f32" | "f16" | "bf16",
@@ -179,6 +239,9 @@ function denseLinear(
   inF: number,
   bias?: Float32Array,
 ): Float32Array {
+  if (kind === "f32" && inF >= GEMM_MIN_IN) {
+    return f32Gemm(e, key, wBytes, x, rows, outF, inF, bias);
+  }
   const { rows: R, cols: C } = PANEL;
   const chunk = CHUNK[kind];
   const kn = Math.ceil(inF / chunk);
@@ -212,6 +275,81 @@ function denseLinear(
   return copyOut(e, y, rows * outF);
 }
 
+/** The kernel-memory copy of a quantized weight (uploaded on first use). */
+function residentQuant(
+  e: Engine,
+  dtype: FastDType,
+  w: Tensor,
+  outF: number,
+  inF: number,
+): number {
+  const kind = QUANT_KIND[dtype]!;
+  const size = outF * rowBytes(dtype, inF);
+  const nblk = inF / BLOCKS[dtype].elems;
+  const panel = kind === "q8_0" || kind === "q4_0";
+  const res = e.resident(
+    w.bytes,
+    panel ? `${kind}-panels` : kind,
+    w.bytes,
+    (en) => {
+      const rowIn = rowBytes(dtype, inF);
+      if (panel) {
+        // Panels of 4 rows (scales, then the rows' codes block by block),
+        // staged through scratch in chunks of whole panels.
+        const R = Q8_PANEL_ROWS;
+        const pb = panelBytes(kind, nblk);
+        const total = Math.ceil(outF / R) * pb;
+        const ptr = en.alloc(total + Q8_TOUCH_AHEAD + 256);
+        en.u8.fill(0, ptr, ptr + total);
+        const step = R * Math.max(1, Math.floor((1 << 20) / (rowIn * R)));
+        for (let r0 = 0; r0 < outF; r0 += step) {
+          const n = Math.min(step, outF - r0);
+          const src = en.scratch("wsrc", n * rowIn);
+          en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
+          en.fn[`${kind}_repack`](src, ptr + (r0 / R) * pb, n, nblk);
+        }
+        return { ptr, size: total, owned: true };
+      }
+      // Q4_K, Q6_K: read in their stored layout (in place when the bytes
+      // already live in kernel memory).
+      if (en.owns(w.bytes)) {
+        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+      }
+      const ptr = en.alloc(size);
+      en.u8.set(w.bytes.subarray(0, size), ptr);
+      return { ptr, size, owned: true };
+    },
+  );
+  return res.ptr;
+}
+
+/** x quantized for the quantized kernels (int8 codes, i16 or split codes, metadata). */
+interface QuantizedX {
+  q8: number;
+  q16: number;
+  meta: number;
+}
+
+function quantizeActs(
+  e: Engine,
+  kind: string,
+  x: Float32Array,
+  rows: number,
+  inF: number,
+): QuantizedX {
+  const nb = inF / XQ;
+  const xs = copyIn(e, "x", x);
+  const q8 = e.scratch("xq8", rows * inF + 64);
+  const q16 = e.scratch("xq16", rows * inF * 2 + 64);
+  const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
+  e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
+  // Relaxed Q8_0 reads x as split codes (7-bit part, sign) instead of i16.
+  if (kind === "q8_0" && e.backend === "wasm-relaxed-simd") {
+    e.fn.x_split(q8, rows * inF, q16);
+  }
+  return { q8, q16, meta };
+}
+
 function quantLinear(
   e: Engine,
   dtype: FastDType,
@@ -223,41 +361,15 @@ function quantLinear(
   bias?: Float32Array,
 ): Float32Array {
   const kind = QUANT_KIND[dtype]!;
-  const size = outF * rowBytes(dtype, inF);
-  const nblk = inF / BLOCKS[dtype].elems;
-  const res = e.resident(w.bytes, kind, w.bytes, (en) => {
-    if (!isRepacked(kind)) {
-      if (en.owns(w.bytes)) {
-        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
-      }
-      const ptr = en.alloc(size);
-      en.u8.set(w.bytes.subarray(0, size), ptr);
-      return { ptr, size, owned: true };
-    }
-    // Scales first, then codes, row by row; staged through scratch in
-    // chunks of rows so the raw copy never needs the whole weight twice.
-    const rowIn = rowBytes(dtype, inF);
-    const rowOut = kernelRowBytes(kind, nblk);
-    const ptr = en.alloc(rowOut * outF);
-    const step = Math.max(1, Math.floor((1 << 20) / rowIn));
-    for (let r0 = 0; r0 < outF; r0 += step) {
-      const n = Math.min(step, outF - r0);
-      const src = en.scratch("wsrc", n * rowIn);
-      en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
-      en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
-    }
-    return { ptr, size: rowOut * outF, owned: true };
-  });
-  const nb = inF / XQ;
-  const xs = copyIn(e, "x", x);
-  const q8 = e.scratch("xq8", rows * inF + 64);
-  const q16 = e.scratch("xq16", rows * inF * 2 + 64);
-  const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
-  e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
+  const ptr = residentQuant(e, dtype, w, outF, inF);
+  const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
   const y = e.scratch("y", rows * outF * 4 + 64);
-  const bp = padBias(e, outF, 1, bias);
-  runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
-    res.ptr,
+  const panel = kind === "q8_0" || kind === "q4_0";
+  const unit = panel ? Q8_PANEL_ROWS : 1; // outputs per split unit
+  const bp = padBias(e, outF, unit, bias);
+  const units = Math.ceil(outF / unit);
+  runSplit(e, `${kind}_mm`, rows * inF * outF, units, (o0, o1) => [
+    ptr,
     q8,
     q16,
     meta,
@@ -270,6 +382,61 @@ function quantLinear(
     o1,
   ]);
   return copyOut(e, y, rows * outF);
+}
+
+/**
+ * Several Q8_0 (or Q4_0) weights on one x: x quantized once, one job whose
+ * units are the panels of every weight, so the threads split them together.
+ */
+function panelLinearMany(
+  e: Engine,
+  dtype: "Q8_0" | "Q4_0",
+  ws: Tensor[],
+  x: Float32Array,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  const R = Q8_PANEL_ROWS;
+  const kind = QUANT_KIND[dtype]!;
+  const ptrs = ws.map((w) => residentQuant(e, dtype, w, w.shape[0], inF));
+  const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
+  const outs = ws.map((w) => w.shape[0]);
+  const padded = outs.map((o) => Math.ceil(o / R) * R);
+  const totalPad = padded.reduce((a, b) => a + b, 0);
+  const y = e.scratch(
+    "ymulti",
+    rows * outs.reduce((a, b) => a + b, 0) * 4 + 64,
+  );
+  const bp = e.scratch("biasmulti", totalPad * 4 + 64);
+  const desc = e.scratch("q8desc", ws.length * Q8_MULTI_DESC_BYTES);
+  const f = e.f32;
+  f.fill(0, bp >> 2, (bp >> 2) + totalPad);
+  const d = new Int32Array(e.memory.buffer, desc, ws.length * 8);
+  let yo = y, bo = bp, u = 0;
+  const yPtrs: number[] = [];
+  ws.forEach((_, i) => {
+    if (biases[i]) f.set(biases[i]!, bo >> 2);
+    const units = padded[i] / R;
+    d.set([ptrs[i], yo, bo, outs[i], u, u + units, 0, 0], i * 8);
+    yPtrs.push(yo);
+    yo += rows * outs[i] * 4;
+    bo += padded[i] * 4;
+    u += units;
+  });
+  const work = rows * inF * outs.reduce((a, b) => a + b, 0);
+  runSplit(e, `${kind}_mm_multi`, work, u, (u0, u1) => [
+    desc,
+    ws.length,
+    q8,
+    q16,
+    meta,
+    rows,
+    inF,
+    u0,
+    u1,
+  ]);
+  return yPtrs.map((p, i) => copyOut(e, p, rows * outs[i]));
 }
 
 /**
@@ -323,6 +490,56 @@ export function fastLinear(
     return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
   }
   return quantLinear(e, dtype, w, x, rows, outF, inF, bias);
+}
+
+/**
+ * Several `y_i = x · W_iᵀ + b_i` on the same input (a layer's q, k and v
+ * projections, or an MLP's gate and up). Q8_0 (or Q4_0) weights of one dtype with a common input
+ * size share one quantization of x and one threaded job (fewer hand-offs,
+ * and small matrices such as k and v get split across threads too); other
+ * weights run {@link fastLinear} one by one. Each output equals what
+ * {@link fastLinear} gives for its weight alone.
+ *
+ * @param x Input rows, `rows × in`, row-major.
+ * @param rows Number of rows.
+ * @param ws Weight tensors `[out_i, in]`, as for {@link fastLinear}.
+ * @param biases Optional biases, `biases[i]` of length `out_i` (or undefined).
+ * @returns One `rows × out_i` output per weight.
+ * @throws {TypeError} When shapes disagree or a dtype has no fast kernel.
+ * @throws {RangeError} When a weight's bytes are short.
+ *
+ * @example
+ * ```ts
+ * import { fastLinearMany } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const a = tensorFromF32("a", new Float32Array([1, 2]), [1, 2]);
+ * const b = tensorFromF32("b", new Float32Array([3, 4, 5, 6]), [2, 2]);
+ * const [ya, yb] = fastLinearMany(new Float32Array([1, 1]), 1, [a, b]);
+ * console.assert(ya[0] === 3 && yb[0] === 7 && yb[1] === 11);
+ * ```
+ */
+export function fastLinearMany(
+  x: Float32Array,
+  rows: number,
+  ws: Tensor[],
+  biases: (Float32Array | undefined)[] = [],
+): Float32Array[] {
+  const e = getEngine();
+  const inF = ws[0]?.shape[1];
+  const dtype = ws[0]?.dtype;
+  const fused = e !== null && ws.length > 1 && rows > 0 && inF > 0 &&
+    (dtype === "Q8_0" || dtype === "Q4_0") &&
+    ws.every((w) => {
+      if (w.dtype !== dtype || w.quant || w.shape.length !== 2) return false;
+      return w.shape[1] === inF && w.shape[0] > 0;
+    });
+  if (!fused) return ws.map((w, i) => fastLinear(x, rows, w, biases[i]));
+  ws.forEach((w, i) => {
+    const [outF] = checkShapes(x, rows, w);
+    checkBias(w.name, outF, biases[i]);
+    checkBytes(w, dtype, outF, inF);
+  });
+  return panelLinearMany(e, dtype, ws, x, rows, inF, biases);
 }
 
 /**

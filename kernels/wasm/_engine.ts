@@ -23,7 +23,11 @@ import {
 } from "./_pool.ts";
 
 const PAGE = 65536;
-/** Bytes below this offset are never allocated: the null page and the pool's control slots. */
+/**
+ * Bytes below this offset are never allocated: the null page (bytes 512..515
+ * are the dummy sink of `q8_0_dot4`'s read-ahead touches) and the pool's
+ * control slots.
+ */
 const RESERVED = 65536;
 /** Control slots start here (one per worker, {@link SLOT_BYTES} each). */
 const CTRL = 1024;

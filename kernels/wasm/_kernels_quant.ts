@@ -12,7 +12,9 @@
  * 6-bit codes before their −32 offset) use the relaxed-SIMD
  * `i32x4.relaxed_dot_i8x16_i7x16_add_s` (codes 0..63 are valid 7-bit
  * operands) with the offset removed through the integer code sums of x;
- * Q8_0 and the plain-SIMD variant widen to i16 and use `i32x4.dot_i16x8_s`.
+ * relaxed Q8_0 splits x's codes into a 7-bit part and a sign bit
+ * (`x_split`) so its signed weight codes go through the same instruction;
+ * the plain-SIMD variant widens to i16 and uses `i32x4.dot_i16x8_s`.
  *
  * @module
  */
@@ -33,6 +35,7 @@ import {
   type Local,
   memoryCopy,
   type ModuleBuilder,
+  select,
   seq,
   set,
   T,
@@ -330,10 +333,8 @@ function quantizeX(m: ModuleBuilder): void {
 interface Dot {
   f: FuncBuilder;
   ctx: Ctx;
-  /** Current weight block (for repacked formats: its codes). */
+  /** Current weight block. */
   wb: Local;
-  /** Repacked formats: the current block's f16 scale. */
-  sp: Local;
   /** Current x codes (i8) and (i16) for this block. */
   x8: Local;
   x16: Local;
@@ -359,13 +360,8 @@ interface QuantFormat {
   name: string;
   /** Elements per (super-)block. */
   elems: number;
-  /** Bytes per (super-)block as stored. */
+  /** Bytes per (super-)block as stored (and as read: no repacking). */
   bytes: number;
-  /**
-   * Set for formats repacked at upload (scales first, then codes): code
-   * bytes per block. Unset: the stored block layout is read as it is.
-   */
-  codeBytes?: number;
   /** Blocks handled per main-loop iteration (4 for the 32-element formats). */
   group: number;
   /** Code for `group` blocks; pointers advance outside. */
@@ -381,178 +377,36 @@ function metaPtr(d: Dot, array: number): Code {
     : i32.add(get(d.xm), i32.mul(get(d.ms), c(array)));
 }
 
-/** The four f16 scales at `sp` as f32x4 (repacked formats). */
-function scales4(d: Dot): Code {
-  return f16x4ToF32(i32x4.extend_low_i16x8_u(v128.load64_zero(get(d.sp))));
-}
-
-/** The f16 scale at `sp` as f32 (repacked formats). */
-function scale1(d: Dot): Code {
-  return f16ToF32(i32.load16_u(get(d.sp)));
-}
-
 /**
- * Q8_0, repacked per row: the row's f16 scales first (padded to 16 bytes),
- * then its 32-byte code blocks. Value `d·q`.
+ * `x_split(q8, n, out)`: the relaxed Q8_0 operand of `n` int8 activation
+ * codes (a multiple of 16): per 16 codes, 16 bytes `x & 127` then 16 bytes
+ * `x < 0 ? 1 : 0`, so `x = b − 128·n`.
  */
-const Q8_0: QuantFormat = {
-  name: "q8_0",
-  elems: 32,
-  bytes: 34,
-  codeBytes: 32,
-  group: 4,
-  main: (d) => {
-    const out: Code[] = [];
-    for (let j = 0; j < 4; j++) {
-      out.push(
-        set(d.v[0], v128.load(get(d.wb), 32 * j)),
-        set(d.v[1], v128.load(get(d.wb), 32 * j + 16)),
-        set(
-          d.p[j],
-          dotI16(
-            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
-            get(d.x16),
-            64 * j,
-          ),
-        ),
-      );
-    }
-    out.push(
-      hsum4i(d.p.slice(0, 4).map(get), d.t),
-      set(
-        d.acc,
-        d.ctx.madd(
-          f32x4.convert_i32x4_s(get(d.t[0])),
-          f32x4.mul(scales4(d), v128.load(metaPtr(d, 0))),
-          get(d.acc),
-        ),
+function xSplit(m: ModuleBuilder): void {
+  const f = m.func("x_split", [["q8", I], ["n", I], ["out", I]]);
+  const { q8, n, out } = f.params;
+  const [i] = f.locals(I, 1);
+  const [v] = f.locals(V, 1);
+  f.body(
+    forLoop(
+      "i",
+      i,
+      c(0),
+      get(n),
+      c(16),
+      set(v, v128.load(i32.add(get(q8), get(i)))),
+      v128.store(
+        i32.add(get(out), i32.shl(get(i), c(1))),
+        v128.and(get(v), i8x16c(0x7f)),
       ),
-    );
-    return out;
-  },
-  single: (d) => {
-    const w = [
-      ...widenEvenOdd(v128.load(get(d.wb))),
-      ...widenEvenOdd(v128.load(get(d.wb), 16)),
-    ];
-    return [
-      set(
-        d.acc,
-        d.ctx.madd(
-          f32x4.convert_i32x4_s(dotI16(w, get(d.x16), 0)),
-          f32x4.splat(f32.mul(scale1(d), f32.load(metaPtr(d, 0)))),
-          get(d.acc),
-        ),
-      ),
-    ];
-  },
-};
-
-/** Q4_0 codes 0..15 of the block loaded in `v[0]`: elements 0..15, 16..31. */
-function q4Nibbles(d: Dot): [Code, Code] {
-  return [
-    v128.and(get(d.v[0]), i8x16c(0x0f)),
-    v128.and(i16x8.shr_u(get(d.v[0]), c(4)), i8x16c(0x0f)),
-  ];
-}
-
-/** i32x4 partial sums of `Σ (q − 8)·x` for the Q4_0 block at `wb + off`. */
-function q4_0Block(d: Dot, off: number, xoff8: number, xoff16: number): Code[] {
-  const [lo, hi] = q4Nibbles(d);
-  if (d.ctx.relaxed) {
-    // Σ q·x (q unsigned); the −8·Σx correction is applied per group.
-    return [
-      set(d.v[0], v128.load(get(d.wb), off)),
-      // i16 lanes: |Σ| ≤ 2·2·15·127 = 7620 (summed 4 at a time by hsum4i16)
-      set(
-        d.v[1],
-        i16x8.add(
-          rdot16(v128.load(get(d.x8), xoff8), lo),
-          rdot16(v128.load(get(d.x8), xoff8 + 16), hi),
-        ),
-      ),
-    ];
-  }
-  return [
-    set(d.v[0], v128.load(get(d.wb), off)),
-    set(d.v[2], i8x16.sub(lo, i8x16c(8))),
-    set(d.v[3], i8x16.sub(hi, i8x16c(8))),
-    set(
-      d.v[1],
-      dotI16(
-        [...widenEvenOdd(get(d.v[2])), ...widenEvenOdd(get(d.v[3]))],
-        get(d.x16),
-        xoff16,
+      v128.store(
+        i32.add(get(out), i32.shl(get(i), c(1))),
+        i8x16.shr_u(get(v), c(7)),
+        16,
       ),
     ),
-  ];
+  );
 }
-
-/**
- * Q4_0, repacked per row like {@link Q8_0}: scales, then 16-byte code
- * blocks (low nibbles are elements 0..15, high 16..31). Value `d·(q − 8)`.
- */
-const Q4_0: QuantFormat = {
-  name: "q4_0",
-  elems: 32,
-  bytes: 18,
-  codeBytes: 16,
-  group: 4,
-  main: (d) => {
-    const out: Code[] = [];
-    for (let j = 0; j < 4; j++) {
-      out.push(
-        ...q4_0Block(d, 16 * j, 32 * j, 64 * j),
-        set(d.p[j], get(d.v[1])),
-      );
-    }
-    out.push(
-      d.ctx.relaxed
-        ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
-        : hsum4i(d.p.slice(0, 4).map(get), d.t),
-    );
-    if (d.ctx.relaxed) {
-      // Σ (q − 8)·x = Σ q·x − 8·Σ x
-      out.push(
-        set(
-          d.t[0],
-          i32x4.sub(get(d.t[0]), i32x4.shl(v128.load(metaPtr(d, 2)), c(3))),
-        ),
-      );
-    }
-    out.push(
-      set(
-        d.acc,
-        d.ctx.madd(
-          f32x4.convert_i32x4_s(get(d.t[0])),
-          f32x4.mul(scales4(d), v128.load(metaPtr(d, 0))),
-          get(d.acc),
-        ),
-      ),
-    );
-    return out;
-  },
-  single: (d) => [
-    ...q4_0Block(d, 0, 0, 0),
-    set(
-      d.accs,
-      f32.add(
-        get(d.accs),
-        f32.mul(
-          f32.convert_i32_s(
-            d.ctx.relaxed
-              ? i32.sub(
-                hsumI(widenSums(get(d.v[1])), d.t[0]),
-                i32.shl(i32.load(metaPtr(d, 2)), c(3)),
-              )
-              : hsumI(get(d.v[1]), d.t[0]),
-          ),
-          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
-        ),
-      ),
-    ),
-  ],
-};
 
 /**
  * Q4_K super-block: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, then
@@ -767,74 +621,7 @@ const Q6_K: QuantFormat = {
   },
 };
 
-const FORMATS: QuantFormat[] = [Q8_0, Q4_0, Q4_K, Q6_K];
-
-/** Bytes of a repacked row's scale area: `2·nblk` rounded up to 16. */
-function repackedScaleBytes(nblk: Code): Code {
-  return i32.and(i32.add(i32.shl(nblk, c(1)), c(15)), c(~15));
-}
-
-/**
- * `name_repack(src, dst, rows, nblk)`: rows of stored blocks (f16 scale +
- * codes) to the repacked layout (scales, then codes) read by `name_dot`.
- */
-function repackFunction(m: ModuleBuilder, q: QuantFormat): void {
-  const cb = q.codeBytes!;
-  const f = m.func(`${q.name}_repack`, [
-    ["src", I],
-    ["dst", I],
-    ["rows", I],
-    ["nblk", I],
-  ]);
-  const { src, dst, rows, nblk } = f.params;
-  const [r, b, sp, cp, from] = f.locals(I, 5);
-  f.body(
-    set(from, get(src)),
-    set(sp, get(dst)),
-    forLoop(
-      "r",
-      r,
-      c(0),
-      get(rows),
-      c(1),
-      set(cp, i32.add(get(sp), repackedScaleBytes(get(nblk)))),
-      forLoop(
-        "b",
-        b,
-        c(0),
-        get(nblk),
-        c(1),
-        i32.store16(
-          i32.add(get(sp), i32.shl(get(b), c(1))),
-          i32.load16_u(get(from)),
-        ),
-        memoryCopy(
-          i32.add(get(cp), i32.mul(get(b), c(cb))),
-          i32.add(get(from), c(2)),
-          c(cb),
-        ),
-        set(from, i32.add(get(from), c(q.bytes))),
-      ),
-      set(sp, i32.add(get(cp), i32.mul(get(nblk), c(cb)))),
-    ),
-  );
-}
-
-/**
- * Bytes of one row of `nblk` blocks as the kernel reads it (repacked or as
- * stored).
- */
-export function kernelRowBytes(name: string, nblk: number): number {
-  const q = FORMATS.find((x) => x.name === name)!;
-  return q.codeBytes
-    ? ((2 * nblk + 15) & ~15) + q.codeBytes * nblk
-    : q.bytes * nblk;
-}
-
-/** Whether a format is repacked at upload. */
-export function isRepacked(name: string): boolean {
-  return FORMATS.find((x) => x.name === name)?.codeBytes !== undefined;
-}
+const FORMATS: QuantFormat[] = [Q4_K, Q6_K];
 
 /** `name_dot(wrow, nblk, x8, x16, xm, ms) → f32`: one weight row · one x row. */
 function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
@@ -851,7 +638,6 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
     f,
     ctx,
     wb: P.wrow,
-    sp: f.local(I),
     x8: P.x8,
     x16: P.x16,
     xm: P.xm,
@@ -868,24 +654,13 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
   const [b] = d.n;
   const xBlocks = q.elems / 32;
   const advance = (blocks: number): Code[] => [
-    set(d.wb, i32.add(get(d.wb), c((q.codeBytes ?? q.bytes) * blocks))),
-    ...(q.codeBytes ? [set(d.sp, i32.add(get(d.sp), c(2 * blocks)))] : []),
+    set(d.wb, i32.add(get(d.wb), c(q.bytes * blocks))),
     set(d.x8, i32.add(get(d.x8), c(q.elems * blocks))),
     set(d.x16, i32.add(get(d.x16), c(q.elems * 2 * blocks))),
     set(d.xm, i32.add(get(d.xm), c(4 * xBlocks * blocks))),
     set(d.is16, i32.add(get(d.is16), c(8 * xBlocks * blocks))),
   ];
   const body: Code[] = [
-    ...(q.codeBytes
-      ? [
-        // repacked row: scales (padded to 16 bytes), then codes
-        set(d.sp, get(d.wb)),
-        set(
-          d.wb,
-          i32.add(get(d.wb), repackedScaleBytes(get(P.nblk))),
-        ),
-      ]
-      : []),
     set(d.is16, i32.add(get(d.xm), i32.mul(get(d.ms), c(3)))),
     set(d.acc, zero),
     set(d.accs, f32.const(0)),
@@ -926,6 +701,433 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
   return f;
 }
 
+// ------------------------------------------------------------ panels (Q8_0, Q4_0)
+
+/**
+ * How far ahead of the codes it is reading a panel kernel touches the
+ * weight (4-byte loads folded into a dummy value): WebAssembly has no
+ * prefetch instruction, and these early misses let the memory system
+ * stream the next panels while the current one is being multiplied (about
+ * 15% faster decode matvecs here). Weight allocations carry this many
+ * bytes of slack (plus one block) so the touches stay inside them.
+ */
+export const Q8_TOUCH_AHEAD = 1024;
+
+/** Weight rows per panel (the outputs one `*_dot4` call computes). */
+export const Q8_PANEL_ROWS = 4;
+
+/** The panel formats: 32-element blocks of an f16 scale and codes. */
+interface PanelFormat {
+  name: "q8_0" | "q4_0";
+  /** Bytes of one stored block (scale + codes). */
+  blockBytes: number;
+  /** Code bytes of one block of one row. */
+  codeBytes: number;
+}
+
+const PANEL_FORMATS: PanelFormat[] = [
+  { name: "q8_0", blockBytes: 34, codeBytes: 32 },
+  { name: "q4_0", blockBytes: 18, codeBytes: 16 },
+];
+
+/**
+ * Bytes of one panel of `nblk` blocks per row: the f16 scales of the four
+ * rows block by block (8 bytes per block, padded to 16), then per block
+ * the four rows' code bytes.
+ */
+export function panelBytes(name: "q8_0" | "q4_0", nblk: number): number {
+  const q = PANEL_FORMATS.find((x) => x.name === name)!;
+  return ((8 * nblk + 15) & ~15) + 4 * q.codeBytes * nblk;
+}
+
+/**
+ * `name_repack(src, dst, rows, nblk)`: stored rows (f16 scale + codes per
+ * block) into panels of {@link Q8_PANEL_ROWS} rows; `dst` must be zeroed
+ * (rows past the last are left as zero codes and scales).
+ */
+function panelRepack(m: ModuleBuilder, q: PanelFormat): void {
+  const f = m.func(`${q.name}_repack`, [
+    ["src", I],
+    ["dst", I],
+    ["rows", I],
+    ["nblk", I],
+  ]);
+  const { src, dst, rows, nblk } = f.params;
+  const [r, b, base, scaleBytes, pBytes, from, lane] = f.locals(I, 7);
+  const cb = q.codeBytes;
+  f.body(
+    set(scaleBytes, i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15))),
+    set(pBytes, i32.add(get(scaleBytes), i32.mul(get(nblk), c(4 * cb)))),
+    set(from, get(src)),
+    forLoop(
+      "r",
+      r,
+      c(0),
+      get(rows),
+      c(1),
+      set(lane, i32.and(get(r), c(3))),
+      set(
+        base,
+        i32.add(get(dst), i32.mul(i32.shr_u(get(r), c(2)), get(pBytes))),
+      ),
+      forLoop(
+        "b",
+        b,
+        c(0),
+        get(nblk),
+        c(1),
+        i32.store16(
+          i32.add(
+            get(base),
+            i32.add(i32.shl(get(b), c(3)), i32.shl(get(lane), c(1))),
+          ),
+          i32.load16_u(get(from)),
+        ),
+        memoryCopy(
+          i32.add(
+            i32.add(get(base), get(scaleBytes)),
+            i32.add(i32.mul(get(b), c(4 * cb)), i32.mul(get(lane), c(cb))),
+          ),
+          i32.add(get(from), c(2)),
+          c(cb),
+        ),
+        set(from, i32.add(get(from), c(q.blockBytes))),
+      ),
+    ),
+  );
+}
+
+/**
+ * `name_dot4(wp, nblk, x8, x16, xm, ms) → f32x4`: the four rows of the
+ * panel at `wp` dotted with one activation row (`x8`: int8 codes; `x16`:
+ * i16 codes, or for relaxed Q8_0 the split codes of `x_split`; `xm`: its
+ * metadata, arrays `ms` bytes apart). Per block the four rows' integer sums
+ * are transposed into one vector and scaled at once, so nothing is summed
+ * per row at the end.
+ *
+ * - Q8_0, relaxed: `Σ w·x = Σ w·b − 128·Σ w·n` on the split codes, each 16
+ *   bytes one `i32x4.relaxed_dot_i8x16_i7x16_add_s` (`b`, `n` are 7-bit).
+ * - Q4_0, relaxed: `Σ (q − 8)·x = Σ q·x − 8·Σ x`, the nibbles `q` being the
+ *   7-bit operand of `i32x4.relaxed_dot_i8x16_i7x16_add_s` (where it goes
+ *   through `pmaddubsw`, pair sums stay below 2·15·127 < 2^15).
+ * - Plain SIMD: codes (minus 8 for Q4_0) widened to i16 and dotted with the
+ *   i16 activation codes (`i32x4.dot_i16x8_s`).
+ */
+function panelDot4(m: ModuleBuilder, ctx: Ctx, q: PanelFormat): FuncBuilder {
+  const f = m.func(`${q.name}_dot4`, [
+    ["wp", I],
+    ["nblk", I],
+    ["x8", I],
+    ["x16", I],
+    ["xm", I],
+    ["ms", I],
+  ], [V]);
+  const { wp, nblk, x8, x16, xm, ms } = f.params;
+  const [sp, cp, b, pf, is32] = f.locals(I, 5);
+  const [acc, w0, w1] = f.locals(V, 3);
+  const xv = f.locals(V, 4);
+  const p = f.locals(V, 4);
+  const t = f.locals(V, 4);
+  const cb = q.codeBytes;
+  const q4 = q.name === "q4_0";
+  // Block u of the current step: codes at cp + 4·cb·u, scales at sp + 8u,
+  // x at x8 + 32u (x16 + 64u), x metadata at xm + 4u.
+  const rowDot = (u: number, r: number): Code => {
+    const at = 4 * cb * u + cb * r;
+    if (q4) {
+      const lo = v128.and(get(w0), i8x16c(0x0f));
+      const hi = v128.and(i16x8.shr_u(get(w0), c(4)), i8x16c(0x0f));
+      if (ctx.relaxed) {
+        return seq(
+          set(w0, v128.load(get(cp), at)),
+          i32x4.relaxed_dot_i8x16_i7x16_add_s(
+            get(xv[1]),
+            hi,
+            i32x4.relaxed_dot_i8x16_i7x16_add_s(get(xv[0]), lo, zero),
+          ),
+        );
+      }
+      return seq(
+        set(w0, v128.load(get(cp), at)),
+        set(w1, i8x16.sub(hi, i8x16c(8))),
+        set(w0, i8x16.sub(lo, i8x16c(8))),
+        dotI16(
+          [...widenEvenOdd(get(w0)), ...widenEvenOdd(get(w1))],
+          get(x16),
+          64 * u,
+        ),
+      );
+    }
+    if (!ctx.relaxed) {
+      return dotI16(
+        [
+          ...widenEvenOdd(v128.load(get(cp), at)),
+          ...widenEvenOdd(v128.load(get(cp), at + 16)),
+        ],
+        get(x16),
+        64 * u,
+      );
+    }
+    const rdot = (w: Local, x: Local, a: Code) =>
+      i32x4.relaxed_dot_i8x16_i7x16_add_s(get(w), get(x), a);
+    return seq(
+      set(w0, v128.load(get(cp), at)),
+      set(w1, v128.load(get(cp), at + 16)),
+      i32x4.sub(
+        rdot(w1, xv[2], rdot(w0, xv[0], zero)),
+        i32x4.shl(rdot(w1, xv[3], rdot(w0, xv[1], zero)), c(7)),
+      ),
+    );
+  };
+  const xLoads = (u: number): Code[] => {
+    if (!ctx.relaxed) return [];
+    if (q4) {
+      return [0, 1].map((j) => set(xv[j], v128.load(get(x8), 32 * u + 16 * j)));
+    }
+    return xv.map((v, j) => set(v, v128.load(get(x16), 64 * u + 16 * j)));
+  };
+  // Block totals [row 0..3]; relaxed Q4_0 subtracts 8·Σx (same for all rows).
+  const totals = (u: number): Code[] => {
+    if (q4 && ctx.relaxed) {
+      return [
+        hsum4i(p.map(get), t),
+        set(
+          t[0],
+          i32x4.sub(
+            get(t[0]),
+            i32x4.shl(v128.load32_splat(get(is32), 4 * u), c(3)),
+          ),
+        ),
+      ];
+    }
+    return [hsum4i(p.map(get), t)];
+  };
+  const touches = (u: number): Code[] =>
+    Array.from({ length: Math.max(1, (4 * cb) / 64) }, (_, k) =>
+      set(
+        pf,
+        i32.or(
+          get(pf),
+          i32.load(get(cp), Q8_TOUCH_AHEAD + 4 * cb * u + 64 * k),
+        ),
+      ));
+  const blockCode = (u: number): Code[] => [
+    ...xLoads(u),
+    ...p.map((v, r) => set(v, rowDot(u, r))),
+    ...totals(u),
+    set(
+      acc,
+      ctx.madd(
+        f32x4.convert_i32x4_s(get(t[0])),
+        f32x4.mul(
+          f16x4ToF32(
+            i32x4.extend_low_i16x8_u(v128.load64_zero(get(sp), 8 * u)),
+          ),
+          f32x4.splat(f32.load(get(xm), 4 * u)),
+        ),
+        get(acc),
+      ),
+    ),
+    ...touches(u),
+  ];
+  const advance = (n: number): Code[] => [
+    set(sp, i32.add(get(sp), c(8 * n))),
+    set(cp, i32.add(get(cp), c(4 * cb * n))),
+    set(x8, i32.add(get(x8), c(32 * n))),
+    set(x16, i32.add(get(x16), c(64 * n))),
+    set(xm, i32.add(get(xm), c(4 * n))),
+    set(is32, i32.add(get(is32), c(4 * n))),
+  ];
+  f.body(
+    set(sp, get(wp)),
+    set(
+      cp,
+      i32.add(
+        get(wp),
+        i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15)),
+      ),
+    ),
+    set(is32, i32.add(get(xm), i32.shl(get(ms), c(1)))),
+    set(acc, zero),
+    // two blocks per step, then the odd one
+    forLoop(
+      "b2",
+      b,
+      c(1),
+      get(nblk),
+      c(2),
+      ...blockCode(0),
+      ...blockCode(1),
+      ...advance(2),
+    ),
+    if_(i32.and(get(nblk), c(1)), [...blockCode(0)]),
+    // keep the touches alive: store the dummy in the never-allocated null page
+    i32.store(c(512), get(pf)),
+    get(acc),
+  );
+  return f;
+}
+
+/** The panel kernels of one format: repack, 4-row dot, matmul, multi-weight matmul. */
+function panelKernels(m: ModuleBuilder, ctx: Ctx, q: PanelFormat): void {
+  panelRepack(m, q);
+  const dot4 = panelDot4(m, ctx, q);
+  const mm = panelMm(m, q, dot4);
+  panelMmMulti(m, q, mm);
+}
+
+/** Bytes of one weight descriptor of `*_mm_multi`. */
+export const Q8_MULTI_DESC_BYTES = 32;
+
+/**
+ * `name_mm_multi(desc, nw, q8, q16, meta, rows, kp, u0, u1)`: several
+ * weights of one panel format applied to the same quantized x in one job.
+ * `desc` holds `nw` descriptors of {@link Q8_MULTI_DESC_BYTES} bytes (i32:
+ * weight panels, y, padded bias, outF, first and end unit); units number
+ * the panels of all weights in a row, and a call computes those in
+ * `[u0, u1)`, so the threads split the weights' panels together.
+ */
+function panelMmMulti(m: ModuleBuilder, q: PanelFormat, mm: FuncBuilder): void {
+  const f = m.func(`${q.name}_mm_multi`, [
+    ["desc", I],
+    ["nw", I],
+    ["q8", I],
+    ["q16", I],
+    ["meta", I],
+    ["rows", I],
+    ["kp", I],
+    ["u0", I],
+    ["u1", I],
+  ]);
+  const P = f.params;
+  const [i, d, lo, hi, base] = f.locals(I, 5);
+  f.body(
+    forLoop(
+      "w",
+      i,
+      c(0),
+      get(P.nw),
+      c(1),
+      set(d, i32.add(get(P.desc), i32.mul(get(i), c(Q8_MULTI_DESC_BYTES)))),
+      set(base, i32.load(get(d), 16)),
+      // [lo, hi) = [u0, u1) ∩ [first, end), relative to the weight
+      set(lo, i32.load(get(d), 16)),
+      set(lo, select(get(P.u0), get(lo), i32.gt_s(get(P.u0), get(lo)))),
+      set(hi, i32.load(get(d), 20)),
+      set(hi, select(get(P.u1), get(hi), i32.lt_s(get(P.u1), get(hi)))),
+      if_(i32.lt_s(get(lo), get(hi)), [
+        call(
+          mm,
+          i32.load(get(d)),
+          get(P.q8),
+          get(P.q16),
+          get(P.meta),
+          i32.load(get(d), 4),
+          i32.load(get(d), 8),
+          get(P.rows),
+          get(P.kp),
+          i32.load(get(d), 12),
+          i32.sub(get(lo), get(base)),
+          i32.sub(get(hi), get(base)),
+        ),
+      ]),
+    ),
+  );
+}
+
+/**
+ * `name_mm(w, q8, q16, meta, y, bp, rows, kp, outF, p0, p1)`: `y[r, o] =
+ * W row o · x row r + bias[o]` for the outputs of panels `[p0, p1)`; `bp`
+ * holds the bias padded to whole panels.
+ */
+function panelMm(
+  m: ModuleBuilder,
+  q: PanelFormat,
+  dot4: FuncBuilder,
+): FuncBuilder {
+  const f = m.func(`${q.name}_mm`, [
+    ["w", I],
+    ["q8", I],
+    ["q16", I],
+    ["meta", I],
+    ["y", I],
+    ["bp", I],
+    ["rows", I],
+    ["kp", I],
+    ["outF", I],
+    ["p0", I],
+    ["p1", I],
+  ]);
+  const P = f.params;
+  const [pn, r, nblk, pBytes, ms, n, yp] = f.locals(I, 7);
+  const [v] = f.locals(V, 1);
+  f.body(
+    set(nblk, i32.shr_u(get(P.kp), c(5))),
+    set(ms, i32.shl(get(nblk), c(2))),
+    set(
+      pBytes,
+      i32.add(
+        i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15)),
+        i32.mul(get(nblk), c(4 * q.codeBytes)),
+      ),
+    ),
+    forLoop(
+      "p",
+      pn,
+      get(P.p0),
+      get(P.p1),
+      c(1),
+      set(n, i32.sub(get(P.outF), i32.shl(get(pn), c(2)))),
+      set(n, select(c(4), get(n), i32.gt_s(get(n), c(4)))),
+      forLoop(
+        "r",
+        r,
+        c(0),
+        get(P.rows),
+        c(1),
+        set(
+          v,
+          f32x4.add(
+            call(
+              dot4,
+              i32.add(get(P.w), i32.mul(get(pn), get(pBytes))),
+              get(nblk),
+              i32.add(get(P.q8), i32.mul(get(r), get(P.kp))),
+              i32.add(get(P.q16), i32.shl(i32.mul(get(r), get(P.kp)), c(1))),
+              i32.add(
+                get(P.meta),
+                i32.mul(get(r), i32.mul(get(ms), c(META_ARRAYS))),
+              ),
+              get(ms),
+            ),
+            v128.load(i32.add(get(P.bp), i32.shl(get(pn), c(4)))),
+          ),
+        ),
+        set(
+          yp,
+          i32.add(
+            get(P.y),
+            i32.shl(
+              i32.add(i32.mul(get(r), get(P.outF)), i32.shl(get(pn), c(2))),
+              c(2),
+            ),
+          ),
+        ),
+        if_(i32.eq(get(n), c(4)), [v128.store(get(yp), get(v))], [
+          f32.store(get(yp), f32x4.extract_lane(get(v), 0)),
+          if_(i32.gt_s(get(n), c(1)), [
+            f32.store(get(yp), f32x4.extract_lane(get(v), 1), 4),
+          ]),
+          if_(i32.gt_s(get(n), c(2)), [
+            f32.store(get(yp), f32x4.extract_lane(get(v), 2), 8),
+          ]),
+        ]),
+      ),
+    ),
+  );
+  return f;
+}
+
 /**
  * Adds activation quantization and, per weight format, `name_dot` and the
  * threaded driver `name_mm(w, q8, q16, meta, y, bp, rows, kp, outF, o0, o1)`
@@ -933,8 +1135,9 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
  */
 export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   quantizeX(m);
+  xSplit(m);
+  for (const q of PANEL_FORMATS) panelKernels(m, ctx, q);
   for (const q of FORMATS) {
-    if (q.codeBytes) repackFunction(m, q);
     const dot = dotFunction(m, ctx, q);
     const f = m.func(`${q.name}_mm`, [
       ["w", I],
@@ -956,12 +1159,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
       set(ms, i32.shl(i32.shr_u(get(P.kp), c(5)), c(2))),
       set(
         rowBytes,
-        q.codeBytes
-          ? i32.add(
-            repackedScaleBytes(get(nblk)),
-            i32.mul(get(nblk), c(q.codeBytes)),
-          )
-          : i32.mul(get(nblk), c(q.bytes)),
+        i32.mul(get(nblk), c(q.bytes)),
       ),
       forLoop(
         "o",
