@@ -144,6 +144,17 @@ Deno.test({
           `no ${d} row in:\n${res.out}`,
         );
       }
+      // Then the network saved in every format and reopened gives the same
+      // outputs (Δ exactly 0), and the Q8_0 copy stays close.
+      for (const f of ["net.bundle.json", "net.safetensors", "net.gguf"]) {
+        assert(
+          new RegExp(`${f.replace(/\./g, "\\.")}\\s.*\\s0\\.00e\\+0$`, "m")
+            .test(res.out),
+          `${f} in:\n${res.out}`,
+        );
+      }
+      const q8 = res.out.match(/net-q8_0\.gguf\s.*\s(\S+)$/m);
+      assert(q8 && Number(q8[1]) < 1e-2, `Q8_0 row in:\n${res.out}`);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
