@@ -5,19 +5,25 @@
  * How the fast path works:
  * - Weights stay in their stored dtype. On first use a weight is copied
  *   once into kernel memory (F32/F16/BF16 repacked into panels of 4 rows,
- *   quantized blocks copied as they are, or used in place when they already
- *   live there, see `allocateKernelBytes`) and reused by later calls.
+ *   quantized blocks copied as they are) and reused by later calls;
+ *   quantized weights whose bytes already live in kernel memory (see
+ *   `allocateKernelBytes`; the Llama loaders put them there) are read in
+ *   place, so no second copy exists.
  * - F32/F16/BF16: a register-blocked SIMD microkernel (2 x rows × 4 W rows,
  *   cache-blocked along the input dimension); 16-bit weights are widened in
- *   registers.
- * - Quantized weights: each activation row is first quantized to int8 codes
- *   with one F32 scale per 32 elements (like llama.cpp's Q8_0 activations),
- *   then dotted against the weight blocks in 16-bit integer SIMD, one float
- *   scale product per block (per 16 for Q6_K). Weights are never widened
- *   to F32 in memory. Error budget: per output, at most
- *   `Σ_i |w_i|·d_i/2` from the activation rounding (`d_i` = the scale of
- *   the 32-block holding `x_i`, `max|x|/127`), plus F32 rounding; typical
- *   relative error ~1e-3 of `Σ|w·x|`.
+ *   registers. With `roundF16Activations` F16 weights meet F16-rounded
+ *   activations (llama.cpp's rule).
+ * - Quantized weights, by llama.cpp's CPU rules: each activation row is
+ *   first quantized to int8 codes, in Q8_0 blocks (32 values, scale
+ *   `f16(max|x|/127)`) for Q8_0/Q4_0 weights and Q8_K blocks (256 values,
+ *   F32 scale) for Q4_K/Q6_K, then dotted against the weight blocks as
+ *   stored in exact integer SIMD, one F32 multiply-add of `d_w·d_x·dot`
+ *   per block (per super-block for the K-quants). Weights are never
+ *   widened to F32 in memory. Against the exact product the error is the
+ *   activation rounding: per output at most `Σ_i |w_i|·d_i·0.563` for
+ *   Q8_0 blocks, `Σ_i |w_i|·d_i/2` for Q8_K (`d_i = max|x|/127` of x_i's
+ *   block), plus F32 rounding; against `linearRef` (the same rule) F32
+ *   rounding only.
  * - Large calls are split by output rows across the worker threads
  *   configured with `configureKernels`.
  *
@@ -27,18 +33,17 @@
 import type { Tensor } from "../../core/tensor.ts";
 import { type Engine, getEngine, PANEL } from "../wasm/_engine.ts";
 import {
-  BLOCKS,
+  activationBlocksOf,
   dequantizeRowRef,
   type FastDType,
   isFastDType,
+  quantizeActivationsRef,
+  quantizedDotRef,
+  roundToF16,
   rowBytes,
 } from "./quant_ref.ts";
-import { runSplit } from "./_dispatch.ts";
-import {
-  isRepacked,
-  kernelRowBytes,
-  META_ARRAYS,
-} from "../wasm/_kernels_quant.ts";
+import { runSplit, state } from "./_dispatch.ts";
+import { activationRule, META_ARRAYS } from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -81,9 +86,12 @@ function checkBytes(w: Tensor, dtype: FastDType, outF: number, inF: number) {
 }
 
 /**
- * Reference `y = x · Wᵀ + b` for a weight in any {@link FAST_DTYPES} dtype:
- * decodes one weight row at a time and accumulates in F64. The scalar twin
- * of {@link fastLinear}.
+ * Reference `y = x · Wᵀ + b` for a weight in any {@link FAST_DTYPES} dtype,
+ * the scalar twin of {@link fastLinear}. F32/F16/BF16: decodes one weight
+ * row at a time and accumulates in F64. Q8_0/Q4_0/Q4_K/Q6_K: quantizes
+ * each input row as llama.cpp does (`quantizeActivationsRef`: Q8_0 blocks
+ * of 32 or Q8_K blocks of 256) and takes integer dot products per block
+ * (`quantizedDotRef`), summing the scaled blocks in F64.
  *
  * @param x Input rows, `rows × in`, row-major.
  * @param rows Number of rows.
@@ -112,7 +120,20 @@ export function linearRef(
 ): Float32Array {
   const [outF, inF] = checkShapes(x, rows, w);
   checkBias(w.name, outF, bias);
+  if (w.dtype === "F16" && state.roundF16Activations) x = roundToF16(x);
   const out = new Float32Array(rows * outF);
+  const blocks = activationBlocksOf(w.dtype);
+  if (blocks) {
+    rowBytes(w.dtype as FastDType, inF); // the block-size check
+    const xq = quantizeActivationsRef(x, blocks);
+    for (let r = 0; r < rows; r++) {
+      for (let o = 0; o < outF; o++) {
+        const s = quantizedDotRef(w.dtype, w.bytes, o, inF, xq, r * inF);
+        out[r * outF + o] = bias ? s + bias[o] : s;
+      }
+    }
+    return out;
+  }
   const wr = new Float32Array(inF);
   for (let o = 0; o < outF; o++) {
     dequantizeRowRef(w.dtype, w.bytes, o, inF, wr);
@@ -224,36 +245,29 @@ function quantLinear(
 ): Float32Array {
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
-  const nblk = inF / BLOCKS[dtype].elems;
+  // Read in ggml's block layout: in place when the bytes already live in
+  // kernel memory (see allocateKernelBytes), else copied there once.
   const res = e.resident(w.bytes, kind, w.bytes, (en) => {
-    if (!isRepacked(kind)) {
-      if (en.owns(w.bytes)) {
-        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
-      }
-      const ptr = en.alloc(size);
-      en.u8.set(w.bytes.subarray(0, size), ptr);
-      return { ptr, size, owned: true };
+    if (en.owns(w.bytes)) {
+      return { ptr: w.bytes.byteOffset, size: 0, owned: false };
     }
-    // Scales first, then codes, row by row; staged through scratch in
-    // chunks of rows so the raw copy never needs the whole weight twice.
-    const rowIn = rowBytes(dtype, inF);
-    const rowOut = kernelRowBytes(kind, nblk);
-    const ptr = en.alloc(rowOut * outF);
-    const step = Math.max(1, Math.floor((1 << 20) / rowIn));
-    for (let r0 = 0; r0 < outF; r0 += step) {
-      const n = Math.min(step, outF - r0);
-      const src = en.scratch("wsrc", n * rowIn);
-      en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
-      en.fn[`${kind}_repack`](src, ptr + r0 * rowOut, n, nblk);
-    }
-    return { ptr, size: rowOut * outF, owned: true };
+    const ptr = en.alloc(size);
+    en.u8.set(w.bytes.subarray(0, size), ptr);
+    return { ptr, size, owned: true };
   });
   const nb = inF / XQ;
   const xs = copyIn(e, "x", x);
   const q8 = e.scratch("xq8", rows * inF + 64);
   const q16 = e.scratch("xq16", rows * inF * 2 + 64);
   const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
-  e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
+  e.fn[activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk"](
+    xs,
+    rows,
+    inF,
+    q8,
+    q16,
+    meta,
+  );
   const y = e.scratch("y", rows * outF * 4 + 64);
   const bp = padBias(e, outF, 1, bias);
   runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
@@ -319,6 +333,7 @@ export function fastLinear(
     return linearRef(x, rows, w, bias);
   }
   const dense = DENSE_KIND[dtype];
+  if (dtype === "F16" && state.roundF16Activations) x = roundToF16(x);
   if (dense) {
     return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
   }

@@ -419,6 +419,14 @@ export class Engine {
     return view;
   }
 
+  /**
+   * Bytes of the copy kept for `key` (0 when there is none, or when the
+   * weight is used in place).
+   */
+  residentSize(key: object): number {
+    return this.#residents.get(key)?.size ?? 0;
+  }
+
   /** Bytes held by resident weights. */
   residentBytes(): number {
     let n = 0;
