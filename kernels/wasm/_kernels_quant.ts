@@ -429,6 +429,8 @@ interface Dot {
   /** f32 scalar accumulator. */
   accs: Local;
   v: Local[];
+  /** The 16-byte vectors of an 8-block group (`main8`). */
+  wv: Local[];
   p: Local[];
   t: Local[];
   s: Local[];
@@ -452,6 +454,12 @@ interface QuantFormat {
   main(d: Dot): Code[];
   /** Code for one leftover block (formats with `group > 1`). */
   single?(d: Dot): Code[];
+  /**
+   * Code for 8 blocks, run before `main` where given (for formats whose 8
+   * blocks are a whole number of 16-byte vectors, so its loads stay
+   * aligned when the row is).
+   */
+  main8?(d: Dot): Code[];
 }
 
 /** Address of metadata array `a` (see {@link META_ARRAYS}) at the current block. */
@@ -537,14 +545,14 @@ function addBlocks4(d: Dot, dots: Code): Code {
  */
 function q8SplitDot(
   d: Dot,
-  off: number,
+  codes: [Code, Code],
   xoff: number,
   dst: Local,
 ): Code[] {
   const dot = i32x4.relaxed_dot_i8x16_i7x16_add_s;
   return [
-    set(d.v[0], v128.load(get(d.wb), off + 2)),
-    set(d.v[1], v128.load(get(d.wb), off + 18)),
+    set(d.v[0], codes[0]),
+    set(d.v[1], codes[1]),
     set(
       dst,
       i32x4.sub(
@@ -574,11 +582,28 @@ const Q8_0: QuantFormat = {
   act: "q8_0",
   group: 4,
   reads: () => ["x16"],
+  main8: (d) => [
+    // vectors 0..8 serve blocks 0..3, 8..16 blocks 4..7
+    ...d.wv.slice(0, 9).map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
+    ...q8_0Half(d, d.wv, 0),
+    ...d.wv.slice(9).map((v, k) => set(v, v128.load(get(d.wb), 16 * (k + 9)))),
+    ...q8_0Half(d, d.wv, 1),
+  ],
   main: (d) => {
     const out: Code[] = loadScales(d, 34);
     for (let j = 0; j < 4; j++) {
       if (d.ctx.relaxed) {
-        out.push(...q8SplitDot(d, 34 * j, 64 * j, d.p[j]));
+        out.push(
+          ...q8SplitDot(
+            d,
+            [
+              v128.load(get(d.wb), 34 * j + 2),
+              v128.load(get(d.wb), 34 * j + 18),
+            ],
+            64 * j,
+            d.p[j],
+          ),
+        );
         continue;
       }
       out.push(
@@ -606,7 +631,17 @@ const Q8_0: QuantFormat = {
       ...widenEvenOdd(v128.load(get(d.wb), 18)),
     ];
     return [
-      ...(d.ctx.relaxed ? q8SplitDot(d, 0, 0, d.p[0]) : []),
+      ...(d.ctx.relaxed
+        ? q8SplitDot(
+          d,
+          [
+            v128.load(get(d.wb), 2),
+            v128.load(get(d.wb), 18),
+          ],
+          0,
+          d.p[0],
+        )
+        : []),
       set(
         d.accs,
         f32.add(
@@ -678,6 +713,125 @@ function q4_0Block(
  * Q4_0 as stored: 18-byte blocks of an f16 scale and 16 bytes of nibbles
  * (low nibbles are elements 0..15, high 16..31). Value `d·(q − 8)`.
  */
+/** The 16 bytes at byte `at` of a group held in 16-byte vectors `V`. */
+function window16(V: Local[], at: number): Code {
+  const k = at >> 4, from = at & 15;
+  return from === 0 ? get(V[k]) : i8x16.shuffle(
+    get(V[k]),
+    get(V[k + 1]),
+    Array.from({ length: 16 }, (_, i) => from + i),
+  );
+}
+
+/**
+ * `acc += f32(t[0]) · (d_w · d_x)` for blocks 4h..4h+3 of an 8-block group
+ * held in 16-byte vectors `V`, whose scale j sits in halfword j of vector
+ * `stride·j` (both Q4_0, stride 1, and Q8_0, stride 2, place it so): three
+ * blends gather the four scales.
+ */
+function addHalf(d: Dot, V: Local[], h: number, stride: number): Code[] {
+  const [a, b] = [d.v[13], d.v[0]];
+  const j0 = 4 * h;
+  const vec = (j: number) => get(V[stride * j]);
+  const halves = i32x4[h === 0 ? "extend_low_i16x8_u" : "extend_high_i16x8_u"];
+  return [
+    set(a, blend16(vec(j0), vec(j0 + 1), [j0 + 1])),
+    set(b, blend16(vec(j0 + 2), vec(j0 + 3), [j0 + 3])),
+    set(
+      d.acc,
+      d.ctx.madd(
+        f32x4.convert_i32x4_s(get(d.t[0])),
+        f32x4.mul(
+          f32x4.mul(
+            v128.and(
+              i32x4.shr_s(
+                i32x4.shl(
+                  halves(blend16(get(a), get(b), [j0 + 2, j0 + 3])),
+                  c(16),
+                ),
+                c(3),
+              ),
+              i32x4c(F16_MASK),
+            ),
+            f32x4c(F16_SCALE),
+          ),
+          v128.load(metaPtr(d, 0), 16 * h),
+        ),
+        get(d.acc),
+      ),
+    ),
+  ];
+}
+
+/**
+ * Q8_0 blocks 4h..4h+3 of an 8-block group (272 bytes) held in seventeen
+ * 16-byte vectors: block j's codes are the windows at bytes 34j+2 and
+ * 34j+18, its scale halfword j of vector 2j.
+ */
+function q8_0Half(d: Dot, V: Local[], h: number): Code[] {
+  const out: Code[] = [];
+  for (let j = 4 * h; j < 4 * h + 4; j++) {
+    const codes: [Code, Code] = [
+      window16(V, 34 * j + 2),
+      window16(V, 34 * j + 18),
+    ];
+    if (d.ctx.relaxed) {
+      out.push(...q8SplitDot(d, codes, 64 * j, d.p[j - 4 * h]));
+    } else {
+      out.push(
+        set(d.v[0], codes[0]),
+        set(d.v[1], codes[1]),
+        set(
+          d.p[j - 4 * h],
+          dotI16(
+            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
+            get(d.x16),
+            64 * j,
+          ),
+        ),
+      );
+    }
+  }
+  out.push(hsum4i(d.p.slice(0, 4).map(get), d.t), ...addHalf(d, V, h, 2));
+  return out;
+}
+
+/**
+ * Q4_0 blocks 4h..4h+3 of an 8-block group (144 bytes) held in nine
+ * 16-byte vectors `V[0..8]` (`V[k]` = bytes 16k..16k+15): block j's codes
+ * are bytes 18j+2..18j+17, a byte window across `V[k]` and `V[k+1]` (an
+ * align shuffle; block 7's are exactly `V[8]`), and its scale, bytes
+ * 18j..18j+1, is halfword j of `V[j]`, so three blends gather four scales.
+ */
+function q4_0Half(d: Dot, V: Local[], h: number): Code[] {
+  const out: Code[] = [];
+  for (let j = 4 * h; j < 4 * h + 4; j++) {
+    out.push(
+      ...q4_0Block(d, window16(V, 18 * j + 2), 32 * j, 64 * j),
+      set(d.p[j - 4 * h], get(d.v[1])),
+    );
+  }
+  out.push(
+    d.ctx.relaxed
+      ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
+      : hsum4i(d.p.slice(0, 4).map(get), d.t),
+  );
+  if (d.ctx.relaxed) {
+    // Σ (q − 8)·x = Σ q·x − 8·Σ x
+    out.push(
+      set(
+        d.t[0],
+        i32x4.sub(
+          get(d.t[0]),
+          i32x4.shl(v128.load(metaPtr(d, 1), 16 * h), c(3)),
+        ),
+      ),
+    );
+  }
+  out.push(...addHalf(d, V, h, 1));
+  return out;
+}
+
 const Q4_0: QuantFormat = {
   name: "q4_0",
   elems: 32,
@@ -685,6 +839,11 @@ const Q4_0: QuantFormat = {
   act: "q8_0",
   group: 4,
   reads: (ctx) => [ctx.relaxed ? "x8" : "x16"],
+  main8: (d) => [
+    ...d.wv.map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
+    ...q4_0Half(d, d.wv, 0),
+    ...q4_0Half(d, d.wv, 1),
+  ],
   main: (d) => {
     const out: Code[] = loadScales(d, 18);
     for (let j = 0; j < 4; j++) {
@@ -1000,6 +1159,7 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
     acc: f.local(V),
     accs: f.local(F),
     v: f.locals(V, 15),
+    wv: q.main8 ? f.locals(V, (q.bytes * 8) / 16) : [],
     p: f.locals(V, 4),
     t: f.locals(V, 4),
     s: f.locals(F, 4),
@@ -1028,17 +1188,32 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
     set(d.accs, f32.const(0)),
     set(d.v[14], zero), // Q4_K min accumulator
     set(b, get(P.nblk)),
-    if_(i32.ge_s(get(b), c(q.group)), [
-      forLoop(
-        "g",
-        d.n[1],
-        c(q.group),
-        i32.add(get(b), c(1)),
-        c(q.group),
-        ...q.main(d),
-        ...advance(q.group),
-      ),
-    ]),
+    ...(q.main8
+      ? [
+        forLoop(
+          "g8",
+          d.n[1],
+          c(8),
+          i32.add(get(b), c(1)),
+          c(8),
+          ...q.main8(d),
+          ...advance(8),
+        ),
+        if_(i32.and(get(b), c(4)), [...q.main(d), ...advance(4)]),
+      ]
+      : [
+        if_(i32.ge_s(get(b), c(q.group)), [
+          forLoop(
+            "g",
+            d.n[1],
+            c(q.group),
+            i32.add(get(b), c(1)),
+            c(q.group),
+            ...q.main(d),
+            ...advance(q.group),
+          ),
+        ]),
+      ]),
   ];
   if (q.single) {
     body.push(

@@ -184,8 +184,12 @@ const SHAPES: Record<string, [number, number, number][]> = {
     6,
     515,
   ]],
-  // Q8_0/Q4_0: 1, 3, 5 and 8 blocks per row (tails of the 4-block groups)
-  q32: [[1, 5, 32], [3, 7, 96], [2, 3, 160], [5, 9, 256], [1, 64, 256]],
+  // Q8_0/Q4_0: 1, 3, 5, 8 and 13 blocks per row (8- and 4-block groups, tails)
+  q32: [[1, 5, 32], [3, 7, 96], [2, 3, 160], [5, 9, 256], [1, 64, 256], [
+    2,
+    5,
+    416,
+  ]],
   q256: [[1, 5, 256], [3, 4, 512], [2, 9, 768]],
 };
 
