@@ -367,9 +367,18 @@ const IN_PLACE = new Set(["Q8_0", "Q4_0", "Q4_K", "Q6_K"]);
  */
 function keep(t: Tensor): Tensor {
   if (IN_PLACE.has(t.dtype) && isFastDType(t.dtype) && !t.quant) {
-    const b = allocateKernelBytes(t.bytes.byteLength);
-    b.set(t.bytes);
-    return { ...t, bytes: b };
+    let b: Uint8Array | undefined;
+    try {
+      b = allocateKernelBytes(t.bytes.byteLength);
+    } catch (e) {
+      // the 4 GiB kernel memory is full: keep the bytes outside, where the
+      // kernels copy them in on use (evicting other copies as needed)
+      if (!(e instanceof RangeError)) throw e;
+    }
+    if (b) {
+      b.set(t.bytes);
+      return { ...t, bytes: b };
+    }
   }
   if (t.bytes.buffer.byteLength > 2 * t.bytes.byteLength) {
     return { ...t, bytes: t.bytes.slice() };
