@@ -107,6 +107,19 @@ const GLOBAL_FLAGS: FlagSpec[] = [
   { name: "help", short: "h", type: "boolean", description: "Show help" },
 ];
 
+const FORCE_FLAG: FlagSpec = {
+  name: "force",
+  short: "f",
+  type: "boolean",
+  description: "Overwrite an existing output",
+};
+
+const ID_FLAG: FlagSpec = {
+  name: "id",
+  type: "string",
+  description: "Model id, for files holding several",
+};
+
 const JSON_FLAG: FlagSpec = {
   name: "json",
   type: "boolean",
@@ -192,12 +205,7 @@ const CONVERT_FLAGS: FlagSpec[] = [
     value: "OUT",
     description: "Output path",
   },
-  {
-    name: "force",
-    short: "f",
-    type: "boolean",
-    description: "Overwrite an existing output",
-  },
+  FORCE_FLAG,
   {
     name: "id",
     type: "string",
@@ -528,17 +536,8 @@ const COMMANDS: Record<string, Command> = {
     usage: "quantize IN OUT TYPE [--json] [--force]",
     flags: () => [
       JSON_FLAG,
-      {
-        name: "force",
-        short: "f",
-        type: "boolean",
-        description: "Overwrite an existing output",
-      },
-      {
-        name: "id",
-        type: "string",
-        description: "Model id, for files holding several",
-      },
+      FORCE_FLAG,
+      ID_FLAG,
     ],
     async run(args, ctx) {
       const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
@@ -624,11 +623,7 @@ const COMMANDS: Record<string, Command> = {
         value: "INPUT",
         description: "Inline JSON, a .json or .npy file, or - for stdin",
       },
-      {
-        name: "id",
-        type: "string",
-        description: "Model id, for files holding several",
-      },
+      ID_FLAG,
       {
         name: "config",
         type: "string",

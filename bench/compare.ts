@@ -2,38 +2,66 @@
  * Side-by-side ratios for the fast kernels, in one run (`deno task bench:compare`):
  *
  * 1. Dense MLP forward (batch 64, 1024 → 4096 → ReLU → 1024, F32) against
- *    ONNX Runtime (`npm:onnxruntime-node`, 2 intra-op threads) on an ONNX
- *    model of the same MLP with the same weights. Our ONNX exporter does not
- *    exist yet, so this script writes the weights to a temp folder and builds
- *    the model bytes there with the `onnx` Python helper of /usr/bin/python3
- *    (to be switched to our exporter).
+ *    ONNX Runtime (`npm:onnxruntime-node`, 2 intra-op threads) on our own
+ *    ONNX export (`exportOnnx`) of the same network and weights.
  * 2. Matvec 4096 × 4096 (decode: one row) for Q8_0, Q4_0 (and the other
  *    fast dtypes) against the bandwidth bound: the time to stream the same
  *    weight bytes once through SIMD loads (`read_probe`), on the same
- *    threads.
+ *    threads. "Cold" rows cycle through copies of the weight filling 512 MiB
+ *    (and stream from a 512 MiB region), so the bytes come from memory;
+ *    "hot" rows repeat one copy, which stays in the last-level cache.
+ * 3. Llama decode: a SmolLM-135M-shaped model with seeded random weights,
+ *    written as a Q8_0 GGUF by our writer, run by our network of registered
+ *    layers (64 tokens from an empty cache) and, when `LLAMA_CPP_BIN` names
+ *    a llama.cpp build (its `bin` folder), by `llama-bench -p 0 -n 64` on
+ *    the same file with the same thread count.
  *
  * Timing: wall clock, the two sides of each ratio alternate in rounds; the
- * tables give each side's best round and the median of the per-round ratios
- * (robust on a shared machine). Options: `--threads N` (default 2),
- * `--rounds N` (default 15), `--skip-ort`.
+ * tables give each side's best round, and the median and range of the
+ * per-round ratios (robust on a shared machine). Options: `--threads N`
+ * (default 2), `--rounds N` (default 15; decode uses a third of it, at
+ * least 3), `--only mlp,matvec,decode`, `--skip-ort`, `--tokens N` (64),
+ * `--dtypes Q8_0,Q4_0,…` (the matvec rows).
  */
 
 import { parseArgs } from "@std/cli";
-import { fastLinear } from "../kernels/fast/matmul.ts";
+import { buildNetwork } from "../core/network.ts";
+import { tensorFromF32 } from "../core/tensor.ts";
+import { exportOnnx } from "../formats/onnx.ts";
+import { fastLinear, forgetWeight } from "../kernels/fast/matmul.ts";
+import { defaultRegistry } from "../mod.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { FastDType } from "../kernels/fast/quant_ref.ts";
 import { makeWeight } from "../tests/kernels/fast/_helpers.ts";
+import {
+  decode,
+  greedy,
+  llamaBenchDecode,
+  llamaBenchPath,
+  llamaCppGreedy,
+  networkFromGguf,
+  SMOLLM_135M,
+  smolLmShapeGguf,
+} from "./_decode.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["threads", "rounds"],
+  string: ["threads", "rounds", "only", "tokens", "dtypes"],
   boolean: ["skip-ort"],
-  default: { threads: "2", rounds: "15" },
+  default: {
+    threads: "2",
+    rounds: "15",
+    only: "mlp,matvec,decode",
+    tokens: "64",
+    dtypes: "Q8_0,Q4_0,Q4_K,Q6_K,F16,BF16,F32",
+  },
 });
 const THREADS = Number(args.threads);
 const ROUNDS = Number(args.rounds);
+const ONLY = new Set(args.only.split(","));
+const TOKENS = Number(args.tokens);
 
 function loadAverage(): string {
   try {
@@ -60,7 +88,7 @@ async function compare(
   b: () => unknown,
   reps: number,
   rounds = ROUNDS,
-): Promise<{ a: number; b: number; ratio: number }> {
+): Promise<{ a: number; b: number; ratio: number; lo: number; hi: number }> {
   const time = async (f: () => unknown) => {
     const t0 = performance.now();
     for (let i = 0; i < reps; i++) await f();
@@ -80,7 +108,13 @@ async function compare(
     ratios.push(x / y);
   }
   ratios.sort((p, q) => p - q);
-  return { a: ta, b: tb, ratio: ratios[ratios.length >> 1] };
+  return {
+    a: ta,
+    b: tb,
+    ratio: ratios[ratios.length >> 1],
+    lo: ratios[0],
+    hi: ratios[ratios.length - 1],
+  };
 }
 
 const f1 = (v: number) => v.toFixed(1);
@@ -129,40 +163,22 @@ function ours(): Float32Array {
   return fastLinear(h, B, t2, b2);
 }
 
-const PY = `
-import sys, numpy as np, onnx
-from onnx import helper, TensorProto, numpy_helper
-d, B, D, H = sys.argv[1], ${B}, ${D}, ${H}
-ld = lambda n, s: numpy_helper.from_array(np.fromfile(f"{d}/{n}.bin", dtype="<f4").reshape(s), n)
-nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
-         helper.make_node("Relu", ["h"], ["hr"]),
-         helper.make_node("Gemm", ["hr", "w2", "b2"], ["y"], transB=1)]
-g = helper.make_graph(nodes, "mlp",
-    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [B, D])],
-    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, D])],
-    [ld("w1", (H, D)), ld("b1", (H,)), ld("w2", (D, H)), ld("b2", (D,))])
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-m.ir_version = 7
-onnx.checker.check_model(m)
-onnx.save(m, f"{d}/mlp.onnx")
-`;
-
-async function buildOnnx(dir: string): Promise<string> {
-  for (
-    const [n, a] of [["w1", w1], ["b1", b1], ["w2", w2], ["b2", b2]] as const
-  ) {
-    await Deno.writeFile(`${dir}/${n}.bin`, new Uint8Array(a.buffer));
-  }
-  await Deno.writeTextFile(`${dir}/make.py`, PY);
-  const out = await new Deno.Command("/usr/bin/python3", {
-    args: [`${dir}/make.py`, dir],
-  }).output();
-  if (!out.success) {
-    throw new Error(
-      `building the ONNX model failed: ${new TextDecoder().decode(out.stderr)}`,
-    );
-  }
-  return `${dir}/mlp.onnx`;
+/** The same MLP as a network of our dense layers, exported by `exportOnnx`. */
+function onnxModel(): Uint8Array {
+  const config = {
+    input_size: D,
+    layers: [
+      { type: "dense", output_size: H, activation: "relu" },
+      { type: "dense", output_size: D },
+    ],
+  };
+  const tensors = new Map([
+    ["layers.0.weight", tensorFromF32("layers.0.weight", w1, [H, D])],
+    ["layers.0.bias", tensorFromF32("layers.0.bias", b1, [H])],
+    ["layers.1.weight", tensorFromF32("layers.1.weight", w2, [D, H])],
+    ["layers.1.bias", tensorFromF32("layers.1.bias", b2, [D])],
+  ]);
+  return exportOnnx(buildNetwork(defaultRegistry(), config, tensors));
 }
 
 const flops = 2 * B * D * H * 2;
@@ -182,112 +198,248 @@ function fmaPeak(): number {
   e.free(out);
   return (n * 12 * 8) / best / 1e6;
 }
-if (!args["skip-ort"]) {
-  const dir = await Deno.makeTempDir({ prefix: "modelhost-bench-" });
-  try {
-    // The peer, pinned here rather than in deno.json: only this script uses it.
-    // deno-lint-ignore no-import-prefix
-    const ort = await import("npm:onnxruntime-node@1.30.0");
-    const session = await ort.InferenceSession.create(await buildOnnx(dir), {
-      intraOpNumThreads: 2,
-      interOpNumThreads: 1,
-      executionMode: "sequential",
-      graphOptimizationLevel: "all",
-    });
-    const feeds = { x: new ort.Tensor("float32", x, [B, D]) };
-    const theirs = async () =>
-      (await session.run(feeds)).y.data as Float32Array;
-    const yo = ours(), yt = await theirs();
-    let diff = 0;
-    for (let i = 0; i < yo.length; i++) {
-      diff = Math.max(diff, Math.abs(yo[i] - yt[i]));
-    }
-    const r = await compare(ours, theirs, 3);
-    console.log(
-      `## Dense MLP forward, batch ${B}, ${D} → ${H} → ReLU → ${D}, F32\n`,
-    );
-    console.log(`| runtime | best ms | GFLOP/s |`);
-    console.log(`| --- | ---: | ---: |`);
-    console.log(
-      `| modelhost (${info.backend}, ${THREADS} threads) | ${f2(r.a)} | ${
-        f1(flops / r.a / 1e6)
-      } |`,
-    );
-    console.log(
-      `| ONNX Runtime 1.30.0 (2 intra-op threads) | ${f2(r.b)} | ${
-        f1(flops / r.b / 1e6)
-      } |`,
-    );
-    console.log(
-      `\nThroughput ratio modelhost / ONNX Runtime: **${
-        f2(1 / r.ratio)
-      }×** (median of rounds; best-vs-best ${
-        f2(r.b / r.a)
-      }×). Max |difference| of outputs: ${diff.toExponential(1)}.`,
-    );
-    const peak = fmaPeak();
-    const share = (flops / r.a / 1e6) / (peak * THREADS);
-    console.log(
-      `WebAssembly 128-bit FMA peak (register-only loop): ${
-        f1(peak)
-      } GFLOP/s per thread; the MLP runs at ${
-        f1(share * 100)
-      }% of ${THREADS} × that.\n`,
-    );
-    await session.release();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
+const range = (r: { lo: number; hi: number }) => `${f2(r.lo)}–${f2(r.hi)}×`;
+
+if (ONLY.has("mlp") && !args["skip-ort"]) {
+  // The peer, pinned here rather than in deno.json: only this script uses it.
+  // deno-lint-ignore no-import-prefix
+  const ort = await import("npm:onnxruntime-node@1.30.0");
+  const model = onnxModel();
+  // No spin-waiting after a run: ORT's idle threads would otherwise keep
+  // both cores busy during our half of each round.
+  const noSpin = { session: { intra_op: { allow_spinning: "0" } } };
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 2,
+    interOpNumThreads: 1,
+    executionMode: "sequential",
+    graphOptimizationLevel: "all",
+    extra: noSpin,
+  });
+  const [inName] = session.inputNames, [outName] = session.outputNames;
+  const feeds = { [inName]: new ort.Tensor("float32", x, [B, D]) };
+  const theirs = async () =>
+    (await session.run(feeds))[outName].data as Float32Array;
+  const yo = ours(), yt = await theirs();
+  let diff = 0;
+  for (let i = 0; i < yo.length; i++) {
+    diff = Math.max(diff, Math.abs(yo[i] - yt[i]));
   }
+  const r = await compare(ours, theirs, 3);
+  // ONNX Runtime on one thread, for the record (its per-thread speed).
+  const single = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: "sequential",
+    graphOptimizationLevel: "all",
+    extra: noSpin,
+  });
+  const one = await compare(
+    async () => await single.run(feeds),
+    theirs,
+    3,
+    Math.max(3, Math.ceil(ROUNDS / 3)),
+  );
+  console.log(
+    `## Dense MLP forward, batch ${B}, ${D} → ${H} → ReLU → ${D}, F32\n`,
+  );
+  console.log(
+    `ONNX model: our \`exportOnnx\` of the same two dense layers (${model.length} bytes).\n`,
+  );
+  console.log(`| runtime | best ms | GFLOP/s |`);
+  console.log(`| --- | ---: | ---: |`);
+  console.log(
+    `| modelhost (${info.backend}, ${THREADS} threads) | ${f2(r.a)} | ${
+      f1(flops / r.a / 1e6)
+    } |`,
+  );
+  console.log(
+    `| ONNX Runtime 1.30.0 (2 intra-op threads, no spinning) | ${f2(r.b)} | ${
+      f1(flops / r.b / 1e6)
+    } |`,
+  );
+  console.log(
+    `| ONNX Runtime 1.30.0 (1 intra-op thread) | ${f2(one.a)} | ${
+      f1(flops / one.a / 1e6)
+    } |`,
+  );
+  console.log(
+    `\nThroughput ratio modelhost / ONNX Runtime: **${
+      f2(1 / r.ratio)
+    }×** (median of rounds, range ${f2(1 / r.hi)}–${
+      f2(1 / r.lo)
+    }×; best-vs-best ${f2(r.b / r.a)}×). Max |difference| of outputs: ${
+      diff.toExponential(1)
+    }.`,
+  );
+  const peak = fmaPeak();
+  const share = (flops / r.a / 1e6) / (peak * THREADS);
+  console.log(
+    `WebAssembly 128-bit FMA peak (register-only loop): ${
+      f1(peak)
+    } GFLOP/s per thread; the MLP runs at ${
+      f1(share * 100)
+    }% of ${THREADS} × that.\n`,
+  );
+  await session.release();
+  await single.release();
 }
 
 // ------------------------------------------------------------ matvec vs bandwidth
 
 const N = 4096;
+/** MiB of weight copies (and of the streamed region) in the cold matvec rows. */
+const COLD_MIB = 512;
 const e = getEngine()!;
-const xv = Float32Array.from({ length: N }, (_, i) => 0.1 + 2 * Math.cos(i));
-console.log(
-  `## Matvec ${N} × ${N} (one row, decode) vs streaming the weights once\n`,
-);
-console.log(
-  `| weights | bytes | matvec ms | GFLOP/s | stream ms | GB/s streamed | matvec / stream |`,
-);
-console.log(`| --- | ---: | ---: | ---: | ---: | ---: | ---: |`);
-for (
-  const dtype of [
-    "Q8_0",
-    "Q4_0",
-    "Q4_K",
-    "Q6_K",
-    "F16",
-    "BF16",
-    "F32",
-  ] as FastDType[]
-) {
-  const w = makeWeight(dtype, N, N);
-  fastLinear(xv, 1, w); // upload once
-  const bytes = w.bytes.length;
-  const p = e.alloc(bytes);
-  e.u8.set(w.bytes, p);
-  const out = e.alloc(64);
-  const chunks = Math.floor(bytes / 64);
-  const stream = () =>
-    runSplit(e, "read_probe", chunks * 16, chunks, (a, b) => [p, out, a, b]);
-  const r = await compare(
-    () => fastLinear(xv, 1, w),
-    stream,
-    3,
-    3 * ROUNDS - 4,
-  );
-  e.free(p);
-  e.free(out);
+if (ONLY.has("matvec")) await matvecs();
+
+async function matvecs(): Promise<void> {
+  const xv = Float32Array.from({ length: N }, (_, i) => 0.1 + 2 * Math.cos(i));
   console.log(
-    `| ${dtype} | ${(bytes / 2 ** 20).toFixed(1)} MiB | ${f2(r.a)} | ${
-      f1((2 * N * N) / r.a / 1e6)
-    } | ${f2(r.b)} | ${f1(bytes / r.b / 1e6)} | **${f2(r.ratio)}×** |`,
+    `## Matvec ${N} × ${N} (one row, decode) vs streaming the weights once\n`,
   );
+  console.log(
+    `Cold: each call reads a different copy of the weight, the copies filling ${COLD_MIB} MiB (far past this machine's effective last-level cache), so weights come from memory; the bound streams the same number of bytes from a ${COLD_MIB} MiB region. Hot: one copy, called again and again (it stays in cache).\n`,
+  );
+  console.log(
+    `| weights | bytes | cold matvec ms | cold stream ms | GB/s streamed | **cold matvec / stream** (range) | hot matvec ms | hot stream ms | hot ratio |`,
+  );
+  console.log(
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+  );
+  const region = COLD_MIB << 20;
+  const big = e.alloc(region);
+  e.u8.fill(1, big, big + region);
+  const out = e.alloc(64);
+  for (const dtype of args.dtypes.split(",") as FastDType[]) {
+    const first = makeWeight(dtype, N, N);
+    const bytes = first.bytes.length;
+    const copies = Math.max(2, Math.ceil(region / bytes));
+    const ws = [first];
+    for (let i = 1; i < copies; i++) {
+      ws.push({ ...first, bytes: first.bytes.slice() });
+    }
+    for (const w of ws) fastLinear(xv, 1, w); // upload every copy once
+    const chunks = Math.floor(bytes / 64);
+    const slots = Math.floor(region / (chunks * 64));
+    let k = 0, s = 0;
+    const coldMatvec = () => fastLinear(xv, 1, ws[k++ % copies]);
+    const coldStream = () => {
+      const p = big + (s++ % slots) * chunks * 64;
+      runSplit(e, "read_probe", chunks * 16, chunks, (a, b) => [p, out, a, b]);
+    };
+    const cold = await compare(coldMatvec, coldStream, copies, ROUNDS);
+    const hotStream = () =>
+      runSplit(
+        e,
+        "read_probe",
+        chunks * 16,
+        chunks,
+        (a, b) => [big, out, a, b],
+      );
+    const hot = await compare(
+      () => fastLinear(xv, 1, first),
+      hotStream,
+      3,
+      ROUNDS,
+    );
+    for (const w of ws) forgetWeight(w);
+    console.log(
+      `| ${dtype} | ${(bytes / 2 ** 20).toFixed(1)} MiB | ${f2(cold.a)} | ${
+        f2(cold.b)
+      } | ${f1(bytes / cold.b / 1e6)} | **${f2(cold.ratio)}×** (${
+        range(cold)
+      }) | ${f2(hot.a)} | ${f2(hot.b)} | ${f2(hot.ratio)}× |`,
+    );
+  }
+  e.free(big);
+  e.free(out);
+  console.log("");
 }
+
+// ------------------------------------------------------------ Llama decode
+
+if (ONLY.has("decode")) await decodeVsLlamaCpp();
+
+async function decodeVsLlamaCpp(): Promise<void> {
+  const s = SMOLLM_135M;
+  const rounds = Math.max(3, Math.ceil(ROUNDS / 3));
+  const bench = llamaBenchPath();
+  const gguf = await smolLmShapeGguf("Q8_0");
+  const dir = await Deno.makeTempDir({ prefix: "modelhost-decode-" });
+  const file = `${dir}/smollm-135m-shape-q8_0.gguf`;
+  try {
+    await Deno.writeFile(file, gguf);
+    const net = await networkFromGguf(gguf);
+    decode(net, 8); // upload the weights, warm the kernels up
+    const ours: number[] = [], theirs: number[] = [], ratios: number[] = [];
+    let build = "";
+    for (let r = 0; r < rounds; r++) {
+      const a = decode(net, TOKENS).tokensPerSecond;
+      ours.push(a);
+      if (bench) {
+        const b = await llamaBenchDecode(bench, file, THREADS, TOKENS, 1);
+        theirs.push(b.tokensPerSecond);
+        build = b.build;
+        ratios.push(a / b.tokensPerSecond);
+      }
+    }
+    const sorted = (v: number[]) => v.slice().sort((p, q) => p - q);
+    const med = (v: number[]) => sorted(v)[v.length >> 1];
+    const span = (v: number[]) =>
+      `${f1(sorted(v)[0])}–${f1(sorted(v)[v.length - 1])}`;
+    console.log(
+      `## Llama decode, SmolLM-135M shape (${s.layers} layers, d ${s.hidden}, ${s.heads}/${s.kvHeads} heads, vocab ${s.vocab}), random weights, Q8_0\n`,
+    );
+    console.log(
+      `GGUF written by our writer (${
+        (gguf.length / 2 ** 20).toFixed(1)
+      } MiB); ${TOKENS} tokens decoded one at a time from an empty cache, ${rounds} rounds alternating both sides, ${THREADS} threads each.\n`,
+    );
+    console.log(`| runtime | tokens/s (median) | range | best |`);
+    console.log(`| --- | ---: | ---: | ---: |`);
+    console.log(
+      `| modelhost (${info.backend}) | ${f1(med(ours))} | ${span(ours)} | ${
+        f1(sorted(ours)[ours.length - 1])
+      } |`,
+    );
+    if (bench) {
+      console.log(
+        `| llama.cpp ${build} (llama-bench -t ${THREADS} -p 0 -n ${TOKENS}) | ${
+          f1(med(theirs))
+        } | ${span(theirs)} | ${f1(sorted(theirs)[theirs.length - 1])} |`,
+      );
+      console.log(
+        `\nDecode ratio modelhost / llama.cpp: **${
+          f2(med(ratios))
+        }×** (median of rounds, range ${f2(sorted(ratios)[0])}–${
+          f2(sorted(ratios)[ratios.length - 1])
+        }×; best-vs-best ${
+          f2(sorted(ours)[ours.length - 1] / sorted(theirs)[theirs.length - 1])
+        }×).\n`,
+      );
+      const prompt = [1, 1000];
+      const theirIds = await llamaCppGreedy(bench, file, prompt, 16);
+      if (theirIds) {
+        const ourIds = greedy(net, prompt, 16);
+        const same = ourIds.every((v, i) => v === theirIds[i]);
+        console.log(
+          `Same model on both sides: 16 greedy ids after [${prompt}] ${
+            same ? "are identical" : "DIFFER"
+          } (ours ${ourIds.join(" ")}; llama.cpp ${theirIds.join(" ")}).\n`,
+        );
+      }
+    } else {
+      console.log(
+        `\n(llama.cpp column skipped: set LLAMA_CPP_BIN to the folder of a llama.cpp build's binaries, see DEVELOPERS.md.)\n`,
+      );
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 console.log(
-  `\n(Goal: MLP ≥ 0.5× ONNX Runtime; Q8_0 and Q4_0 matvec within 2× of streaming the weights.)`,
+  `(Goals: MLP ≥ 0.5× ONNX Runtime; Q8_0 and Q4_0 matvec within 2× of streaming the weights; decode ≥ 0.5× llama.cpp.)`,
 );
 console.log(`Load average at end: ${loadAverage()}`);
 await shutdownKernels();

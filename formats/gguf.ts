@@ -90,6 +90,7 @@ import {
   type GgufValue,
 } from "./_gguf_types.ts";
 import { readGgufHeader, type ReadGgufHeaderOptions } from "./_gguf_read.ts";
+import { QUANTIZE_TYPES } from "../kernels/quants.ts";
 import { ggufTypeDescriptor } from "./_gguf_desc.ts";
 import { type GgufWriteOptions, writeGguf } from "./_gguf_write.ts";
 export { ggufTypeDescriptor } from "./_gguf_desc.ts";
@@ -411,21 +412,7 @@ export const gguf: FormatPlugin = {
       type: "string",
       description:
         "quantize 2-D weights on write (llama.cpp --pure rules; 1-D tensors and norms stay)",
-      choices: [
-        "Q8_0",
-        "Q4_0",
-        "Q4_1",
-        "Q5_0",
-        "Q5_1",
-        "Q2_K",
-        "Q3_K",
-        "Q4_K",
-        "Q5_K",
-        "Q6_K",
-        "F16",
-        "BF16",
-        "F32",
-      ],
+      choices: [...QUANTIZE_TYPES, "F16", "BF16", "F32"],
     },
     {
       name: "alignment",

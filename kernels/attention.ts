@@ -3,11 +3,16 @@
  * kernel that attention layers run for prefill (many queries) and decode
  * (one query per sequence). Grouped-query attention maps query head `h` to
  * key/value head `⌊h / (heads / kvHeads)⌋`; masks are causal and optionally
- * a sliding window; the softmax subtracts the row maximum and accumulates
- * in float64.
+ * a sliding window. {@link attend} runs the WebAssembly SIMD attention
+ * kernel of `kernels/fast` (split by heads across the kernel threads) when
+ * the cache lives in kernel memory; {@link attendRef} is its scalar twin,
+ * whose softmax subtracts the row maximum and accumulates in float64.
  *
  * @module
  */
+
+import { runSplit } from "./fast/_dispatch.ts";
+import { type Engine, getEngine } from "./wasm/_engine.ts";
 
 /**
  * Keys and values of every position seen so far, per sequence and per
@@ -32,8 +37,64 @@ export interface KvCache {
   v: Float32Array;
 }
 
+/** Kernel-memory blocks held by a cache, freed when the cache is collected. */
+interface Held {
+  e: Engine;
+  k: number;
+  v: number;
+}
+
+const HELD = new WeakMap<KvCache, Held>();
+const RELEASE = new FinalizationRegistry<Held>((h) => {
+  h.e.free(h.k);
+  h.e.free(h.v);
+});
+
 /**
- * Creates an empty cache.
+ * Two zeroed arrays of `n` floats: views into kernel memory when the
+ * kernels run on a shared memory (views of a shared memory survive its
+ * growth), else plain arrays.
+ */
+function cacheArrays(
+  n: number,
+): { k: Float32Array; v: Float32Array; held?: Held } {
+  const e = getEngine();
+  if (!e || !e.shared || n === 0) {
+    return { k: new Float32Array(n), v: new Float32Array(n) };
+  }
+  const pk = e.alloc(n * 4), pv = e.alloc(n * 4);
+  const buf = e.memory.buffer;
+  const k = new Float32Array(buf, pk, n), v = new Float32Array(buf, pv, n);
+  k.fill(0);
+  v.fill(0);
+  return { k, v, held: { e, k: pk, v: pv } };
+}
+
+/** Swaps in new arrays, freeing the kernel-memory blocks they replace. */
+function adopt(
+  cache: KvCache,
+  a: { k: Float32Array; v: Float32Array; held?: Held },
+): void {
+  const old = HELD.get(cache);
+  if (old) {
+    old.e.free(old.k);
+    old.e.free(old.v);
+    HELD.delete(cache);
+    RELEASE.unregister(old);
+  }
+  cache.k = a.k;
+  cache.v = a.v;
+  if (a.held) {
+    HELD.set(cache, a.held);
+    RELEASE.register(cache, a.held, a.held);
+  }
+}
+
+/**
+ * Creates an empty cache. Where the fast kernels run on a shared memory
+ * (Deno, Node, cross-origin-isolated pages), `k` and `v` are views into
+ * kernel memory, so {@link attend} reads them in place; that memory is
+ * freed when the cache is garbage collected.
  *
  * @param batch Number of sequences.
  * @param kvHeads Key/value heads.
@@ -56,32 +117,36 @@ export function createKvCache(
 ): KvCache {
   const cap = Math.max(1, capacity);
   const n = batch * kvHeads * cap * headDim;
-  return {
+  const cache: KvCache = {
     batch,
     kvHeads,
     headDim,
     length: 0,
     capacity: cap,
-    k: new Float32Array(n),
-    v: new Float32Array(n),
+    k: new Float32Array(0),
+    v: new Float32Array(0),
   };
+  adopt(cache, cacheArrays(n));
+  return cache;
 }
 
 function grow(cache: KvCache, need: number): void {
   let cap = cache.capacity;
   while (cap < need) cap *= 2;
   const { batch, kvHeads, headDim } = cache;
-  const k = new Float32Array(batch * kvHeads * cap * headDim);
-  const v = new Float32Array(k.length);
+  const inKernel = HELD.has(cache);
+  const n = batch * kvHeads * cap * headDim;
+  const a = inKernel
+    ? cacheArrays(n)
+    : { k: new Float32Array(n), v: new Float32Array(n) };
   const used = cache.length * headDim;
   for (let bh = 0; bh < batch * kvHeads; bh++) {
     const from = bh * cache.capacity * headDim;
     const to = bh * cap * headDim;
-    k.set(cache.k.subarray(from, from + used), to);
-    v.set(cache.v.subarray(from, from + used), to);
+    a.k.set(cache.k.subarray(from, from + used), to);
+    a.v.set(cache.v.subarray(from, from + used), to);
   }
-  cache.k = k;
-  cache.v = v;
+  adopt(cache, a);
   cache.capacity = cap;
 }
 
@@ -150,31 +215,21 @@ export interface AttendOptions {
   scale?: number;
 }
 
-/**
- * Softmax attention of `seq` queries per sequence against every cached
- * position: `out = softmax(q·kᵀ·scale + mask)·v` per head.
- *
- * @param q Queries, `[batch, seq, heads·headDim]` (RoPE applied).
- * @param cache Keys and values; positions `0 … length−1` are attended.
- * @param opts Heads, query count, masking.
- * @returns `[batch, seq, heads·headDim]`, ready for the output projection.
- * @throws {RangeError} On inconsistent sizes.
- *
- * @example
- * ```ts
- * import { appendKv, attend, createKvCache } from "./attention.ts";
- * const c = createKvCache(1, 1, 1);
- * appendKv(c, new Float32Array([0, 0]), new Float32Array([2, 4]), 2);
- * const out = attend(new Float32Array([1, 1]), c, { heads: 1, seq: 2 });
- * console.assert(out[0] === 2 && out[1] === 3); // second query averages both
- * ```
- */
-export function attend(
+interface AttendShape {
+  heads: number;
+  seq: number;
+  start: number;
+  causal: boolean;
+  window: number;
+  scale: number;
+}
+
+function attendShape(
   q: Float32Array,
   cache: KvCache,
   opts: AttendOptions,
-): Float32Array {
-  const { batch, kvHeads, headDim: dim, length: len, capacity: cap } = cache;
+): AttendShape {
+  const { batch, kvHeads, headDim: dim, length: len } = cache;
   const { heads, seq } = opts;
   const start = opts.start ?? len - seq;
   const causal = opts.causal ?? true;
@@ -197,6 +252,118 @@ export function attend(
       } but the cache holds ${len}`,
     );
   }
+  return { heads, seq, start, causal, window, scale };
+}
+
+/**
+ * Softmax attention of `seq` queries per sequence against every cached
+ * position: `out = softmax(q·kᵀ·scale + mask)·v` per head.
+ *
+ * When the cache lives in kernel memory (see {@link createKvCache}), the
+ * head size is a multiple of 4 and no sliding window is set, this runs the
+ * WebAssembly SIMD kernel of `fastAttention` on the cache in place (F32
+ * dot products and sums, polynomial `exp`; relative error about 1e-6),
+ * split by heads across the kernel threads. Otherwise, and for
+ * non-causal calls whose queries are not the last cached positions, it
+ * runs {@link attendRef}. A query's result depends only on its position
+ * and the cache, not on how many queries share the call, so a prefill and
+ * token-by-token decoding give identical outputs.
+ *
+ * @param q Queries, `[batch, seq, heads·headDim]` (RoPE applied).
+ * @param cache Keys and values; positions `0 … length−1` are attended.
+ * @param opts Heads, query count, masking.
+ * @returns `[batch, seq, heads·headDim]`, ready for the output projection.
+ * @throws {RangeError} On inconsistent sizes.
+ *
+ * @example
+ * ```ts
+ * import { appendKv, attend, createKvCache } from "./attention.ts";
+ * const c = createKvCache(1, 1, 4);
+ * appendKv(c, new Float32Array(8), new Float32Array([2, 2, 2, 2, 4, 4, 4, 4]), 2);
+ * const out = attend(new Float32Array(8).fill(1), c, { heads: 1, seq: 2 });
+ * console.assert(out[0] === 2 && Math.abs(out[4] - 3) < 1e-6); // second query averages both
+ * ```
+ */
+export function attend(
+  q: Float32Array,
+  cache: KvCache,
+  opts: AttendOptions,
+): Float32Array {
+  const s = attendShape(q, cache, opts);
+  const { batch, kvHeads, headDim: dim, length: len, capacity: cap } = cache;
+  const held = HELD.get(cache);
+  const e = getEngine();
+  if (
+    !held || held.e !== e || dim % 4 !== 0 || s.window > 0 ||
+    (!s.causal && s.start + s.seq !== len) || s.seq === 0 ||
+    cache.k.byteOffset !== held.k || cache.v.byteOffset !== held.v
+  ) {
+    return attendRef(q, cache, opts);
+  }
+  const { heads, seq, start } = s;
+  const total = start + seq;
+  const per = seq * heads * dim; // values of one sequence's queries
+  const qp = e.scratch("attn_q", per * 4 + 64);
+  const op = e.scratch("attn_out", per * 4 + 64);
+  const sc = e.scratch("attn_scores", heads * total * 4 + 64);
+  const out = new Float32Array(q.length);
+  const work = seq * heads * total * dim * 2;
+  const seqBytes = kvHeads * cap * dim * 4;
+  for (let b = 0; b < batch; b++) {
+    e.f32.set(q.subarray(b * per, (b + 1) * per), qp >> 2);
+    runSplit(e, "attention", work, heads, (h0, h1) => [
+      qp,
+      held.k + b * seqBytes,
+      held.v + b * seqBytes,
+      op,
+      sc,
+      seq,
+      heads,
+      kvHeads,
+      dim,
+      cap,
+      start,
+      s.scale,
+      s.causal ? 1 : 0,
+      h0,
+      h1,
+    ]);
+    out.set(e.f32.subarray(op >> 2, (op >> 2) + per), b * per);
+  }
+  return out;
+}
+
+/**
+ * Reference softmax attention of `seq` queries per sequence against every
+ * cached position, `out = softmax(q·kᵀ·scale + mask)·v` per head, in float64
+ * (the scalar twin of {@link attend}).
+ *
+ * @param q Queries, `[batch, seq, heads·headDim]` (RoPE applied).
+ * @param cache Keys and values; positions `0 … length−1` are attended.
+ * @param opts Heads, query count, masking.
+ * @returns `[batch, seq, heads·headDim]`, ready for the output projection.
+ * @throws {RangeError} On inconsistent sizes.
+ *
+ * @example
+ * ```ts
+ * import { appendKv, attendRef, createKvCache } from "./attention.ts";
+ * const c = createKvCache(1, 1, 1);
+ * appendKv(c, new Float32Array([0, 0]), new Float32Array([2, 4]), 2);
+ * const out = attendRef(new Float32Array([1, 1]), c, { heads: 1, seq: 2 });
+ * console.assert(out[0] === 2 && out[1] === 3); // second query averages both
+ * ```
+ */
+export function attendRef(
+  q: Float32Array,
+  cache: KvCache,
+  opts: AttendOptions,
+): Float32Array {
+  const { batch, kvHeads, headDim: dim, length: len, capacity: cap } = cache;
+  const { heads, seq, start, causal, window, scale } = attendShape(
+    q,
+    cache,
+    opts,
+  );
   const group = heads / kvHeads;
   const { k, v } = cache;
   const out = new Float32Array(q.length);

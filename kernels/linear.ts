@@ -8,7 +8,7 @@
  */
 
 import { type Tensor, toFloat32 } from "../core/tensor.ts";
-import { fastLinear } from "./fast/matmul.ts";
+import { fastLinear, fastLinearMany } from "./fast/matmul.ts";
 import { isFastDType } from "./fast/quant_ref.ts";
 
 /**
@@ -103,4 +103,44 @@ export function linear(
     ? new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF)
     : toFloat32(w);
   return matmulTransposedRef(x, rows, inF, wf, outF, bias);
+}
+
+/**
+ * Several `y_i = x · W_iᵀ + b_i` on the same input, as {@link linear} gives
+ * them one by one (same values); when every weight has a fast kernel they
+ * go through `fastLinearMany`, which quantizes x once for quantized
+ * weights of one dtype (a layer's q/k/v, an MLP's gate/up).
+ *
+ * @param x Input rows, `rows × in`.
+ * @param rows Number of rows.
+ * @param ws Weight tensors of shape `[out_i, in]`.
+ * @param biases Optional biases, `biases[i]` of length `out_i`.
+ * @returns One `rows × out_i` output per weight.
+ * @throws {TypeError} When a weight is not 2-D or `x` does not hold `rows × in` values.
+ *
+ * @example
+ * ```ts
+ * import { linearMany } from "./linear.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ * const a = tensorFromF32("a", new Float32Array([1, 0, 0, 1]), [2, 2]);
+ * const b = tensorFromF32("b", new Float32Array([2, 2]), [1, 2]);
+ * const [ya, yb] = linearMany(new Float32Array([5, 7]), 1, [a, b]);
+ * console.assert(ya[1] === 7 && yb[0] === 24);
+ * ```
+ */
+export function linearMany(
+  x: Float32Array,
+  rows: number,
+  ws: Tensor[],
+  biases: (Float32Array | undefined)[] = [],
+): Float32Array[] {
+  if (ws.every((w) => isFastDType(w.dtype) && !w.quant)) {
+    for (const w of ws) {
+      if (w.shape.length !== 2 || x.length !== rows * w.shape[1]) {
+        return ws.map((w, i) => linear(x, rows, w, biases[i]));
+      }
+    }
+    return fastLinearMany(x, rows, ws, biases);
+  }
+  return ws.map((w, i) => linear(x, rows, w, biases[i]));
 }

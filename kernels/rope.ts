@@ -10,9 +10,14 @@
  *   whose GGUF converter permutes the q/k rows into it).
  *
  * Angles are computed in float64 and stored as float32 tables.
+ * {@link applyRope} rotates on the WebAssembly SIMD kernels of
+ * `kernels/fast` (F32 arithmetic) where they apply; {@link applyRopeRef} is
+ * its scalar twin (F64 arithmetic).
  *
  * @module
  */
+
+import { getEngine } from "./wasm/_engine.ts";
 
 /** Which elements of a head are rotated together. */
 export type RopeStyle = "neox" | "interleaved";
@@ -132,8 +137,110 @@ export function ropeTable(freq: Float64Array, length: number): RopeTable {
   return { length, half, cos, sin };
 }
 
+function checkRope(
+  x: Float32Array,
+  batch: number,
+  seq: number,
+  heads: number,
+  table: RopeTable,
+  start: number,
+): void {
+  const dim = 2 * table.half;
+  if (start + seq > table.length) {
+    throw new RangeError(
+      `Cannot apply RoPE at positions ${start}..${
+        start + seq - 1
+      }: the table covers ${table.length}`,
+    );
+  }
+  if (x.length !== batch * seq * heads * dim) {
+    throw new RangeError(
+      `Cannot apply RoPE: ${x.length} values is not ${batch}×${seq}×${heads}×${dim}`,
+    );
+  }
+}
+
 /**
  * Rotates query or key rows in place. `x` holds `batch × seq` rows of
+ * `heads × headDim` values (the output of a q or k projection); row
+ * `(b, t)` is at position `start + t`.
+ *
+ * Runs the WebAssembly SIMD kernel (`rope_neox` / `rope_interleaved`, the
+ * kernels of `fastRope`) with the table's cos/sin rows, in F32 (error about
+ * 1 ulp of the rotated values), where WebAssembly SIMD is available and the
+ * head size allows it (`"neox"`: `headDim/2` a multiple of 4;
+ * `"interleaved"`: `headDim` a multiple of 4); otherwise
+ * {@link applyRopeRef}. The choice never depends on `batch` or `seq`, so
+ * a token rotated alone equals the same token rotated in a prefill.
+ *
+ * @param x The rows, modified in place.
+ * @param batch Number of sequences.
+ * @param seq Tokens per sequence.
+ * @param heads Heads per row.
+ * @param table A table covering positions up to `start + seq − 1`; its
+ *   `half` fixes the head size (`2 · half`).
+ * @param style Which elements are rotated together.
+ * @param start Position of the first token of every sequence. @default 0
+ * @throws {RangeError} When the table is too short or `x` has the wrong length.
+ *
+ * @example
+ * ```ts
+ * import { applyRope, ropeFrequencies, ropeTable } from "./rope.ts";
+ * const x = new Float32Array(8).fill(1); // one head of size 8, position 2
+ * applyRope(x, 1, 1, 1, ropeTable(ropeFrequencies(8), 3), "neox", 2);
+ * console.assert(Math.abs(x[0] - (Math.cos(2) - Math.sin(2))) < 1e-6);
+ * ```
+ */
+export function applyRope(
+  x: Float32Array,
+  batch: number,
+  seq: number,
+  heads: number,
+  table: RopeTable,
+  style: RopeStyle,
+  start = 0,
+): void {
+  checkRope(x, batch, seq, heads, table, start);
+  const half = table.half;
+  const dim = 2 * half;
+  const neox = style === "neox";
+  const e = (neox ? half % 4 === 0 : dim % 4 === 0) && x.length > 0
+    ? getEngine()
+    : null;
+  if (!e) return applyRopeRef(x, batch, seq, heads, table, style, start);
+  // The cos/sin rows of positions start … start+seq−1, in the kernel's
+  // layout: [seq][half] (neox), or [seq][dim] with cos repeated per pair
+  // and (−sin, sin) (interleaved).
+  const width = neox ? half : dim;
+  const pc = e.scratch("rope_cos", seq * width * 4 + 64);
+  const ps = e.scratch("rope_sin", seq * width * 4 + 64);
+  const f = e.f32;
+  const from = start * half, to = (start + seq) * half;
+  if (neox) {
+    f.set(table.cos.subarray(from, to), pc >> 2);
+    f.set(table.sin.subarray(from, to), ps >> 2);
+  } else {
+    for (let i = from, o = 0; i < to; i++, o += 2) {
+      const cv = table.cos[i], sv = table.sin[i];
+      f[(pc >> 2) + o] = cv;
+      f[(pc >> 2) + o + 1] = cv;
+      f[(ps >> 2) + o] = -sv;
+      f[(ps >> 2) + o + 1] = sv;
+    }
+  }
+  const px = e.scratch("x", x.byteLength + 64);
+  f.set(x, px >> 2);
+  const kernel = e.fn[neox ? "rope_neox" : "rope_interleaved"];
+  const rowBytes = seq * heads * dim * 4;
+  for (let b = 0; b < batch; b++) {
+    kernel(px + b * rowBytes, pc, ps, seq, heads, dim, dim);
+  }
+  x.set(f.subarray(px >> 2, (px >> 2) + x.length));
+}
+
+/**
+ * Reference rotation of query or key rows in place (F64 arithmetic, one
+ * rounding per stored value): the scalar twin of {@link applyRope}. `x` holds `batch × seq` rows of
  * `heads × headDim` values (the output of a q or k projection); row
  * `(b, t)` is at position `start + t`.
  *
@@ -149,13 +256,13 @@ export function ropeTable(freq: Float64Array, length: number): RopeTable {
  *
  * @example
  * ```ts
- * import { applyRope, ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { applyRopeRef, ropeFrequencies, ropeTable } from "./rope.ts";
  * const x = new Float32Array([1, 0]); // one head of size 2, position 1
- * applyRope(x, 1, 1, 1, ropeTable(ropeFrequencies(2), 2), "neox", 1);
+ * applyRopeRef(x, 1, 1, 1, ropeTable(ropeFrequencies(2), 2), "neox", 1);
  * console.assert(Math.abs(x[0] - Math.cos(1)) < 1e-7 && Math.abs(x[1] - Math.sin(1)) < 1e-7);
  * ```
  */
-export function applyRope(
+export function applyRopeRef(
   x: Float32Array,
   batch: number,
   seq: number,
@@ -164,20 +271,9 @@ export function applyRope(
   style: RopeStyle,
   start = 0,
 ): void {
+  checkRope(x, batch, seq, heads, table, start);
   const half = table.half;
   const dim = 2 * half;
-  if (start + seq > table.length) {
-    throw new RangeError(
-      `Cannot apply RoPE at positions ${start}..${
-        start + seq - 1
-      }: the table covers ${table.length}`,
-    );
-  }
-  if (x.length !== batch * seq * heads * dim) {
-    throw new RangeError(
-      `Cannot apply RoPE: ${x.length} values is not ${batch}×${seq}×${heads}×${dim}`,
-    );
-  }
   const { cos, sin } = table;
   // Offsets of the two members of pair i, relative to the head's start.
   const stepA = style === "neox" ? 1 : 2;

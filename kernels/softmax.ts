@@ -3,10 +3,23 @@
  * of a `rows × cols` row-major array and returning a new array: standard
  * (with temperature), masked, sparsemax, 1.5-entmax (exact, sort-based),
  * α-entmax (bisection), Gumbel-softmax (noise from caller-given uniforms).
- * Sums and thresholds are computed in double precision.
+ * Sums and thresholds are computed in double precision, except in
+ * `softmax` itself, which runs the WebAssembly SIMD kernel of
+ * `kernels/fast` where it applies (see {@link softmax}); its scalar twin is
+ * {@link softmaxRef}.
  *
  * @module
  */
+
+import { fastSoftmax } from "./fast/ops.ts";
+import { getEngine } from "./wasm/_engine.ts";
+
+/**
+ * Rows shorter than this run the scalar loop (the copy into kernel memory
+ * would cost more). Depends on the row length only, so a row gives the same
+ * result alone or in a batch.
+ */
+const FAST_MIN_COLS = 16;
 
 function checkShape(x: Float32Array, rows: number, cols: number, what: string) {
   if (
@@ -28,13 +41,17 @@ function checkTemperature(t: number, what: string) {
 }
 
 /**
- * Softmax of each row of `x / temperature`.
+ * Softmax of each row of `x / temperature`. With temperature 1 and rows of
+ * 16 values or more it runs the WebAssembly SIMD kernel (`fastSoftmax`:
+ * polynomial `exp`, F32 sums, relative error about 1e-6); otherwise, or
+ * where WebAssembly SIMD is missing, {@link softmaxRef}.
  *
  * @param x Logits, row-major.
  * @param rows Number of rows.
  * @param cols Values per row.
  * @param temperature Divides the logits. @default {1}
  * @returns Probabilities; each row sums to 1.
+ * @throws {RangeError} When the sizes disagree or the temperature is not positive.
  *
  * @example
  * ```ts
@@ -44,6 +61,39 @@ function checkTemperature(t: number, what: string) {
  * ```
  */
 export function softmax(
+  x: Float32Array,
+  rows: number,
+  cols: number,
+  temperature = 1,
+): Float32Array {
+  checkShape(x, rows, cols, "softmax");
+  checkTemperature(temperature, "softmax");
+  if (
+    temperature === 1 && cols >= FAST_MIN_COLS && rows > 0 && getEngine()
+  ) {
+    return fastSoftmax(x, cols);
+  }
+  return softmaxRef(x, rows, cols, temperature);
+}
+
+/**
+ * Reference softmax of each row of `x / temperature` (exponentials and sums
+ * in double precision): the scalar twin of {@link softmax}.
+ *
+ * @param x Logits, row-major.
+ * @param rows Number of rows.
+ * @param cols Values per row.
+ * @param temperature Divides the logits. @default {1}
+ * @returns Probabilities; each row sums to 1.
+ *
+ * @example
+ * ```ts
+ * import { softmaxRef } from "./softmax.ts";
+ * const p = softmaxRef(new Float32Array([0, 0, 0, Math.log(3)]), 1, 4);
+ * console.assert(Math.abs(p[3] - 0.5) < 1e-7);
+ * ```
+ */
+export function softmaxRef(
   x: Float32Array,
   rows: number,
   cols: number,

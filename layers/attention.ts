@@ -51,7 +51,7 @@ import {
   createKvCache,
   type KvCache,
 } from "../kernels/attention.ts";
-import { linear } from "../kernels/linear.ts";
+import { linear, linearMany } from "../kernels/linear.ts";
 import {
   applyRope,
   ropeFrequencies,
@@ -391,9 +391,12 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
       forward(x: FloatTensor, state?: LayerState): FloatTensor {
         const { batch, seq } = sequenceShape(x, cfg.d_model, what);
         const rows = batch * seq;
-        const qs = linear(x.data, rows, q.w, q.b);
-        const ks = linear(x.data, rows, k.w, k.b);
-        const vs = linear(x.data, rows, v.w, v.b);
+        const [qs, ks, vs] = linearMany(
+          x.data,
+          rows,
+          [q.w, k.w, v.w],
+          [q.b, k.b, v.b],
+        );
         const cache = state
           ? cacheOf(state, batch, cfg, seq)
           : createKvCache(batch, cfg.num_kv_heads, cfg.head_dim, seq);

@@ -26,7 +26,8 @@
 
 import type { LayerPlugin, ParamSpec } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
-import { linear } from "../kernels/linear.ts";
+import { siluMul } from "../kernels/activations.ts";
+import { linear, linearMany } from "../kernels/linear.ts";
 import { linearOnnx, siluOnnx } from "./_onnx.ts";
 import {
   boolField,
@@ -146,13 +147,11 @@ export const swiglu: LayerPlugin<SwigluConfig> = {
       forward(x) {
         checkFeatures(x, d, cfg.path, "swiglu");
         const rows = rowsOf(x);
-        const g = linear(x.data, rows, gate, gb);
-        const u = linear(x.data, rows, up, ub);
-        for (let i = 0; i < g.length; i++) {
-          const v = g[i];
-          g[i] = (v / (1 + Math.exp(-v))) * u[i];
-        }
-        return floatTensor(linear(g, rows, down, db), x.shape.slice());
+        const [g, u] = linearMany(x.data, rows, [gate, up], [gb, ub]);
+        return floatTensor(
+          linear(siluMul(g, u), rows, down, db),
+          x.shape.slice(),
+        );
       },
     };
   },

@@ -43,6 +43,12 @@ import {
   rowBytes,
 } from "./quant_ref.ts";
 import { runSplit, state } from "./_dispatch.ts";
+import {
+  GEMM_MIN_IN,
+  GEMM_NR,
+  gemmPackedWBytes,
+  gemmPackedXBytes,
+} from "../wasm/_kernels_gemm.ts";
 import { activationRule, META_ARRAYS } from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
@@ -189,6 +195,58 @@ function copyOut(e: Engine, p: number, n: number): Float32Array {
   return e.f32.slice(p >> 2, (p >> 2) + n);
 }
 
+/**
+ * F32 on the outer-product GEMM kernels (`kernels/wasm/_kernels_gemm.ts`):
+ * W packed once into panels of 8 outputs, x packed per call into panels
+ * of 5 rows, threads split the W panels.
+ */
+function f32Gemm(
+  e: Engine,
+  key: object,
+  wBytes: Uint8Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const panels = Math.ceil(outF / GEMM_NR);
+  const res = e.resident(key, "f32-gemm-panels", wBytes, (en) => {
+    const size = gemmPackedWBytes(outF, inF);
+    const ptr = en.alloc(size);
+    en.u8.fill(0, ptr, ptr + size); // padding rows of the last panel stay zero
+    // staged through scratch in chunks of whole panels
+    const step = GEMM_NR *
+      Math.max(1, Math.floor((1 << 22) / (inF * 4 * GEMM_NR)));
+    for (let o0 = 0; o0 < outF; o0 += step) {
+      const n = Math.min(step, outF - o0);
+      const src = en.scratch("wsrc", n * inF * 4);
+      en.u8.set(wBytes.subarray(o0 * inF * 4, (o0 + n) * inF * 4), src);
+      en.fn.f32_gemm_pack_w(src, ptr + gemmPackedWBytes(o0, inF), n, inF);
+    }
+    return { ptr, size, owned: true };
+  });
+  const xs = copyIn(e, "x", x);
+  const xBytes = gemmPackedXBytes(rows, inF);
+  const xp = e.scratch("xpack", xBytes + 64);
+  e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+  e.fn.f32_gemm_pack_x(xs, xp, rows, inF);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, GEMM_NR, bias);
+  runSplit(e, "f32_gemm", rows * inF * outF, panels, (p0, p1) => [
+    xp,
+    res.ptr,
+    y,
+    bp,
+    rows,
+    inF,
+    outF,
+    p0,
+    p1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
 function denseLinear(
   e: Engine,
   kind: "f32" | "f16" | "bf16",
@@ -200,6 +258,9 @@ function denseLinear(
   inF: number,
   bias?: Float32Array,
 ): Float32Array {
+  if (kind === "f32" && inF >= GEMM_MIN_IN) {
+    return f32Gemm(e, key, wBytes, x, rows, outF, inF, bias);
+  }
   const { rows: R, cols: C } = PANEL;
   const chunk = CHUNK[kind];
   const kn = Math.ceil(inF / chunk);
@@ -233,20 +294,20 @@ function denseLinear(
   return copyOut(e, y, rows * outF);
 }
 
-function quantLinear(
+/**
+ * The kernel-memory address of a quantized weight, read in ggml's block
+ * layout: in place when its bytes already live in kernel memory (see
+ * `allocateKernelBytes`), else copied there once.
+ */
+function residentQuant(
   e: Engine,
   dtype: FastDType,
   w: Tensor,
-  x: Float32Array,
-  rows: number,
   outF: number,
   inF: number,
-  bias?: Float32Array,
-): Float32Array {
+): number {
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
-  // Read in ggml's block layout: in place when the bytes already live in
-  // kernel memory (see allocateKernelBytes), else copied there once.
   const res = e.resident(w.bytes, kind, w.bytes, (en) => {
     if (en.owns(w.bytes)) {
       return { ptr: w.bytes.byteOffset, size: 0, owned: false };
@@ -255,6 +316,24 @@ function quantLinear(
     en.u8.set(w.bytes.subarray(0, size), ptr);
     return { ptr, size, owned: true };
   });
+  return res.ptr;
+}
+
+/** x quantized for the quantized kernels (int8 codes, i16 codes, metadata). */
+interface QuantizedX {
+  q8: number;
+  q16: number;
+  meta: number;
+}
+
+/** Quantizes x by the activation rule of `kind` (Q8_0 or Q8_K blocks). */
+function quantizeActs(
+  e: Engine,
+  kind: string,
+  x: Float32Array,
+  rows: number,
+  inF: number,
+): QuantizedX {
   const nb = inF / XQ;
   const xs = copyIn(e, "x", x);
   const q8 = e.scratch("xq8", rows * inF + 64);
@@ -268,13 +347,28 @@ function quantLinear(
     q16,
     meta,
   );
-  const y = e.scratch("y", rows * outF * 4 + 64);
+  return { q8, q16, meta };
+}
+
+/** One quantized weight on an already quantized x. */
+function quantMatmul(
+  e: Engine,
+  kind: string,
+  ptr: number,
+  xq: QuantizedX,
+  yName: string,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const y = e.scratch(yName, rows * outF * 4 + 64);
   const bp = padBias(e, outF, 1, bias);
   runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
-    res.ptr,
-    q8,
-    q16,
-    meta,
+    ptr,
+    xq.q8,
+    xq.q16,
+    xq.meta,
     y,
     bp,
     rows,
@@ -284,6 +378,22 @@ function quantLinear(
     o1,
   ]);
   return copyOut(e, y, rows * outF);
+}
+
+function quantLinear(
+  e: Engine,
+  dtype: FastDType,
+  w: Tensor,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const kind = QUANT_KIND[dtype]!;
+  const ptr = residentQuant(e, dtype, w, outF, inF);
+  const xq = quantizeActs(e, kind, x, rows, inF);
+  return quantMatmul(e, kind, ptr, xq, "y", rows, outF, inF, bias);
 }
 
 /**
@@ -338,6 +448,63 @@ export function fastLinear(
     return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
   }
   return quantLinear(e, dtype, w, x, rows, outF, inF, bias);
+}
+
+/**
+ * Several `y_i = x · W_iᵀ + b_i` on the same input (a layer's q, k and v
+ * projections, or an MLP's gate and up). Quantized weights (Q8_0, Q4_0,
+ * Q4_K, Q6_K) of one dtype with a common input size share one
+ * quantization of x, then each runs its own in-place kernel; other
+ * weights run {@link fastLinear} one by one. Each output equals what
+ * {@link fastLinear} gives for its weight alone.
+ *
+ * @param x Input rows, `rows × in`, row-major.
+ * @param rows Number of rows.
+ * @param ws Weight tensors `[out_i, in]`, as for {@link fastLinear}.
+ * @param biases Optional biases, `biases[i]` of length `out_i` (or undefined).
+ * @returns One `rows × out_i` output per weight.
+ * @throws {TypeError} When shapes disagree or a dtype has no fast kernel.
+ * @throws {RangeError} When a weight's bytes are short.
+ *
+ * @example
+ * ```ts
+ * import { fastLinearMany } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const a = tensorFromF32("a", new Float32Array([1, 2]), [1, 2]);
+ * const b = tensorFromF32("b", new Float32Array([3, 4, 5, 6]), [2, 2]);
+ * const [ya, yb] = fastLinearMany(new Float32Array([1, 1]), 1, [a, b]);
+ * console.assert(ya[0] === 3 && yb[0] === 7 && yb[1] === 11);
+ * ```
+ */
+export function fastLinearMany(
+  x: Float32Array,
+  rows: number,
+  ws: Tensor[],
+  biases: (Float32Array | undefined)[] = [],
+): Float32Array[] {
+  const e = getEngine();
+  const inF = ws[0]?.shape[1];
+  const dtype = ws[0]?.dtype;
+  const kind = dtype === undefined ? undefined : QUANT_KIND[dtype as FastDType];
+  const shared = e !== null && ws.length > 1 && rows > 0 && inF > 0 &&
+    kind !== undefined &&
+    ws.every((w) => {
+      if (w.dtype !== dtype || w.quant || w.shape.length !== 2) return false;
+      return w.shape[1] === inF && w.shape[0] > 0;
+    });
+  if (!shared) return ws.map((w, i) => fastLinear(x, rows, w, biases[i]));
+  const dt = dtype as FastDType;
+  ws.forEach((w, i) => {
+    const [outF] = checkShapes(x, rows, w);
+    checkBias(w.name, outF, biases[i]);
+    checkBytes(w, dt, outF, inF);
+  });
+  // Every weight resident first, then x quantized once for all of them.
+  const ptrs = ws.map((w) => residentQuant(e, dt, w, w.shape[0], inF));
+  const xq = quantizeActs(e, kind, x, rows, inF);
+  return ws.map((w, i) =>
+    quantMatmul(e, kind, ptrs[i], xq, "y", rows, w.shape[0], inF, biases[i])
+  );
 }
 
 /**

@@ -33,6 +33,7 @@ import {
   T,
   v128,
 } from "./_asm.ts";
+import { gemmKernels } from "./_kernels_gemm.ts";
 import { opsKernels } from "./_kernels_ops.ts";
 import { quantKernels } from "./_kernels_quant.ts";
 import {
@@ -469,6 +470,7 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   const m = new ModuleBuilder({ shared: true, minPages: 1, maxPages: 65536 });
   const ctx = new Ctx(variant);
   for (const kind of DENSE) denseKernels(m, ctx, kind);
+  gemmKernels(m, ctx);
   quantKernels(m, ctx);
   opsKernels(m, ctx);
   return m.encode();

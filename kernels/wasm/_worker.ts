@@ -48,8 +48,12 @@ scope.onmessage = (e: MessageEvent<Start>) => {
   }
   const ctrl = new Int32Array(memory.buffer, slot, 4);
   const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
-  scope.postMessage({ ready: true });
+  // Read the sequence number before announcing readiness: the caller may
+  // post its first job the moment it hears "ready", and a worker that read
+  // `last` after that job was posted would take it for an old one and
+  // sleep through it (the caller then waited for ever).
   let last = Atomics.load(ctrl, SEQ);
+  scope.postMessage({ ready: true });
   for (;;) {
     let s = Atomics.load(ctrl, SEQ);
     for (let i = 0; s === last && i < spin; i++) s = Atomics.load(ctrl, SEQ);

@@ -126,9 +126,10 @@ interface LogitsCase {
 }
 
 // Measured (max abs vs llama.cpp, prefill / greedy steps; the console lines
-// print them): as stored 5.7e-6 / 1.0e-5, 6.4e-3 / 8.0e-3, 0.25 / 0.31,
-// 0.22 / 0.31, 6.5e-5 / 8.7e-5; with roundF16Activations 5.7e-6 / 1.0e-5,
-// 5.9e-3 / 8.0e-3, 1.9e-6 / 0.18, 1.0e-6 / 0.080, 2.2e-8 / 3.0e-8. The
+// print them), with the layers on the fast norm/softmax/RoPE/attention
+// kernels: as stored 6.3e-6 / 1.2e-5, 6.4e-3 / 8.0e-3, 0.25 / 0.31,
+// 0.22 / 0.31, 6.5e-5 / 8.7e-5; with roundF16Activations 6.3e-6 / 1.2e-5,
+// 5.9e-3 / 9.5e-3, 1.9e-6 / 1.9e-6, 1.0e-6 / 0.080, 2.2e-8 / 3.0e-8. The
 // bounds sit just above. Q8_0 / Q4_0 prefill with the F16 rule agrees to
 // F32 rounding; a greedy step that is off by ~0.1 had one activation code
 // (or an F16 rounding) land on the other side of a rounding boundary after
@@ -149,7 +150,7 @@ const LOGITS_CASES: LogitsCase[] = [
     exactTol: 7e-3,
     exactDecodeTol: 1e-2,
     storedTol: [7e-3, 9e-3],
-    ggmlTol: [6.5e-3, 9e-3],
+    ggmlTol: [6.5e-3, 1.1e-2],
     dtypes: ["F16", "F32"],
   },
   {

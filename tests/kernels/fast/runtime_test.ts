@@ -45,6 +45,25 @@ Deno.test("workers start on request, stop when idle, and restart on the next lar
   assertEquals(kernelInfo().workers, 0);
 });
 
+Deno.test("a job posted the moment the workers are ready is served (20 restarts)", async () => {
+  // Regression: a worker used to read its slot's sequence number only after
+  // saying "ready", so a job posted at once was taken for an old one and the
+  // caller waited for ever (about every other start, on a quiet machine).
+  const w = makeWeight("Q8_0", 64, 64);
+  const x = cosines(64);
+  const want = fastLinear(x, 1, w);
+  try {
+    for (let i = 0; i < 20; i++) {
+      await configureKernels({ threads: 2, minParallelWork: 1 });
+      assertEquals(fastLinear(x, 1, w), want, `start ${i}`);
+      await shutdownKernels();
+    }
+  } finally {
+    await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
+    await shutdownKernels();
+  }
+});
+
 Deno.test("configureKernels refuses a bad thread count", async () => {
   await assertRejects(
     () => configureKernels({ threads: 0 }),
