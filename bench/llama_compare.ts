@@ -263,8 +263,9 @@ for (const r of onlyCheck ? [] : rows) {
 }
 if (!onlyCheck) {
   console.log("\nratio = ours / llama.cpp (above 1: we are faster)");
-  // Memory of a Q4_0 model: the stored blocks we hold, and the copies the
-  // fast kernels keep in their own memory (Q8_0/Q4_0 are repacked there).
+  // Memory of a Q4_0 model: the stored blocks we hold, and any copies the
+  // fast kernels keep in their own memory (none: the loader put the blocks
+  // in kernel memory and the kernels read them in place).
   const before = kernelInfo().residentBytes;
   const q4 = await modelFromGguf(await smolLmGguf("Q4_0"));
   q4.forward(promptOf(4, q4.config.vocabSize), q4.createState());
@@ -275,7 +276,9 @@ if (!onlyCheck) {
       (mem.parameters / 1e6).toFixed(1)
     } M weights in ${mib(mem.weightBytes)} (${
       mem.bitsPerWeight.toFixed(2)
-    } bits/weight); kernel copies ${mib(kernelInfo().residentBytes - before)}`,
+    } bits/weight); kernel copies ${
+      mib(kernelInfo().residentBytes - before)
+    }; ${mem.totalBitsPerWeight.toFixed(2)} bits/weight in all`,
   );
 }
 

@@ -108,8 +108,8 @@ export function linear(
 /**
  * Several `y_i = x · W_iᵀ + b_i` on the same input, as {@link linear} gives
  * them one by one (same values); when every weight has a fast kernel they
- * go through `fastLinearMany`, which quantizes x once and runs Q8_0
- * weights in one threaded job (a layer's q/k/v, an MLP's gate/up).
+ * go through `fastLinearMany`, which quantizes x once for quantized
+ * weights of one dtype (a layer's q/k/v, an MLP's gate/up).
  *
  * @param x Input rows, `rows × in`.
  * @param rows Number of rows.

@@ -56,7 +56,10 @@ import {
   toFloat32,
 } from "../core/tensor.ts";
 import { isFastDType } from "../kernels/fast/quant_ref.ts";
-import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
+import {
+  allocateKernelBytes,
+  kernelCopyBytes,
+} from "../kernels/fast/runtime.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
 import { createRegistry } from "../registry.ts";
 import type {
@@ -103,6 +106,16 @@ export interface TransformerMemory {
   weightBytes: number;
   /** `8 · weightBytes / parameters`. */
   bitsPerWeight: number;
+  /**
+   * Bytes of the copies the fast kernels keep of these weights in their
+   * own memory, made on first use: F32/F16/BF16 matrices packed into
+   * panels, and quantized blocks that were not loaded into kernel memory.
+   * The loaders place Q8_0, Q4_0, Q4_K and Q6_K weights in kernel memory,
+   * where they are used in place (0 here).
+   */
+  kernelCopyBytes: number;
+  /** `8 · (weightBytes + kernelCopyBytes) / parameters`: what the process holds per weight. */
+  totalBitsPerWeight: number;
   /** The same, per stored dtype. */
   byDtype: Record<
     string,
@@ -281,10 +294,11 @@ export function buildTransformer(
   const memory = (): TransformerMemory => {
     const seen = new Set<Uint8Array>();
     const byDtype: TransformerMemory["byDtype"] = {};
-    let parameters = 0, weightBytes = 0;
+    let parameters = 0, weightBytes = 0, kernelCopies = 0;
     for (const t of all.values()) {
       if (seen.has(t.bytes)) continue;
       seen.add(t.bytes);
+      kernelCopies += kernelCopyBytes(t.bytes);
       const count = t.shape.reduce((a, b) => a * b, 1);
       const row = byDtype[t.dtype] ??= { tensors: 0, parameters: 0, bytes: 0 };
       row.tensors++;
@@ -297,6 +311,10 @@ export function buildTransformer(
       parameters,
       weightBytes,
       bitsPerWeight: parameters === 0 ? 0 : (8 * weightBytes) / parameters,
+      kernelCopyBytes: kernelCopies,
+      totalBitsPerWeight: parameters === 0
+        ? 0
+        : (8 * (weightBytes + kernelCopies)) / parameters,
       byDtype,
     };
   };
@@ -337,20 +355,30 @@ function singleModel(file: ModelFile, what: string): TensorIndex {
   return file.models[0].tensors;
 }
 
-/** Block types the fast kernels read in place from kernel memory (the others they repack). */
-const IN_PLACE = new Set(["Q4_K", "Q6_K"]);
+/** Block types the fast kernels read in place from kernel memory (F32/F16/BF16 they pack into panels). */
+const IN_PLACE = new Set(["Q8_0", "Q4_0", "Q4_K", "Q6_K"]);
 
 /**
- * Where a loaded tensor's bytes are kept. Q4_K / Q6_K weights go into
- * kernel memory, where `linear()` uses them in place instead of keeping a
- * second copy; other bytes that are views into a larger buffer (a whole
+ * Where a loaded tensor's bytes are kept. Q8_0 / Q4_0 / Q4_K / Q6_K
+ * weights go into kernel memory, where `linear()` uses them in place
+ * instead of keeping a second copy (a Q4_0 model holds ~4.5 bits per
+ * weight in all); other bytes that are views into a larger buffer (a whole
  * file read at once) are copied out, so that buffer can be freed.
  */
 function keep(t: Tensor): Tensor {
   if (IN_PLACE.has(t.dtype) && isFastDType(t.dtype) && !t.quant) {
-    const b = allocateKernelBytes(t.bytes.byteLength);
-    b.set(t.bytes);
-    return { ...t, bytes: b };
+    let b: Uint8Array | undefined;
+    try {
+      b = allocateKernelBytes(t.bytes.byteLength);
+    } catch (e) {
+      // the 4 GiB kernel memory is full: keep the bytes outside, where the
+      // kernels copy them in on use (evicting other copies as needed)
+      if (!(e instanceof RangeError)) throw e;
+    }
+    if (b) {
+      b.set(t.bytes);
+      return { ...t, bytes: b };
+    }
   }
   if (t.bytes.buffer.byteLength > 2 * t.bytes.byteLength) {
     return { ...t, bytes: t.bytes.slice() };

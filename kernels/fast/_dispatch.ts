@@ -15,6 +15,7 @@ export const DEFAULTS = {
   idleMs: 1000,
   spin: 20000,
   noRelaxedSimd: false,
+  roundF16Activations: false,
 };
 
 /** The live configuration. */

@@ -5,19 +5,25 @@
  * How the fast path works:
  * - Weights stay in their stored dtype. On first use a weight is copied
  *   once into kernel memory (F32/F16/BF16 repacked into panels of 4 rows,
- *   quantized blocks copied as they are, or used in place when they already
- *   live there, see `allocateKernelBytes`) and reused by later calls.
+ *   quantized blocks copied as they are) and reused by later calls;
+ *   quantized weights whose bytes already live in kernel memory (see
+ *   `allocateKernelBytes`; the Llama loaders put them there) are read in
+ *   place, so no second copy exists.
  * - F32/F16/BF16: a register-blocked SIMD microkernel (2 x rows × 4 W rows,
  *   cache-blocked along the input dimension); 16-bit weights are widened in
- *   registers.
- * - Quantized weights: each activation row is first quantized to int8 codes
- *   with one F32 scale per 32 elements (like llama.cpp's Q8_0 activations),
- *   then dotted against the weight blocks in 16-bit integer SIMD, one float
- *   scale product per block (per 16 for Q6_K). Weights are never widened
- *   to F32 in memory. Error budget: per output, at most
- *   `Σ_i |w_i|·d_i/2` from the activation rounding (`d_i` = the scale of
- *   the 32-block holding `x_i`, `max|x|/127`), plus F32 rounding; typical
- *   relative error ~1e-3 of `Σ|w·x|`.
+ *   registers. With `roundF16Activations` F16 weights meet F16-rounded
+ *   activations (llama.cpp's rule).
+ * - Quantized weights, by llama.cpp's CPU rules: each activation row is
+ *   first quantized to int8 codes, in Q8_0 blocks (32 values, scale
+ *   `f16(max|x|/127)`) for Q8_0/Q4_0 weights and Q8_K blocks (256 values,
+ *   F32 scale) for Q4_K/Q6_K, then dotted against the weight blocks as
+ *   stored in exact integer SIMD, one F32 multiply-add of `d_w·d_x·dot`
+ *   per block (per super-block for the K-quants). Weights are never
+ *   widened to F32 in memory. Against the exact product the error is the
+ *   activation rounding: per output at most `Σ_i |w_i|·d_i·0.563` for
+ *   Q8_0 blocks, `Σ_i |w_i|·d_i/2` for Q8_K (`d_i = max|x|/127` of x_i's
+ *   block), plus F32 rounding; against `linearRef` (the same rule) F32
+ *   rounding only.
  * - Large calls are split by output rows across the worker threads
  *   configured with `configureKernels`.
  *
@@ -27,26 +33,23 @@
 import type { Tensor } from "../../core/tensor.ts";
 import { type Engine, getEngine, PANEL } from "../wasm/_engine.ts";
 import {
-  BLOCKS,
+  activationBlocksOf,
   dequantizeRowRef,
   type FastDType,
   isFastDType,
+  quantizeActivationsRef,
+  quantizedDotRef,
+  roundToF16,
   rowBytes,
 } from "./quant_ref.ts";
-import { runSplit } from "./_dispatch.ts";
+import { runSplit, state } from "./_dispatch.ts";
 import {
   GEMM_MIN_IN,
   GEMM_NR,
   gemmPackedWBytes,
   gemmPackedXBytes,
 } from "../wasm/_kernels_gemm.ts";
-import {
-  META_ARRAYS,
-  panelBytes,
-  Q8_MULTI_DESC_BYTES,
-  Q8_PANEL_ROWS,
-  Q8_TOUCH_AHEAD,
-} from "../wasm/_kernels_quant.ts";
+import { activationRule, META_ARRAYS } from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -89,9 +92,12 @@ function checkBytes(w: Tensor, dtype: FastDType, outF: number, inF: number) {
 }
 
 /**
- * Reference `y = x · Wᵀ + b` for a weight in any {@link FAST_DTYPES} dtype:
- * decodes one weight row at a time and accumulates in F64. The scalar twin
- * of {@link fastLinear}.
+ * Reference `y = x · Wᵀ + b` for a weight in any {@link FAST_DTYPES} dtype,
+ * the scalar twin of {@link fastLinear}. F32/F16/BF16: decodes one weight
+ * row at a time and accumulates in F64. Q8_0/Q4_0/Q4_K/Q6_K: quantizes
+ * each input row as llama.cpp does (`quantizeActivationsRef`: Q8_0 blocks
+ * of 32 or Q8_K blocks of 256) and takes integer dot products per block
+ * (`quantizedDotRef`), summing the scaled blocks in F64.
  *
  * @param x Input rows, `rows × in`, row-major.
  * @param rows Number of rows.
@@ -120,7 +126,20 @@ export function linearRef(
 ): Float32Array {
   const [outF, inF] = checkShapes(x, rows, w);
   checkBias(w.name, outF, bias);
+  if (w.dtype === "F16" && state.roundF16Activations) x = roundToF16(x);
   const out = new Float32Array(rows * outF);
+  const blocks = activationBlocksOf(w.dtype);
+  if (blocks) {
+    rowBytes(w.dtype as FastDType, inF); // the block-size check
+    const xq = quantizeActivationsRef(x, blocks);
+    for (let r = 0; r < rows; r++) {
+      for (let o = 0; o < outF; o++) {
+        const s = quantizedDotRef(w.dtype, w.bytes, o, inF, xq, r * inF);
+        out[r * outF + o] = bias ? s + bias[o] : s;
+      }
+    }
+    return out;
+  }
   const wr = new Float32Array(inF);
   for (let o = 0; o < outF; o++) {
     dequantizeRowRef(w.dtype, w.bytes, o, inF, wr);
@@ -275,7 +294,11 @@ function denseLinear(
   return copyOut(e, y, rows * outF);
 }
 
-/** The kernel-memory copy of a quantized weight (uploaded on first use). */
+/**
+ * The kernel-memory address of a quantized weight, read in ggml's block
+ * layout: in place when its bytes already live in kernel memory (see
+ * `allocateKernelBytes`), else copied there once.
+ */
 function residentQuant(
   e: Engine,
   dtype: FastDType,
@@ -285,51 +308,25 @@ function residentQuant(
 ): number {
   const kind = QUANT_KIND[dtype]!;
   const size = outF * rowBytes(dtype, inF);
-  const nblk = inF / BLOCKS[dtype].elems;
-  const panel = kind === "q8_0" || kind === "q4_0";
-  const res = e.resident(
-    w.bytes,
-    panel ? `${kind}-panels` : kind,
-    w.bytes,
-    (en) => {
-      const rowIn = rowBytes(dtype, inF);
-      if (panel) {
-        // Panels of 4 rows (scales, then the rows' codes block by block),
-        // staged through scratch in chunks of whole panels.
-        const R = Q8_PANEL_ROWS;
-        const pb = panelBytes(kind, nblk);
-        const total = Math.ceil(outF / R) * pb;
-        const ptr = en.alloc(total + Q8_TOUCH_AHEAD + 256);
-        en.u8.fill(0, ptr, ptr + total);
-        const step = R * Math.max(1, Math.floor((1 << 20) / (rowIn * R)));
-        for (let r0 = 0; r0 < outF; r0 += step) {
-          const n = Math.min(step, outF - r0);
-          const src = en.scratch("wsrc", n * rowIn);
-          en.u8.set(w.bytes.subarray(r0 * rowIn, (r0 + n) * rowIn), src);
-          en.fn[`${kind}_repack`](src, ptr + (r0 / R) * pb, n, nblk);
-        }
-        return { ptr, size: total, owned: true };
-      }
-      // Q4_K, Q6_K: read in their stored layout (in place when the bytes
-      // already live in kernel memory).
-      if (en.owns(w.bytes)) {
-        return { ptr: w.bytes.byteOffset, size: 0, owned: false };
-      }
-      const ptr = en.alloc(size);
-      en.u8.set(w.bytes.subarray(0, size), ptr);
-      return { ptr, size, owned: true };
-    },
-  );
+  const res = e.resident(w.bytes, kind, w.bytes, (en) => {
+    if (en.owns(w.bytes)) {
+      return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+    }
+    const ptr = en.alloc(size);
+    en.u8.set(w.bytes.subarray(0, size), ptr);
+    return { ptr, size, owned: true };
+  });
   return res.ptr;
 }
 
-/** x quantized for the quantized kernels (int8 codes, i16 or split codes, metadata). */
+/** x quantized for the quantized kernels (int8 codes, i16 codes, metadata). */
 interface QuantizedX {
   q8: number;
   q16: number;
   meta: number;
 }
 
+/** Quantizes x by the activation rule of `kind` (Q8_0 or Q8_K blocks). */
 function quantizeActs(
   e: Engine,
   kind: string,
@@ -342,12 +339,45 @@ function quantizeActs(
   const q8 = e.scratch("xq8", rows * inF + 64);
   const q16 = e.scratch("xq16", rows * inF * 2 + 64);
   const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
-  e.fn.quantize_x(xs, rows, inF, q8, q16, meta);
-  // Relaxed Q8_0 reads x as split codes (7-bit part, sign) instead of i16.
-  if (kind === "q8_0" && e.backend === "wasm-relaxed-simd") {
-    e.fn.x_split(q8, rows * inF, q16);
-  }
+  e.fn[activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk"](
+    xs,
+    rows,
+    inF,
+    q8,
+    q16,
+    meta,
+  );
   return { q8, q16, meta };
+}
+
+/** One quantized weight on an already quantized x. */
+function quantMatmul(
+  e: Engine,
+  kind: string,
+  ptr: number,
+  xq: QuantizedX,
+  yName: string,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const y = e.scratch(yName, rows * outF * 4 + 64);
+  const bp = padBias(e, outF, 1, bias);
+  runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
+    ptr,
+    xq.q8,
+    xq.q16,
+    xq.meta,
+    y,
+    bp,
+    rows,
+    inF,
+    outF,
+    o0,
+    o1,
+  ]);
+  return copyOut(e, y, rows * outF);
 }
 
 function quantLinear(
@@ -362,81 +392,8 @@ function quantLinear(
 ): Float32Array {
   const kind = QUANT_KIND[dtype]!;
   const ptr = residentQuant(e, dtype, w, outF, inF);
-  const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
-  const y = e.scratch("y", rows * outF * 4 + 64);
-  const panel = kind === "q8_0" || kind === "q4_0";
-  const unit = panel ? Q8_PANEL_ROWS : 1; // outputs per split unit
-  const bp = padBias(e, outF, unit, bias);
-  const units = Math.ceil(outF / unit);
-  runSplit(e, `${kind}_mm`, rows * inF * outF, units, (o0, o1) => [
-    ptr,
-    q8,
-    q16,
-    meta,
-    y,
-    bp,
-    rows,
-    inF,
-    outF,
-    o0,
-    o1,
-  ]);
-  return copyOut(e, y, rows * outF);
-}
-
-/**
- * Several Q8_0 (or Q4_0) weights on one x: x quantized once, one job whose
- * units are the panels of every weight, so the threads split them together.
- */
-function panelLinearMany(
-  e: Engine,
-  dtype: "Q8_0" | "Q4_0",
-  ws: Tensor[],
-  x: Float32Array,
-  rows: number,
-  inF: number,
-  biases: (Float32Array | undefined)[],
-): Float32Array[] {
-  const R = Q8_PANEL_ROWS;
-  const kind = QUANT_KIND[dtype]!;
-  const ptrs = ws.map((w) => residentQuant(e, dtype, w, w.shape[0], inF));
-  const { q8, q16, meta } = quantizeActs(e, kind, x, rows, inF);
-  const outs = ws.map((w) => w.shape[0]);
-  const padded = outs.map((o) => Math.ceil(o / R) * R);
-  const totalPad = padded.reduce((a, b) => a + b, 0);
-  const y = e.scratch(
-    "ymulti",
-    rows * outs.reduce((a, b) => a + b, 0) * 4 + 64,
-  );
-  const bp = e.scratch("biasmulti", totalPad * 4 + 64);
-  const desc = e.scratch("q8desc", ws.length * Q8_MULTI_DESC_BYTES);
-  const f = e.f32;
-  f.fill(0, bp >> 2, (bp >> 2) + totalPad);
-  const d = new Int32Array(e.memory.buffer, desc, ws.length * 8);
-  let yo = y, bo = bp, u = 0;
-  const yPtrs: number[] = [];
-  ws.forEach((_, i) => {
-    if (biases[i]) f.set(biases[i]!, bo >> 2);
-    const units = padded[i] / R;
-    d.set([ptrs[i], yo, bo, outs[i], u, u + units, 0, 0], i * 8);
-    yPtrs.push(yo);
-    yo += rows * outs[i] * 4;
-    bo += padded[i] * 4;
-    u += units;
-  });
-  const work = rows * inF * outs.reduce((a, b) => a + b, 0);
-  runSplit(e, `${kind}_mm_multi`, work, u, (u0, u1) => [
-    desc,
-    ws.length,
-    q8,
-    q16,
-    meta,
-    rows,
-    inF,
-    u0,
-    u1,
-  ]);
-  return yPtrs.map((p, i) => copyOut(e, p, rows * outs[i]));
+  const xq = quantizeActs(e, kind, x, rows, inF);
+  return quantMatmul(e, kind, ptr, xq, "y", rows, outF, inF, bias);
 }
 
 /**
@@ -486,6 +443,7 @@ export function fastLinear(
     return linearRef(x, rows, w, bias);
   }
   const dense = DENSE_KIND[dtype];
+  if (dtype === "F16" && state.roundF16Activations) x = roundToF16(x);
   if (dense) {
     return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
   }
@@ -494,9 +452,9 @@ export function fastLinear(
 
 /**
  * Several `y_i = x · W_iᵀ + b_i` on the same input (a layer's q, k and v
- * projections, or an MLP's gate and up). Q8_0 (or Q4_0) weights of one dtype with a common input
- * size share one quantization of x and one threaded job (fewer hand-offs,
- * and small matrices such as k and v get split across threads too); other
+ * projections, or an MLP's gate and up). Quantized weights (Q8_0, Q4_0,
+ * Q4_K, Q6_K) of one dtype with a common input size share one
+ * quantization of x, then each runs its own in-place kernel; other
  * weights run {@link fastLinear} one by one. Each output equals what
  * {@link fastLinear} gives for its weight alone.
  *
@@ -527,19 +485,26 @@ export function fastLinearMany(
   const e = getEngine();
   const inF = ws[0]?.shape[1];
   const dtype = ws[0]?.dtype;
-  const fused = e !== null && ws.length > 1 && rows > 0 && inF > 0 &&
-    (dtype === "Q8_0" || dtype === "Q4_0") &&
+  const kind = dtype === undefined ? undefined : QUANT_KIND[dtype as FastDType];
+  const shared = e !== null && ws.length > 1 && rows > 0 && inF > 0 &&
+    kind !== undefined &&
     ws.every((w) => {
       if (w.dtype !== dtype || w.quant || w.shape.length !== 2) return false;
       return w.shape[1] === inF && w.shape[0] > 0;
     });
-  if (!fused) return ws.map((w, i) => fastLinear(x, rows, w, biases[i]));
+  if (!shared) return ws.map((w, i) => fastLinear(x, rows, w, biases[i]));
+  const dt = dtype as FastDType;
   ws.forEach((w, i) => {
     const [outF] = checkShapes(x, rows, w);
     checkBias(w.name, outF, biases[i]);
-    checkBytes(w, dtype, outF, inF);
+    checkBytes(w, dt, outF, inF);
   });
-  return panelLinearMany(e, dtype, ws, x, rows, inF, biases);
+  // Every weight resident first, then x quantized once for all of them.
+  const ptrs = ws.map((w) => residentQuant(e, dt, w, w.shape[0], inF));
+  const xq = quantizeActs(e, kind, x, rows, inF);
+  return ws.map((w, i) =>
+    quantMatmul(e, kind, ptrs[i], xq, "y", rows, w.shape[0], inF, biases[i])
+  );
 }
 
 /**

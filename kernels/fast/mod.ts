@@ -31,12 +31,18 @@ export * from "./attention.ts";
 export * from "./matmul.ts";
 export * from "./ops.ts";
 export {
+  type ActivationBlocks,
+  activationBlocksOf,
   BLOCKS as FAST_BLOCKS,
   dequantizeRowRef,
   FAST_DTYPES,
   type FastDType,
   halfToFloat,
   isFastDType,
+  quantizeActivationsRef,
+  type QuantizedActivations,
+  quantizedDotRef,
+  roundToF16,
   rowBytes,
 } from "./quant_ref.ts";
 export * from "./runtime.ts";

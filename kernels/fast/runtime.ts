@@ -61,6 +61,17 @@ export interface KernelOptions {
    * @default {false}
    */
   noRelaxedSimd?: boolean;
+  /**
+   * Round activations to F16 before multiplying them by F16 weights, as
+   * llama.cpp's CPU backend does (ggml multiplies F16 weights by F16
+   * activations). Off, F16 weights are multiplied by F32 activations
+   * (closer to the exact product); on, GGUF models agree with llama.cpp's
+   * logits to F32 rounding where they hold F16 tensors (such as the F16
+   * fallback of Q8_0 / Q4_0 files). Quantized weights always follow
+   * llama.cpp's activation rules. Affects `fastLinear` and `linearRef`.
+   * @default {false}
+   */
+  roundF16Activations?: boolean;
 }
 
 /** What {@link kernelInfo} reports. */
@@ -223,4 +234,29 @@ export function allocateKernelBytes(n: number): Uint8Array {
   const b = e.bytes(n);
   b.fill(0);
   return b;
+}
+
+/**
+ * Bytes of kernel memory holding a copy of a weight's bytes: F32/F16/BF16
+ * panels, or quantized blocks that did not already lie in kernel memory
+ * (weights read into {@link allocateKernelBytes} buffers are used in place
+ * and count 0). 0 before the weight's first use and after it is forgotten
+ * or evicted.
+ *
+ * @param bytes A weight tensor's `bytes` (or the array given to `fastMatmulF32`).
+ * @returns The size of the copy in bytes.
+ *
+ * @example
+ * ```ts
+ * import { kernelCopyBytes } from "./runtime.ts";
+ * import { fastLinear } from "./matmul.ts";
+ * import { tensorFromF32 } from "../../core/tensor.ts";
+ * const w = tensorFromF32("w", new Float32Array(8 * 8), [8, 8]);
+ * console.assert(kernelCopyBytes(w.bytes) === 0);
+ * fastLinear(new Float32Array(8), 1, w);
+ * console.log(kernelCopyBytes(w.bytes)); // the 4-row panels of w (0 without WebAssembly SIMD)
+ * ```
+ */
+export function kernelCopyBytes(bytes: object): number {
+  return getEngine()?.residentSize(bytes) ?? 0;
 }

@@ -23,11 +23,7 @@ import {
 } from "./_pool.ts";
 
 const PAGE = 65536;
-/**
- * Bytes below this offset are never allocated: the null page (bytes 512..515
- * are the dummy sink of `q8_0_dot4`'s read-ahead touches) and the pool's
- * control slots.
- */
+/** Bytes below this offset are never allocated: the null page and the pool's control slots. */
 const RESERVED = 65536;
 /** Control slots start here (one per worker, {@link SLOT_BYTES} each). */
 const CTRL = 1024;
@@ -421,6 +417,14 @@ export class Engine {
       kind: "bytes",
     });
     return view;
+  }
+
+  /**
+   * Bytes of the copy kept for `key` (0 when there is none, or when the
+   * weight is used in place).
+   */
+  residentSize(key: object): number {
+    return this.#residents.get(key)?.size ?? 0;
   }
 
   /** Bytes held by resident weights. */

@@ -1,8 +1,18 @@
 /**
  * Kernel source for the quantized dot products: activation quantization
- * (F32 rows → int8/int16 codes with one scale per 32) and the fused
- * dequantize-dot of Q8_0, Q4_0, Q4_K and Q6_K weight rows. Weights are read
- * in ggml's block layout and never widened to F32 in memory.
+ * (F32 rows → int8/int16 codes, llama.cpp's Q8_0 and Q8_K rules) and the
+ * fused dequantize-dot of Q8_0, Q4_0, Q4_K and Q6_K weight rows. Weights
+ * are read in ggml's block layout where they lie (no repacking, no copy
+ * when they already live in kernel memory) and never widened to F32.
+ *
+ * Arithmetic follows llama.cpp's CPU path (ggml-cpu-quants.c, x86 SIMD
+ * branch): activations of Q8_0/Q4_0 weights become Q8_0 blocks (per 32:
+ * `d = f16(max|x|/127)`, codes `round(x·127/max|x|)`, ties to even), those
+ * of Q4_K/Q6_K weights Q8_K blocks (per 256: `iscale = 127/max|x|`,
+ * codes `round(x·iscale)`, `d = 1/iscale` in F32); products are exact
+ * integer dot products per block (per super-block for the K-quants, with
+ * their 6/8-bit sub-block scales and Q4_K's mins applied in integers), and
+ * one F32 multiply-add per block (`d_w·d_x·dot`) accumulates the result.
  *
  * Four blocks (or sub-blocks) are dotted at a time: each gives an i32x4 of
  * partial sums, a transpose-add turns four of them into one vector of block
@@ -10,11 +20,9 @@
  *
  * Integer products: weights with unsigned codes (Q4_0, Q4_K nibbles, Q6_K's
  * 6-bit codes before their −32 offset) use the relaxed-SIMD
- * `i32x4.relaxed_dot_i8x16_i7x16_add_s` (codes 0..63 are valid 7-bit
+ * `i16x8.relaxed_dot_i8x16_i7x16_s` (codes 0..63 are valid 7-bit
  * operands) with the offset removed through the integer code sums of x;
- * relaxed Q8_0 splits x's codes into a 7-bit part and a sign bit
- * (`x_split`) so its signed weight codes go through the same instruction;
- * the plain-SIMD variant widens to i16 and uses `i32x4.dot_i16x8_s`.
+ * Q8_0 and the plain-SIMD variant widen to i16 and use `i32x4.dot_i16x8_s`.
  *
  * @module
  */
@@ -33,7 +41,6 @@ import {
   i8x16,
   if_,
   type Local,
-  memoryCopy,
   type ModuleBuilder,
   select,
   seq,
@@ -61,11 +68,12 @@ const V = T.v128;
 
 /**
  * Per-row metadata of quantized activations, in arrays of `nb` (blocks of
- * 32) 4-byte entries, `ms = nb·4` bytes apart: `xd` scales (f32) at 0, `xs`
- * exact sums (f32) at `ms`, `is32` code sums per 32 (i32) at `2·ms`, `is16`
- * code sums per 16 (i32, 2·nb entries) at `3·ms`. A row takes `5·ms`.
+ * 32) 4-byte entries, `ms = nb·4` bytes apart: `xd` scales (f32; for Q8_K
+ * activations every 32-block of a 256-block holds that block's scale) at
+ * 0, `is32` code sums per 32 (i32) at `ms`, `is16` code sums per 16 (i32,
+ * 2·nb entries) at `2·ms`. A row takes `4·ms`.
  */
-export const META_ARRAYS = 5;
+export const META_ARRAYS = 4;
 
 /** Lane sums of four i32x4 vectors as one vector (transpose-add). */
 function hsum4i(p: Code[], t: Local[]): Code {
@@ -141,14 +149,6 @@ function hsumI(v: Code, t: Local): Code {
   );
 }
 
-/** F16 → F32 of four halves held in the low 16 bits of i32 lanes. */
-function f16x4ToF32(v: Code): Code {
-  return f32x4.mul(
-    v128.and(i32x4.shr_s(i32x4.shl(v, c(16)), c(3)), i32x4c(F16_MASK)),
-    f32x4c(F16_SCALE),
-  );
-}
-
 /** Bytes 4k..4k+3 of `v` widened (unsigned) into the four i32 lanes. */
 function bytesToI32(v: Code, first: number): Code {
   const z = 16; // index of a zero byte (from the second operand)
@@ -197,13 +197,52 @@ const EVENS = [0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29];
 const ODDS = EVENS.map((b) => b + 2);
 
 /**
- * Quantizes `rows` F32 rows of `kp` elements (a multiple of 32): per block
- * `d = max|x| / 127`, codes `round(x / d)` (ties to even) stored as i8 at
- * `q8 + r·kp` and as i16 at `q16 + r·kp·2` (each 16 elements as their 8
- * even-indexed codes, then the 8 odd ones), metadata per {@link META_ARRAYS}.
+ * `v` (an f32 ≥ 0 in F16's finite range) rounded to the nearest F16 value,
+ * ties to even, as ggml's `GGML_FP32_TO_FP16` does: adding `M` = 2^(e+13)
+ * (e = v's exponent; at least 2^-1, F16's subnormal spacing 2^-24 times
+ * 2^23) leaves F16's last mantissa bit as the sum's last bit, so the F32
+ * add rounds exactly there; subtracting `M` again is exact.
  */
-function quantizeX(m: ModuleBuilder): void {
-  const f = m.func("quantize_x", [
+function f16Round(v: Code, t: Local, m: Local): Code {
+  const half = 0x3f000000; // 0.5
+  return seq(
+    set(t, v),
+    set(
+      m,
+      i32.add(i32.and(i32.reinterpret_f32(get(t)), c(0x7f800000)), c(13 << 23)),
+    ),
+    set(m, select(get(m), c(half), i32.gt_s(get(m), c(half)))),
+    f32.sub(
+      f32.add(get(t), f32.reinterpret_i32(get(m))),
+      f32.reinterpret_i32(get(m)),
+    ),
+  );
+}
+
+/**
+ * Quantizes `rows` F32 rows of `kp` elements with one of llama.cpp's
+ * activation rules, storing codes as i8 at `q8 + r·kp` and, at
+ * `q16 + r·kp·2`, a second form: in the plain-SIMD module i16 codes (each
+ * 16 elements as their 8 even-indexed codes, then the 8 odd ones), in the
+ * relaxed one per 32 elements the codes' low 7 bits (32 bytes), then their
+ * sign bits as 0/1 (32 bytes), so that `x = x7 − 128·s` puts signed Q8_0
+ * weights through the i8 × i7 dot; metadata per {@link META_ARRAYS}:
+ *
+ * - `quantize_x` (Q8_0, `kp` a multiple of 32): per 32 values
+ *   `d = f16(amax/127)`, codes `nearest(x·(127/amax))` (ties to even; 0
+ *   when amax = 0), as ggml's x86 `quantize_row_q8_0`.
+ * - `quantize_xk` (Q8_K, `kp` a multiple of 256): per 256 values
+ *   `iscale = 127/amax`, codes `nearest(x·iscale)`, `d = 1/iscale` (F32;
+ *   0 when amax = 0), as `quantize_row_q8_K_ref` (whose sign convention,
+ *   `iscale = −127/max`, negates codes and `d` alike).
+ */
+function quantizeX(
+  m: ModuleBuilder,
+  ctx: Ctx,
+  rule: "q8_0" | "q8_k",
+): void {
+  const per = rule === "q8_0" ? 1 : 8; // 32-blocks per scale
+  const f = m.func(rule === "q8_0" ? "quantize_x" : "quantize_xk", [
     ["x", I],
     ["rows", I],
     ["kp", I],
@@ -212,9 +251,9 @@ function quantizeX(m: ModuleBuilder): void {
     ["meta", I],
   ]);
   const { x, rows, kp, q8, q16, meta } = f.params;
-  const [r, b, nb, ms, src, mrow, s0, s1] = f.locals(I, 8);
-  const [amax, d, id] = f.locals(F, 3);
-  const [va, vs, t, vid] = f.locals(V, 4);
+  const [r, b, nb, ms, src, mrow, s0, s1, b2, mi] = f.locals(I, 10);
+  const [amax, d, id, ft] = f.locals(F, 4);
+  const [va, t, vid] = f.locals(V, 3);
   const cv = f.locals(V, 4);
   const code = (j: number) =>
     i16x8.narrow_i32x4_s(
@@ -225,12 +264,121 @@ function quantizeX(m: ModuleBuilder): void {
         f32x4.nearest(f32x4.mul(v128.load(get(src), j * 32 + 16), get(vid))),
       ),
     );
-  const blk = i32.add(i32.mul(get(r), get(kp)), i32.shl(get(b), c(5)));
+  /** Element offset of 32-block `blk` of row r. */
+  const at = (blk: Local) =>
+    i32.add(i32.mul(get(r), get(kp)), i32.shl(get(blk), c(5)));
   const metaAt = (array: number, idx: Code) =>
     i32.add(
       i32.add(get(mrow), i32.mul(get(ms), c(array))),
       i32.shl(idx, c(2)),
     );
+  // max |x| over the 32-blocks [b, b + per) into amax
+  const absMax: Code[] = [
+    set(va, zero),
+    forLoop(
+      "a",
+      b2,
+      get(b),
+      i32.add(get(b), c(per)),
+      c(1),
+      set(src, i32.add(get(x), i32.shl(at(b2), c(2)))),
+      ...Array.from(
+        { length: 8 },
+        (_, j) =>
+          set(va, f32x4.max(get(va), f32x4.abs(v128.load(get(src), j * 16)))),
+      ),
+    ),
+    set(
+      va,
+      f32x4.max(
+        get(va),
+        i8x16.shuffle(get(va), get(va), lanes32([2, 3, 0, 1])),
+      ),
+    ),
+    set(
+      amax,
+      f32.max(f32x4.extract_lane(get(va), 0), f32x4.extract_lane(get(va), 1)),
+    ),
+  ];
+  const scales: Code[] = rule === "q8_0"
+    ? [
+      set(d, f16Round(f32.div(get(amax), f32.const(127)), ft, mi)),
+      set(id, f32.const(0)),
+      if_(f32.gt(get(amax), f32.const(0)), [
+        set(id, f32.div(f32.const(127), get(amax))),
+      ]),
+    ]
+    : [
+      set(id, f32.const(0)),
+      set(d, f32.const(0)),
+      if_(f32.gt(get(amax), f32.const(0)), [
+        set(id, f32.div(f32.const(127), get(amax))),
+        set(d, f32.div(f32.const(1), get(id))),
+      ]),
+    ];
+  // codes, i16 copies and code sums of 32-block b2
+  const encode: Code[] = [
+    set(src, i32.add(get(x), i32.shl(at(b2), c(2)))),
+    ...cv.map((v, j) => set(v, code(j))),
+    set(t, i8x16.narrow_i16x8_s(get(cv[0]), get(cv[1]))),
+    set(va, i8x16.narrow_i16x8_s(get(cv[2]), get(cv[3]))),
+    v128.store(i32.add(get(q8), at(b2)), get(t)),
+    v128.store(i32.add(get(q8), at(b2)), get(va), 16),
+    ...(ctx.relaxed
+      // the split codes of Q8_0's relaxed dot: low 7 bits, then sign bits
+      ? [
+        v128.store(
+          i32.add(get(q16), i32.shl(at(b2), c(1))),
+          v128.and(get(t), i8x16c(0x7f)),
+        ),
+        v128.store(
+          i32.add(get(q16), i32.shl(at(b2), c(1))),
+          v128.and(get(va), i8x16c(0x7f)),
+          16,
+        ),
+        v128.store(
+          i32.add(get(q16), i32.shl(at(b2), c(1))),
+          i8x16.shr_u(get(t), c(7)),
+          32,
+        ),
+        v128.store(
+          i32.add(get(q16), i32.shl(at(b2), c(1))),
+          i8x16.shr_u(get(va), c(7)),
+          48,
+        ),
+      ]
+      // i16 codes per 16 elements: evens, then odds (see widenEvenOdd)
+      : [0, 1].flatMap((h) => [
+        v128.store(
+          i32.add(get(q16), i32.shl(at(b2), c(1))),
+          i8x16.shuffle(get(cv[2 * h]), get(cv[2 * h + 1]), EVENS),
+          h * 32,
+        ),
+        v128.store(
+          i32.add(get(q16), i32.shl(at(b2), c(1))),
+          i8x16.shuffle(get(cv[2 * h]), get(cv[2 * h + 1]), ODDS),
+          h * 32 + 16,
+        ),
+      ])),
+    f32.store(metaAt(0, get(b2)), get(d)),
+    set(
+      s0,
+      hsumI(
+        i32x4.extadd_pairwise_i16x8_s(i16x8.add(get(cv[0]), get(cv[1]))),
+        t,
+      ),
+    ),
+    set(
+      s1,
+      hsumI(
+        i32x4.extadd_pairwise_i16x8_s(i16x8.add(get(cv[2]), get(cv[3]))),
+        t,
+      ),
+    ),
+    i32.store(metaAt(1, get(b2)), i32.add(get(s0), get(s1))),
+    i32.store(metaAt(2, i32.shl(get(b2), c(1))), get(s0)),
+    i32.store(metaAt(2, i32.shl(get(b2), c(1))), get(s1), 4),
+  ];
   f.body(
     set(nb, i32.shr_u(get(kp), c(5))),
     set(ms, i32.shl(get(nb), c(2))),
@@ -249,79 +397,11 @@ function quantizeX(m: ModuleBuilder): void {
         b,
         c(0),
         get(nb),
-        c(1),
-        set(src, i32.add(get(x), i32.shl(blk, c(2)))),
-        set(va, zero),
-        set(vs, zero),
-        ...Array.from({ length: 8 }, (_, j) =>
-          seq(
-            set(t, v128.load(get(src), j * 16)),
-            set(va, f32x4.max(get(va), f32x4.abs(get(t)))),
-            set(vs, f32x4.add(get(vs), get(t))),
-          )),
-        set(
-          va,
-          f32x4.max(
-            get(va),
-            i8x16.shuffle(get(va), get(va), lanes32([2, 3, 0, 1])),
-          ),
-        ),
-        set(
-          amax,
-          f32.max(
-            f32x4.extract_lane(get(va), 0),
-            f32x4.extract_lane(get(va), 1),
-          ),
-        ),
-        set(d, f32.div(get(amax), f32.const(127))),
-        set(
-          id,
-          f32.div(f32.const(1), get(d)),
-        ),
-        if_(i32.eqz(f32.gt(get(d), f32.const(0))), [set(id, f32.const(0))]),
+        c(per),
+        ...absMax,
+        ...scales,
         set(vid, f32x4.splat(get(id))),
-        ...cv.map((v, j) => set(v, code(j))),
-        // i16 codes per 16 elements: evens, then odds (see widenEvenOdd)
-        ...[0, 1].flatMap((h) => [
-          v128.store(
-            i32.add(get(q16), i32.shl(blk, c(1))),
-            i8x16.shuffle(get(cv[2 * h]), get(cv[2 * h + 1]), EVENS),
-            h * 32,
-          ),
-          v128.store(
-            i32.add(get(q16), i32.shl(blk, c(1))),
-            i8x16.shuffle(get(cv[2 * h]), get(cv[2 * h + 1]), ODDS),
-            h * 32 + 16,
-          ),
-        ]),
-        v128.store(
-          i32.add(get(q8), blk),
-          i8x16.narrow_i16x8_s(get(cv[0]), get(cv[1])),
-        ),
-        v128.store(
-          i32.add(get(q8), blk),
-          i8x16.narrow_i16x8_s(get(cv[2]), get(cv[3])),
-          16,
-        ),
-        f32.store(metaAt(0, get(b)), get(d)),
-        f32.store(metaAt(1, get(b)), hsum(get(vs), t)),
-        set(
-          s0,
-          hsumI(
-            i32x4.extadd_pairwise_i16x8_s(i16x8.add(get(cv[0]), get(cv[1]))),
-            t,
-          ),
-        ),
-        set(
-          s1,
-          hsumI(
-            i32x4.extadd_pairwise_i16x8_s(i16x8.add(get(cv[2]), get(cv[3]))),
-            t,
-          ),
-        ),
-        i32.store(metaAt(2, get(b)), i32.add(get(s0), get(s1))),
-        i32.store(metaAt(3, i32.shl(get(b), c(1))), get(s0)),
-        i32.store(metaAt(3, i32.shl(get(b), c(1))), get(s1), 4),
+        forLoop("e", b2, get(b), i32.add(get(b), c(per)), c(1), ...encode),
       ),
     ),
   );
@@ -333,7 +413,7 @@ function quantizeX(m: ModuleBuilder): void {
 interface Dot {
   f: FuncBuilder;
   ctx: Ctx;
-  /** Current weight block. */
+  /** Current weight block, as stored. */
   wb: Local;
   /** Current x codes (i8) and (i16) for this block. */
   x8: Local;
@@ -349,6 +429,8 @@ interface Dot {
   /** f32 scalar accumulator. */
   accs: Local;
   v: Local[];
+  /** The 16-byte vectors of an 8-block group (`main8`). */
+  wv: Local[];
   p: Local[];
   t: Local[];
   s: Local[];
@@ -360,14 +442,24 @@ interface QuantFormat {
   name: string;
   /** Elements per (super-)block. */
   elems: number;
-  /** Bytes per (super-)block as stored (and as read: no repacking). */
+  /** Bytes per (super-)block as stored (and as read). */
   bytes: number;
+  /** Which activation rule its x codes follow. */
+  act: "q8_0" | "q8_k";
   /** Blocks handled per main-loop iteration (4 for the 32-element formats). */
   group: number;
+  /** Which x arrays (besides the metadata at `xm`) the variant reads. */
+  reads(ctx: Ctx): ("x8" | "x16" | "is16")[];
   /** Code for `group` blocks; pointers advance outside. */
   main(d: Dot): Code[];
   /** Code for one leftover block (formats with `group > 1`). */
   single?(d: Dot): Code[];
+  /**
+   * Code for 8 blocks, run before `main` where given (for formats whose 8
+   * blocks are a whole number of 16-byte vectors, so its loads stay
+   * aligned when the row is).
+   */
+  main8?(d: Dot): Code[];
 }
 
 /** Address of metadata array `a` (see {@link META_ARRAYS}) at the current block. */
@@ -378,57 +470,454 @@ function metaPtr(d: Dot, array: number): Code {
 }
 
 /**
- * `x_split(q8, n, out)`: the relaxed Q8_0 operand of `n` int8 activation
- * codes (a multiple of 16): per 16 codes, 16 bytes `x & 127` then 16 bytes
- * `x < 0 ? 1 : 0`, so `x = b − 128·n`.
+ * Loads the f16 scales of four consecutive stored blocks of `bytes` bytes
+ * (each block starts with its scale) into `v[8..11]`: the 16-byte load
+ * for scale j starts at `bytes·j − 4j − 2`, which puts the scale in
+ * halfword 2j + 1 — the upper half of i32 lane j — so three blends (see
+ * {@link gatherScales}) collect them without lane inserts or widening. The
+ * first load starts 2 bytes before the block: weights lie at 64 KiB or
+ * above in kernel memory, so it stays inside.
  */
-function xSplit(m: ModuleBuilder): void {
-  const f = m.func("x_split", [["q8", I], ["n", I], ["out", I]]);
-  const { q8, n, out } = f.params;
-  const [i] = f.locals(I, 1);
-  const [v] = f.locals(V, 1);
-  f.body(
-    forLoop(
-      "i",
-      i,
-      c(0),
-      get(n),
-      c(16),
-      set(v, v128.load(i32.add(get(q8), get(i)))),
-      v128.store(
-        i32.add(get(out), i32.shl(get(i), c(1))),
-        v128.and(get(v), i8x16c(0x7f)),
-      ),
-      v128.store(
-        i32.add(get(out), i32.shl(get(i), c(1))),
-        i8x16.shr_u(get(v), c(7)),
-        16,
-      ),
+function loadScales(d: Dot, bytes: number): Code[] {
+  const sp = d.n[2];
+  return [
+    set(sp, i32.sub(get(d.wb), c(2))),
+    ...d.v.slice(8, 12).map((v, j) =>
+      set(v, v128.load(get(sp), (bytes - 4) * j))
     ),
+  ];
+}
+
+/** Lanes of `a`, but halfwords `fromB` of `b` (a blend). */
+function blend16(a: Code, b: Code, fromB: number[]): Code {
+  return i8x16.shuffle(
+    a,
+    b,
+    Array.from({ length: 16 }, (_, i) => fromB.includes(i >> 1) ? 16 + i : i),
   );
 }
 
 /**
+ * The four scales loaded by {@link loadScales}, times x's four block
+ * scales, as f32x4: the products of two f16 values are exact in F32.
+ */
+function gatherScales(d: Dot): Code {
+  const S = d.v.slice(8, 12);
+  return seq(
+    set(S[0], blend16(get(S[0]), get(S[1]), [3])),
+    set(S[2], blend16(get(S[2]), get(S[3]), [7])),
+    f32x4.mul(
+      f32x4.mul(
+        v128.and(
+          i32x4.shr_s(blend16(get(S[0]), get(S[2]), [5, 7]), c(3)),
+          i32x4c(F16_MASK),
+        ),
+        f32x4c(F16_SCALE),
+      ),
+      v128.load(metaPtr(d, 0)),
+    ),
+  );
+}
+
+/** The f16 scale of the current stored block as f32. */
+function scale1(d: Dot): Code {
+  return f16ToF32(i32.load16_u(get(d.wb)));
+}
+
+/**
+ * `acc += f32(dots) · (d_w · d_x)` for four blocks (scales loaded by
+ * {@link loadScales}): one rounding per block, as in ggml's `d_w·d_x·dot`
+ * multiply-add.
+ */
+function addBlocks4(d: Dot, dots: Code): Code {
+  return set(
+    d.acc,
+    d.ctx.madd(f32x4.convert_i32x4_s(dots), gatherScales(d), get(d.acc)),
+  );
+}
+
+/**
+ * Relaxed Q8_0: i32 lane sums of `Σ w·x` for the block at `wb + off` into
+ * `dst`, from the split x codes at `x16 + xoff` (`x = x7 − 128·s`, both
+ * 7-bit operands of the i8 × i7 dot; the signed weight codes are the i8
+ * side). The i16 pair sums of its x86 lowering stay below 2^15 (|w·x7|
+ * pairs ≤ 2·128·127 = 32512), so the sums are exact.
+ */
+function q8SplitDot(
+  d: Dot,
+  codes: [Code, Code],
+  xoff: number,
+  dst: Local,
+): Code[] {
+  const dot = i32x4.relaxed_dot_i8x16_i7x16_add_s;
+  return [
+    set(d.v[0], codes[0]),
+    set(d.v[1], codes[1]),
+    set(
+      dst,
+      i32x4.sub(
+        dot(
+          get(d.v[0]),
+          v128.load(get(d.x16), xoff),
+          dot(get(d.v[1]), v128.load(get(d.x16), xoff + 16), zero),
+        ),
+        i32x4.shl(
+          dot(
+            get(d.v[0]),
+            v128.load(get(d.x16), xoff + 32),
+            dot(get(d.v[1]), v128.load(get(d.x16), xoff + 48), zero),
+          ),
+          c(7),
+        ),
+      ),
+    ),
+  ];
+}
+
+/** Q8_0 as stored: 34-byte blocks of an f16 scale and 32 i8 codes. Value `d·q`. */
+const Q8_0: QuantFormat = {
+  name: "q8_0",
+  elems: 32,
+  bytes: 34,
+  act: "q8_0",
+  group: 4,
+  reads: () => ["x16"],
+  main8: (d) => [
+    // vectors 0..8 serve blocks 0..3, 8..16 blocks 4..7
+    ...d.wv.slice(0, 9).map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
+    ...q8_0Half(d, d.wv, 0),
+    ...d.wv.slice(9).map((v, k) => set(v, v128.load(get(d.wb), 16 * (k + 9)))),
+    ...q8_0Half(d, d.wv, 1),
+  ],
+  main: (d) => {
+    const out: Code[] = loadScales(d, 34);
+    for (let j = 0; j < 4; j++) {
+      if (d.ctx.relaxed) {
+        out.push(
+          ...q8SplitDot(
+            d,
+            [
+              v128.load(get(d.wb), 34 * j + 2),
+              v128.load(get(d.wb), 34 * j + 18),
+            ],
+            64 * j,
+            d.p[j],
+          ),
+        );
+        continue;
+      }
+      out.push(
+        set(d.v[0], v128.load(get(d.wb), 34 * j + 2)),
+        set(d.v[1], v128.load(get(d.wb), 34 * j + 18)),
+        set(
+          d.p[j],
+          dotI16(
+            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
+            get(d.x16),
+            64 * j,
+          ),
+        ),
+      );
+    }
+    out.push(
+      hsum4i(d.p.slice(0, 4).map(get), d.t),
+      addBlocks4(d, get(d.t[0])),
+    );
+    return out;
+  },
+  single: (d) => {
+    const w = [
+      ...widenEvenOdd(v128.load(get(d.wb), 2)),
+      ...widenEvenOdd(v128.load(get(d.wb), 18)),
+    ];
+    return [
+      ...(d.ctx.relaxed
+        ? q8SplitDot(
+          d,
+          [
+            v128.load(get(d.wb), 2),
+            v128.load(get(d.wb), 18),
+          ],
+          0,
+          d.p[0],
+        )
+        : []),
+      set(
+        d.accs,
+        f32.add(
+          get(d.accs),
+          f32.mul(
+            f32.convert_i32_s(
+              hsumI(
+                d.ctx.relaxed ? get(d.p[0]) : dotI16(w, get(d.x16), 0),
+                d.t[0],
+              ),
+            ),
+            f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
+          ),
+        ),
+      ),
+    ];
+  },
+};
+
+/** Q4_0 codes 0..15 of the block loaded in `v[0]`: elements 0..15, 16..31. */
+function q4Nibbles(d: Dot): [Code, Code] {
+  return [
+    v128.and(get(d.v[0]), i8x16c(0x0f)),
+    v128.and(i16x8.shr_u(get(d.v[0]), c(4)), i8x16c(0x0f)),
+  ];
+}
+
+/**
+ * Partial sums of the Q4_0 block whose 16 code bytes `codes` loads into
+ * `v[1]`: relaxed, i16 lanes of `Σ q·x` (q unsigned; the caller removes
+ * `8·Σx`); plain SIMD, i32 lanes of `Σ (q − 8)·x`.
+ */
+function q4_0Block(
+  d: Dot,
+  codes: Code,
+  xoff8: number,
+  xoff16: number,
+): Code[] {
+  const [lo, hi] = q4Nibbles(d);
+  if (d.ctx.relaxed) {
+    return [
+      set(d.v[0], codes),
+      // i16 lanes: |Σ| ≤ 2·2·15·127 = 7620 (summed 4 at a time by hsum4i16)
+      set(
+        d.v[1],
+        i16x8.add(
+          rdot16(v128.load(get(d.x8), xoff8), lo),
+          rdot16(v128.load(get(d.x8), xoff8 + 16), hi),
+        ),
+      ),
+    ];
+  }
+  return [
+    set(d.v[0], codes),
+    set(d.v[2], i8x16.sub(lo, i8x16c(8))),
+    set(d.v[3], i8x16.sub(hi, i8x16c(8))),
+    set(
+      d.v[1],
+      dotI16(
+        [...widenEvenOdd(get(d.v[2])), ...widenEvenOdd(get(d.v[3]))],
+        get(d.x16),
+        xoff16,
+      ),
+    ),
+  ];
+}
+
+/**
+ * Q4_0 as stored: 18-byte blocks of an f16 scale and 16 bytes of nibbles
+ * (low nibbles are elements 0..15, high 16..31). Value `d·(q − 8)`.
+ */
+/** The 16 bytes at byte `at` of a group held in 16-byte vectors `V`. */
+function window16(V: Local[], at: number): Code {
+  const k = at >> 4, from = at & 15;
+  return from === 0 ? get(V[k]) : i8x16.shuffle(
+    get(V[k]),
+    get(V[k + 1]),
+    Array.from({ length: 16 }, (_, i) => from + i),
+  );
+}
+
+/**
+ * `acc += f32(t[0]) · (d_w · d_x)` for blocks 4h..4h+3 of an 8-block group
+ * held in 16-byte vectors `V`, whose scale j sits in halfword j of vector
+ * `stride·j` (both Q4_0, stride 1, and Q8_0, stride 2, place it so): three
+ * blends gather the four scales.
+ */
+function addHalf(d: Dot, V: Local[], h: number, stride: number): Code[] {
+  const [a, b] = [d.v[13], d.v[0]];
+  const j0 = 4 * h;
+  const vec = (j: number) => get(V[stride * j]);
+  const halves = i32x4[h === 0 ? "extend_low_i16x8_u" : "extend_high_i16x8_u"];
+  return [
+    set(a, blend16(vec(j0), vec(j0 + 1), [j0 + 1])),
+    set(b, blend16(vec(j0 + 2), vec(j0 + 3), [j0 + 3])),
+    set(
+      d.acc,
+      d.ctx.madd(
+        f32x4.convert_i32x4_s(get(d.t[0])),
+        f32x4.mul(
+          f32x4.mul(
+            v128.and(
+              i32x4.shr_s(
+                i32x4.shl(
+                  halves(blend16(get(a), get(b), [j0 + 2, j0 + 3])),
+                  c(16),
+                ),
+                c(3),
+              ),
+              i32x4c(F16_MASK),
+            ),
+            f32x4c(F16_SCALE),
+          ),
+          v128.load(metaPtr(d, 0), 16 * h),
+        ),
+        get(d.acc),
+      ),
+    ),
+  ];
+}
+
+/**
+ * Q8_0 blocks 4h..4h+3 of an 8-block group (272 bytes) held in seventeen
+ * 16-byte vectors: block j's codes are the windows at bytes 34j+2 and
+ * 34j+18, its scale halfword j of vector 2j.
+ */
+function q8_0Half(d: Dot, V: Local[], h: number): Code[] {
+  const out: Code[] = [];
+  for (let j = 4 * h; j < 4 * h + 4; j++) {
+    const codes: [Code, Code] = [
+      window16(V, 34 * j + 2),
+      window16(V, 34 * j + 18),
+    ];
+    if (d.ctx.relaxed) {
+      out.push(...q8SplitDot(d, codes, 64 * j, d.p[j - 4 * h]));
+    } else {
+      out.push(
+        set(d.v[0], codes[0]),
+        set(d.v[1], codes[1]),
+        set(
+          d.p[j - 4 * h],
+          dotI16(
+            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
+            get(d.x16),
+            64 * j,
+          ),
+        ),
+      );
+    }
+  }
+  out.push(hsum4i(d.p.slice(0, 4).map(get), d.t), ...addHalf(d, V, h, 2));
+  return out;
+}
+
+/**
+ * Q4_0 blocks 4h..4h+3 of an 8-block group (144 bytes) held in nine
+ * 16-byte vectors `V[0..8]` (`V[k]` = bytes 16k..16k+15): block j's codes
+ * are bytes 18j+2..18j+17, a byte window across `V[k]` and `V[k+1]` (an
+ * align shuffle; block 7's are exactly `V[8]`), and its scale, bytes
+ * 18j..18j+1, is halfword j of `V[j]`, so three blends gather four scales.
+ */
+function q4_0Half(d: Dot, V: Local[], h: number): Code[] {
+  const out: Code[] = [];
+  for (let j = 4 * h; j < 4 * h + 4; j++) {
+    out.push(
+      ...q4_0Block(d, window16(V, 18 * j + 2), 32 * j, 64 * j),
+      set(d.p[j - 4 * h], get(d.v[1])),
+    );
+  }
+  out.push(
+    d.ctx.relaxed
+      ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
+      : hsum4i(d.p.slice(0, 4).map(get), d.t),
+  );
+  if (d.ctx.relaxed) {
+    // Σ (q − 8)·x = Σ q·x − 8·Σ x
+    out.push(
+      set(
+        d.t[0],
+        i32x4.sub(
+          get(d.t[0]),
+          i32x4.shl(v128.load(metaPtr(d, 1), 16 * h), c(3)),
+        ),
+      ),
+    );
+  }
+  out.push(...addHalf(d, V, h, 1));
+  return out;
+}
+
+const Q4_0: QuantFormat = {
+  name: "q4_0",
+  elems: 32,
+  bytes: 18,
+  act: "q8_0",
+  group: 4,
+  reads: (ctx) => [ctx.relaxed ? "x8" : "x16"],
+  main8: (d) => [
+    ...d.wv.map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
+    ...q4_0Half(d, d.wv, 0),
+    ...q4_0Half(d, d.wv, 1),
+  ],
+  main: (d) => {
+    const out: Code[] = loadScales(d, 18);
+    for (let j = 0; j < 4; j++) {
+      out.push(
+        ...q4_0Block(d, v128.load(get(d.wb), 18 * j + 2), 32 * j, 64 * j),
+        set(d.p[j], get(d.v[1])),
+      );
+    }
+    out.push(
+      d.ctx.relaxed
+        ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
+        : hsum4i(d.p.slice(0, 4).map(get), d.t),
+    );
+    if (d.ctx.relaxed) {
+      // Σ (q − 8)·x = Σ q·x − 8·Σ x
+      out.push(
+        set(
+          d.t[0],
+          i32x4.sub(get(d.t[0]), i32x4.shl(v128.load(metaPtr(d, 1)), c(3))),
+        ),
+      );
+    }
+    out.push(addBlocks4(d, get(d.t[0])));
+    return out;
+  },
+  single: (d) => [
+    ...q4_0Block(d, v128.load(get(d.wb), 2), 0, 0),
+    set(
+      d.accs,
+      f32.add(
+        get(d.accs),
+        f32.mul(
+          f32.convert_i32_s(
+            d.ctx.relaxed
+              ? i32.sub(
+                hsumI(widenSums(get(d.v[1])), d.t[0]),
+                i32.shl(i32.load(metaPtr(d, 1)), c(3)),
+              )
+              : hsumI(get(d.v[1]), d.t[0]),
+          ),
+          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
+        ),
+      ),
+    ),
+  ],
+};
+
+/**
  * Q4_K super-block: f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, then
  * 4 × 32 bytes of nibbles (sub-block 2c in the low nibbles of the c-th 32
- * bytes, 2c+1 in the high ones). Sub-block j contributes
- * `d·sc_j·Σ q·x − dmin·m_j·Σ x`.
+ * bytes, 2c+1 in the high ones). With Q8_K activations (one scale `d_x`
+ * per 256) the super-block contributes, as in ggml's
+ * `ggml_vec_dot_q4_K_q8_K`, `(d_x·d)·Σ_j sc_j·Σ q·x8 − (d_x·dmin)·Σ_j
+ * m_j·Σ x8` with both sums over j in integers (`x8` the codes).
  */
 const Q4_K: QuantFormat = {
   name: "q4_k",
   elems: 256,
   bytes: 144,
+  act: "q8_k",
   group: 1,
+  reads: (ctx) => [ctx.relaxed ? "x8" : "x16"],
   main: (d) => {
     const [A, B, Cc, S] = d.v.slice(8, 12);
-    const [dd, dmin] = d.s;
+    const [isum, imin] = d.v.slice(12, 14);
+    const [dx] = d.s;
     const out: Code[] = [
-      set(dd, f16ToF32(i32.load16_u(get(d.wb)))),
-      set(dmin, f16ToF32(i32.load16_u(get(d.wb), 2))),
+      set(dx, f32.load(metaPtr(d, 0))),
       set(S, v128.load(get(d.wb), 4)),
       set(A, bytesToI32(get(S), 0)),
       set(B, bytesToI32(get(S), 4)),
       set(Cc, bytesToI32(get(S), 8)),
+      set(isum, zero),
+      set(imin, zero),
     ];
     // sub-block j: low nibbles of chunk j>>1 when j is even, high when odd
     const sub = (j: number): Code[] => {
@@ -480,27 +969,37 @@ const Q4_K: QuantFormat = {
         d.ctx.relaxed
           ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
           : hsum4i(d.p.slice(0, 4).map(get), d.t),
+        set(isum, i32x4.add(get(isum), i32x4.mul(get(d.t[0]), scale))),
         set(
-          d.acc,
-          d.ctx.madd(
-            f32x4.convert_i32x4_s(get(d.t[0])),
-            f32x4.mul(
-              f32x4.mul(f32x4.convert_i32x4_s(scale), f32x4.splat(get(dd))),
-              v128.load(metaPtr(d, 0), 16 * half),
-            ),
-            get(d.acc),
-          ),
-        ),
-        set(
-          d.v[12],
-          d.ctx.madd(
-            f32x4.mul(f32x4.convert_i32x4_s(min), f32x4.splat(get(dmin))),
-            v128.load(metaPtr(d, 1), 16 * half),
-            get(d.v[12]),
+          imin,
+          i32x4.add(
+            get(imin),
+            i32x4.mul(min, v128.load(metaPtr(d, 1), 16 * half)),
           ),
         ),
       );
     }
+    out.push(
+      set(
+        d.acc,
+        d.ctx.madd(
+          f32x4.convert_i32x4_s(get(isum)),
+          f32x4.splat(f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb))))),
+          get(d.acc),
+        ),
+      ),
+      // the min term is subtracted at the end (v[14] holds its total)
+      set(
+        d.v[14],
+        d.ctx.madd(
+          f32x4.convert_i32x4_s(get(imin)),
+          f32x4.splat(
+            f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb), 2))),
+          ),
+          get(d.v[14]),
+        ),
+      ),
+    );
     return out;
   },
 };
@@ -510,19 +1009,23 @@ const Q4_K: QuantFormat = {
  * scales, f16 d. In each half of 128 elements, element l + 32·i (l < 32,
  * quarter i) takes ql[l + 32·(i & 1)] (low nibble for i < 2, high for
  * i ≥ 2) and bits 2i..2i+1 of qh[l]; group g = e / 16 has scale sc[g];
- * value `d·sc·(q − 32)`.
+ * value `d·sc·(q − 32)`. With Q8_K activations the super-block contributes
+ * `(d_x·d)·Σ_g sc_g·Σ (q − 32)·x8`, the sums in integers (as ggml's
+ * `ggml_vec_dot_q6_K_q8_K`).
  */
 const Q6_K: QuantFormat = {
   name: "q6_k",
   elems: 256,
   bytes: 210,
+  act: "q8_k",
   group: 1,
+  reads: (ctx) => [ctx.relaxed ? "x8" : "x16", "is16"],
   main: (d) => {
-    const [dd] = d.s;
     const SC = d.v[13];
+    const isum = d.v[12];
     const out: Code[] = [
-      set(dd, f16ToF32(i32.load16_u(get(d.wb), 208))),
       set(SC, v128.load(get(d.wb), 192)),
+      set(isum, zero),
     ];
     for (let h = 0; h < 2; h++) {
       const ql = d.v.slice(6, 10);
@@ -586,42 +1089,52 @@ const Q6_K: QuantFormat = {
             ),
           );
         }
-        // scales sc[grp0..grp0+3] (i8) and x scales [xd_b, xd_b, xd_b+1, xd_b+1]
-        const sc = f32x4.convert_i32x4_s(
-          i32x4.extend_low_i16x8_s(
-            i16x8.extend_low_i8x16_s(
-              i8x16.shuffle(get(SC), get(SC), [
-                grp0,
-                grp0 + 1,
-                grp0 + 2,
-                grp0 + 3,
-                ...new Array(12).fill(0),
-              ]),
-            ),
+        // scales sc[grp0..grp0+3] (i8) as i32 lanes
+        const sc = i32x4.extend_low_i16x8_s(
+          i16x8.extend_low_i8x16_s(
+            i8x16.shuffle(get(SC), get(SC), [
+              grp0,
+              grp0 + 1,
+              grp0 + 2,
+              grp0 + 3,
+              ...new Array(12).fill(0),
+            ]),
           ),
-        );
-        const xdv = i8x16.shuffle(
-          v128.load64_splat(get(d.xm), 4 * (grp0 >> 1)),
-          zero,
-          lanes32([0, 0, 1, 1]),
         );
         out.push(
-          set(
-            d.acc,
-            d.ctx.madd(
-              f32x4.convert_i32x4_s(get(d.t[0])),
-              f32x4.mul(f32x4.mul(sc, f32x4.splat(get(dd))), xdv),
-              get(d.acc),
-            ),
-          ),
+          set(isum, i32x4.add(get(isum), i32x4.mul(get(d.t[0]), sc))),
         );
       }
     }
+    out.push(
+      set(
+        d.acc,
+        d.ctx.madd(
+          f32x4.convert_i32x4_s(get(isum)),
+          f32x4.splat(
+            f32.mul(
+              f32.load(metaPtr(d, 0)),
+              f16ToF32(i32.load16_u(get(d.wb), 208)),
+            ),
+          ),
+          get(d.acc),
+        ),
+      ),
+    );
     return out;
   },
 };
 
-const FORMATS: QuantFormat[] = [Q4_K, Q6_K];
+const FORMATS: QuantFormat[] = [Q8_0, Q4_0, Q4_K, Q6_K];
+
+/**
+ * The activation rule (`"q8_0"`: Q8_0 blocks of 32, `"q8_k"`: Q8_K blocks
+ * of 256) whose quantizer (`quantize_x` / `quantize_xk`) a weight format's
+ * kernels read.
+ */
+export function activationRule(name: string): "q8_0" | "q8_k" {
+  return FORMATS.find((x) => x.name === name)!.act;
+}
 
 /** `name_dot(wrow, nblk, x8, x16, xm, ms) → f32`: one weight row · one x row. */
 function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
@@ -645,38 +1158,62 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
     is16: f.local(I),
     acc: f.local(V),
     accs: f.local(F),
-    v: f.locals(V, 14),
+    v: f.locals(V, 15),
+    wv: q.main8 ? f.locals(V, (q.bytes * 8) / 16) : [],
     p: f.locals(V, 4),
     t: f.locals(V, 4),
     s: f.locals(F, 4),
-    n: f.locals(I, 2),
+    n: f.locals(I, 3),
   };
   const [b] = d.n;
   const xBlocks = q.elems / 32;
+  // only the pointers this format's variant reads move
+  const reads = q.reads(ctx);
   const advance = (blocks: number): Code[] => [
     set(d.wb, i32.add(get(d.wb), c(q.bytes * blocks))),
-    set(d.x8, i32.add(get(d.x8), c(q.elems * blocks))),
-    set(d.x16, i32.add(get(d.x16), c(q.elems * 2 * blocks))),
+    ...(reads.includes("x8")
+      ? [set(d.x8, i32.add(get(d.x8), c(q.elems * blocks)))]
+      : []),
+    ...(reads.includes("x16")
+      ? [set(d.x16, i32.add(get(d.x16), c(q.elems * 2 * blocks)))]
+      : []),
     set(d.xm, i32.add(get(d.xm), c(4 * xBlocks * blocks))),
-    set(d.is16, i32.add(get(d.is16), c(8 * xBlocks * blocks))),
+    ...(reads.includes("is16")
+      ? [set(d.is16, i32.add(get(d.is16), c(8 * xBlocks * blocks)))]
+      : []),
   ];
   const body: Code[] = [
-    set(d.is16, i32.add(get(d.xm), i32.mul(get(d.ms), c(3)))),
+    set(d.is16, i32.add(get(d.xm), i32.mul(get(d.ms), c(2)))),
     set(d.acc, zero),
     set(d.accs, f32.const(0)),
-    set(d.v[12], zero), // Q4_K min accumulator
+    set(d.v[14], zero), // Q4_K min accumulator
     set(b, get(P.nblk)),
-    if_(i32.ge_s(get(b), c(q.group)), [
-      forLoop(
-        "g",
-        d.n[1],
-        c(q.group),
-        i32.add(get(b), c(1)),
-        c(q.group),
-        ...q.main(d),
-        ...advance(q.group),
-      ),
-    ]),
+    ...(q.main8
+      ? [
+        forLoop(
+          "g8",
+          d.n[1],
+          c(8),
+          i32.add(get(b), c(1)),
+          c(8),
+          ...q.main8(d),
+          ...advance(8),
+        ),
+        if_(i32.and(get(b), c(4)), [...q.main(d), ...advance(4)]),
+      ]
+      : [
+        if_(i32.ge_s(get(b), c(q.group)), [
+          forLoop(
+            "g",
+            d.n[1],
+            c(q.group),
+            i32.add(get(b), c(1)),
+            c(q.group),
+            ...q.main(d),
+            ...advance(q.group),
+          ),
+        ]),
+      ]),
   ];
   if (q.single) {
     body.push(
@@ -695,448 +1232,22 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
     ...body,
     f32.sub(
       f32.add(hsum(get(d.acc), d.t[0]), get(d.accs)),
-      hsum(get(d.v[12]), d.t[1]),
-    ),
-  );
-  return f;
-}
-
-// ------------------------------------------------------------ panels (Q8_0, Q4_0)
-
-/**
- * How far ahead of the codes it is reading a panel kernel touches the
- * weight (4-byte loads folded into a dummy value): WebAssembly has no
- * prefetch instruction, and these early misses let the memory system
- * stream the next panels while the current one is being multiplied (about
- * 15% faster decode matvecs here). Weight allocations carry this many
- * bytes of slack (plus one block) so the touches stay inside them.
- */
-export const Q8_TOUCH_AHEAD = 1024;
-
-/** Weight rows per panel (the outputs one `*_dot4` call computes). */
-export const Q8_PANEL_ROWS = 4;
-
-/** The panel formats: 32-element blocks of an f16 scale and codes. */
-interface PanelFormat {
-  name: "q8_0" | "q4_0";
-  /** Bytes of one stored block (scale + codes). */
-  blockBytes: number;
-  /** Code bytes of one block of one row. */
-  codeBytes: number;
-}
-
-const PANEL_FORMATS: PanelFormat[] = [
-  { name: "q8_0", blockBytes: 34, codeBytes: 32 },
-  { name: "q4_0", blockBytes: 18, codeBytes: 16 },
-];
-
-/**
- * Bytes of one panel of `nblk` blocks per row: the f16 scales of the four
- * rows block by block (8 bytes per block, padded to 16), then per block
- * the four rows' code bytes.
- */
-export function panelBytes(name: "q8_0" | "q4_0", nblk: number): number {
-  const q = PANEL_FORMATS.find((x) => x.name === name)!;
-  return ((8 * nblk + 15) & ~15) + 4 * q.codeBytes * nblk;
-}
-
-/**
- * `name_repack(src, dst, rows, nblk)`: stored rows (f16 scale + codes per
- * block) into panels of {@link Q8_PANEL_ROWS} rows; `dst` must be zeroed
- * (rows past the last are left as zero codes and scales).
- */
-function panelRepack(m: ModuleBuilder, q: PanelFormat): void {
-  const f = m.func(`${q.name}_repack`, [
-    ["src", I],
-    ["dst", I],
-    ["rows", I],
-    ["nblk", I],
-  ]);
-  const { src, dst, rows, nblk } = f.params;
-  const [r, b, base, scaleBytes, pBytes, from, lane] = f.locals(I, 7);
-  const cb = q.codeBytes;
-  f.body(
-    set(scaleBytes, i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15))),
-    set(pBytes, i32.add(get(scaleBytes), i32.mul(get(nblk), c(4 * cb)))),
-    set(from, get(src)),
-    forLoop(
-      "r",
-      r,
-      c(0),
-      get(rows),
-      c(1),
-      set(lane, i32.and(get(r), c(3))),
-      set(
-        base,
-        i32.add(get(dst), i32.mul(i32.shr_u(get(r), c(2)), get(pBytes))),
-      ),
-      forLoop(
-        "b",
-        b,
-        c(0),
-        get(nblk),
-        c(1),
-        i32.store16(
-          i32.add(
-            get(base),
-            i32.add(i32.shl(get(b), c(3)), i32.shl(get(lane), c(1))),
-          ),
-          i32.load16_u(get(from)),
-        ),
-        memoryCopy(
-          i32.add(
-            i32.add(get(base), get(scaleBytes)),
-            i32.add(i32.mul(get(b), c(4 * cb)), i32.mul(get(lane), c(cb))),
-          ),
-          i32.add(get(from), c(2)),
-          c(cb),
-        ),
-        set(from, i32.add(get(from), c(q.blockBytes))),
-      ),
-    ),
-  );
-}
-
-/**
- * `name_dot4(wp, nblk, x8, x16, xm, ms) → f32x4`: the four rows of the
- * panel at `wp` dotted with one activation row (`x8`: int8 codes; `x16`:
- * i16 codes, or for relaxed Q8_0 the split codes of `x_split`; `xm`: its
- * metadata, arrays `ms` bytes apart). Per block the four rows' integer sums
- * are transposed into one vector and scaled at once, so nothing is summed
- * per row at the end.
- *
- * - Q8_0, relaxed: `Σ w·x = Σ w·b − 128·Σ w·n` on the split codes, each 16
- *   bytes one `i32x4.relaxed_dot_i8x16_i7x16_add_s` (`b`, `n` are 7-bit).
- * - Q4_0, relaxed: `Σ (q − 8)·x = Σ q·x − 8·Σ x`, the nibbles `q` being the
- *   7-bit operand of `i32x4.relaxed_dot_i8x16_i7x16_add_s` (where it goes
- *   through `pmaddubsw`, pair sums stay below 2·15·127 < 2^15).
- * - Plain SIMD: codes (minus 8 for Q4_0) widened to i16 and dotted with the
- *   i16 activation codes (`i32x4.dot_i16x8_s`).
- */
-function panelDot4(m: ModuleBuilder, ctx: Ctx, q: PanelFormat): FuncBuilder {
-  const f = m.func(`${q.name}_dot4`, [
-    ["wp", I],
-    ["nblk", I],
-    ["x8", I],
-    ["x16", I],
-    ["xm", I],
-    ["ms", I],
-  ], [V]);
-  const { wp, nblk, x8, x16, xm, ms } = f.params;
-  const [sp, cp, b, pf, is32] = f.locals(I, 5);
-  const [acc, w0, w1] = f.locals(V, 3);
-  const xv = f.locals(V, 4);
-  const p = f.locals(V, 4);
-  const t = f.locals(V, 4);
-  const cb = q.codeBytes;
-  const q4 = q.name === "q4_0";
-  // Block u of the current step: codes at cp + 4·cb·u, scales at sp + 8u,
-  // x at x8 + 32u (x16 + 64u), x metadata at xm + 4u.
-  const rowDot = (u: number, r: number): Code => {
-    const at = 4 * cb * u + cb * r;
-    if (q4) {
-      const lo = v128.and(get(w0), i8x16c(0x0f));
-      const hi = v128.and(i16x8.shr_u(get(w0), c(4)), i8x16c(0x0f));
-      if (ctx.relaxed) {
-        return seq(
-          set(w0, v128.load(get(cp), at)),
-          i32x4.relaxed_dot_i8x16_i7x16_add_s(
-            get(xv[1]),
-            hi,
-            i32x4.relaxed_dot_i8x16_i7x16_add_s(get(xv[0]), lo, zero),
-          ),
-        );
-      }
-      return seq(
-        set(w0, v128.load(get(cp), at)),
-        set(w1, i8x16.sub(hi, i8x16c(8))),
-        set(w0, i8x16.sub(lo, i8x16c(8))),
-        dotI16(
-          [...widenEvenOdd(get(w0)), ...widenEvenOdd(get(w1))],
-          get(x16),
-          64 * u,
-        ),
-      );
-    }
-    if (!ctx.relaxed) {
-      return dotI16(
-        [
-          ...widenEvenOdd(v128.load(get(cp), at)),
-          ...widenEvenOdd(v128.load(get(cp), at + 16)),
-        ],
-        get(x16),
-        64 * u,
-      );
-    }
-    const rdot = (w: Local, x: Local, a: Code) =>
-      i32x4.relaxed_dot_i8x16_i7x16_add_s(get(w), get(x), a);
-    return seq(
-      set(w0, v128.load(get(cp), at)),
-      set(w1, v128.load(get(cp), at + 16)),
-      i32x4.sub(
-        rdot(w1, xv[2], rdot(w0, xv[0], zero)),
-        i32x4.shl(rdot(w1, xv[3], rdot(w0, xv[1], zero)), c(7)),
-      ),
-    );
-  };
-  const xLoads = (u: number): Code[] => {
-    if (!ctx.relaxed) return [];
-    if (q4) {
-      return [0, 1].map((j) => set(xv[j], v128.load(get(x8), 32 * u + 16 * j)));
-    }
-    return xv.map((v, j) => set(v, v128.load(get(x16), 64 * u + 16 * j)));
-  };
-  // Block totals [row 0..3]; relaxed Q4_0 subtracts 8·Σx (same for all rows).
-  const totals = (u: number): Code[] => {
-    if (q4 && ctx.relaxed) {
-      return [
-        hsum4i(p.map(get), t),
-        set(
-          t[0],
-          i32x4.sub(
-            get(t[0]),
-            i32x4.shl(v128.load32_splat(get(is32), 4 * u), c(3)),
-          ),
-        ),
-      ];
-    }
-    return [hsum4i(p.map(get), t)];
-  };
-  const touches = (u: number): Code[] =>
-    Array.from({ length: Math.max(1, (4 * cb) / 64) }, (_, k) =>
-      set(
-        pf,
-        i32.or(
-          get(pf),
-          i32.load(get(cp), Q8_TOUCH_AHEAD + 4 * cb * u + 64 * k),
-        ),
-      ));
-  const blockCode = (u: number): Code[] => [
-    ...xLoads(u),
-    ...p.map((v, r) => set(v, rowDot(u, r))),
-    ...totals(u),
-    set(
-      acc,
-      ctx.madd(
-        f32x4.convert_i32x4_s(get(t[0])),
-        f32x4.mul(
-          f16x4ToF32(
-            i32x4.extend_low_i16x8_u(v128.load64_zero(get(sp), 8 * u)),
-          ),
-          f32x4.splat(f32.load(get(xm), 4 * u)),
-        ),
-        get(acc),
-      ),
-    ),
-    ...touches(u),
-  ];
-  const advance = (n: number): Code[] => [
-    set(sp, i32.add(get(sp), c(8 * n))),
-    set(cp, i32.add(get(cp), c(4 * cb * n))),
-    set(x8, i32.add(get(x8), c(32 * n))),
-    set(x16, i32.add(get(x16), c(64 * n))),
-    set(xm, i32.add(get(xm), c(4 * n))),
-    set(is32, i32.add(get(is32), c(4 * n))),
-  ];
-  f.body(
-    set(sp, get(wp)),
-    set(
-      cp,
-      i32.add(
-        get(wp),
-        i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15)),
-      ),
-    ),
-    set(is32, i32.add(get(xm), i32.shl(get(ms), c(1)))),
-    set(acc, zero),
-    // two blocks per step, then the odd one
-    forLoop(
-      "b2",
-      b,
-      c(1),
-      get(nblk),
-      c(2),
-      ...blockCode(0),
-      ...blockCode(1),
-      ...advance(2),
-    ),
-    if_(i32.and(get(nblk), c(1)), [...blockCode(0)]),
-    // keep the touches alive: store the dummy in the never-allocated null page
-    i32.store(c(512), get(pf)),
-    get(acc),
-  );
-  return f;
-}
-
-/** The panel kernels of one format: repack, 4-row dot, matmul, multi-weight matmul. */
-function panelKernels(m: ModuleBuilder, ctx: Ctx, q: PanelFormat): void {
-  panelRepack(m, q);
-  const dot4 = panelDot4(m, ctx, q);
-  const mm = panelMm(m, q, dot4);
-  panelMmMulti(m, q, mm);
-}
-
-/** Bytes of one weight descriptor of `*_mm_multi`. */
-export const Q8_MULTI_DESC_BYTES = 32;
-
-/**
- * `name_mm_multi(desc, nw, q8, q16, meta, rows, kp, u0, u1)`: several
- * weights of one panel format applied to the same quantized x in one job.
- * `desc` holds `nw` descriptors of {@link Q8_MULTI_DESC_BYTES} bytes (i32:
- * weight panels, y, padded bias, outF, first and end unit); units number
- * the panels of all weights in a row, and a call computes those in
- * `[u0, u1)`, so the threads split the weights' panels together.
- */
-function panelMmMulti(m: ModuleBuilder, q: PanelFormat, mm: FuncBuilder): void {
-  const f = m.func(`${q.name}_mm_multi`, [
-    ["desc", I],
-    ["nw", I],
-    ["q8", I],
-    ["q16", I],
-    ["meta", I],
-    ["rows", I],
-    ["kp", I],
-    ["u0", I],
-    ["u1", I],
-  ]);
-  const P = f.params;
-  const [i, d, lo, hi, base] = f.locals(I, 5);
-  f.body(
-    forLoop(
-      "w",
-      i,
-      c(0),
-      get(P.nw),
-      c(1),
-      set(d, i32.add(get(P.desc), i32.mul(get(i), c(Q8_MULTI_DESC_BYTES)))),
-      set(base, i32.load(get(d), 16)),
-      // [lo, hi) = [u0, u1) ∩ [first, end), relative to the weight
-      set(lo, i32.load(get(d), 16)),
-      set(lo, select(get(P.u0), get(lo), i32.gt_s(get(P.u0), get(lo)))),
-      set(hi, i32.load(get(d), 20)),
-      set(hi, select(get(P.u1), get(hi), i32.lt_s(get(P.u1), get(hi)))),
-      if_(i32.lt_s(get(lo), get(hi)), [
-        call(
-          mm,
-          i32.load(get(d)),
-          get(P.q8),
-          get(P.q16),
-          get(P.meta),
-          i32.load(get(d), 4),
-          i32.load(get(d), 8),
-          get(P.rows),
-          get(P.kp),
-          i32.load(get(d), 12),
-          i32.sub(get(lo), get(base)),
-          i32.sub(get(hi), get(base)),
-        ),
-      ]),
-    ),
-  );
-}
-
-/**
- * `name_mm(w, q8, q16, meta, y, bp, rows, kp, outF, p0, p1)`: `y[r, o] =
- * W row o · x row r + bias[o]` for the outputs of panels `[p0, p1)`; `bp`
- * holds the bias padded to whole panels.
- */
-function panelMm(
-  m: ModuleBuilder,
-  q: PanelFormat,
-  dot4: FuncBuilder,
-): FuncBuilder {
-  const f = m.func(`${q.name}_mm`, [
-    ["w", I],
-    ["q8", I],
-    ["q16", I],
-    ["meta", I],
-    ["y", I],
-    ["bp", I],
-    ["rows", I],
-    ["kp", I],
-    ["outF", I],
-    ["p0", I],
-    ["p1", I],
-  ]);
-  const P = f.params;
-  const [pn, r, nblk, pBytes, ms, n, yp] = f.locals(I, 7);
-  const [v] = f.locals(V, 1);
-  f.body(
-    set(nblk, i32.shr_u(get(P.kp), c(5))),
-    set(ms, i32.shl(get(nblk), c(2))),
-    set(
-      pBytes,
-      i32.add(
-        i32.and(i32.add(i32.shl(get(nblk), c(3)), c(15)), c(~15)),
-        i32.mul(get(nblk), c(4 * q.codeBytes)),
-      ),
-    ),
-    forLoop(
-      "p",
-      pn,
-      get(P.p0),
-      get(P.p1),
-      c(1),
-      set(n, i32.sub(get(P.outF), i32.shl(get(pn), c(2)))),
-      set(n, select(c(4), get(n), i32.gt_s(get(n), c(4)))),
-      forLoop(
-        "r",
-        r,
-        c(0),
-        get(P.rows),
-        c(1),
-        set(
-          v,
-          f32x4.add(
-            call(
-              dot4,
-              i32.add(get(P.w), i32.mul(get(pn), get(pBytes))),
-              get(nblk),
-              i32.add(get(P.q8), i32.mul(get(r), get(P.kp))),
-              i32.add(get(P.q16), i32.shl(i32.mul(get(r), get(P.kp)), c(1))),
-              i32.add(
-                get(P.meta),
-                i32.mul(get(r), i32.mul(get(ms), c(META_ARRAYS))),
-              ),
-              get(ms),
-            ),
-            v128.load(i32.add(get(P.bp), i32.shl(get(pn), c(4)))),
-          ),
-        ),
-        set(
-          yp,
-          i32.add(
-            get(P.y),
-            i32.shl(
-              i32.add(i32.mul(get(r), get(P.outF)), i32.shl(get(pn), c(2))),
-              c(2),
-            ),
-          ),
-        ),
-        if_(i32.eq(get(n), c(4)), [v128.store(get(yp), get(v))], [
-          f32.store(get(yp), f32x4.extract_lane(get(v), 0)),
-          if_(i32.gt_s(get(n), c(1)), [
-            f32.store(get(yp), f32x4.extract_lane(get(v), 1), 4),
-          ]),
-          if_(i32.gt_s(get(n), c(2)), [
-            f32.store(get(yp), f32x4.extract_lane(get(v), 2), 8),
-          ]),
-        ]),
-      ),
+      hsum(get(d.v[14]), d.t[1]),
     ),
   );
   return f;
 }
 
 /**
- * Adds activation quantization and, per weight format, `name_dot` and the
- * threaded driver `name_mm(w, q8, q16, meta, y, bp, rows, kp, outF, o0, o1)`
- * computing `y[r, o] = dot(W row o, x row r) + bias[o]` for rows `[o0, o1)`.
+ * Adds activation quantization (`quantize_x`, `quantize_xk`) and, per
+ * weight format, `name_dot` and the threaded driver
+ * `name_mm(w, q8, q16, meta, y, bp, rows, kp, outF, o0, o1)` computing
+ * `y[r, o] = dot(W row o, x row r) + bias[o]` for rows `[o0, o1)`, W in
+ * ggml's stored layout at `w`.
  */
 export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
-  quantizeX(m);
-  xSplit(m);
-  for (const q of PANEL_FORMATS) panelKernels(m, ctx, q);
+  quantizeX(m, ctx, "q8_0");
+  quantizeX(m, ctx, "q8_k");
   for (const q of FORMATS) {
     const dot = dotFunction(m, ctx, q);
     const f = m.func(`${q.name}_mm`, [
@@ -1157,10 +1268,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
     f.body(
       set(nblk, i32.div_u(get(P.kp), c(q.elems))),
       set(ms, i32.shl(i32.shr_u(get(P.kp), c(5)), c(2))),
-      set(
-        rowBytes,
-        i32.mul(get(nblk), c(q.bytes)),
-      ),
+      set(rowBytes, i32.mul(get(nblk), c(q.bytes))),
       forLoop(
         "o",
         o,

@@ -93,31 +93,6 @@ export function decodeAll(w: Tensor): Float32Array {
   return out;
 }
 
-/**
- * The activation codes the quantized kernels use: per 32, `d = max|x|/127`,
- * `q = round(x·(1/d))` ties to even, in F32 arithmetic; returns `q·d` and `d`.
- */
-export function quantizeActivations(
-  x: Float32Array,
-): { xq: Float32Array; d: Float32Array } {
-  const xq = new Float32Array(x.length);
-  const d = new Float32Array(x.length / 32);
-  for (let b = 0; b < x.length / 32; b++) {
-    let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[32 * b + j]));
-    const db = Math.fround(amax / 127);
-    const id = db > 0 ? Math.fround(1 / db) : 0;
-    d[b] = db;
-    for (let j = 0; j < 32; j++) {
-      const v = Math.fround(x[32 * b + j] * id);
-      let q = Math.round(v);
-      if (q - v === 0.5 && q % 2 !== 0) q -= 1;
-      xq[32 * b + j] = q * db;
-    }
-  }
-  return { xq, d };
-}
-
 /** Largest `|a − b| / scale[i]` over the elements. */
 export function worstRatio(
   a: ArrayLike<number>,

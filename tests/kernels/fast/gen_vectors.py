@@ -92,6 +92,116 @@ def deq_q6_k(raw):
     return out.reshape(-1)
 
 
+# --- llama.cpp's activation quantization (x86 SIMD rules) and quantized dots.
+# All scale arithmetic in float32, as ggml does; integer dot products; the
+# scaled blocks summed in float64 (the exact value of the rule).
+def quant_act(x, rule):
+    block = 32 if rule == "q8_0" else 256
+    xb = np.asarray(x, dtype=np.float32).reshape(-1, block)
+    amax = np.abs(xb).max(axis=1)
+    safe = np.where(amax > 0, amax, np.float32(1)).astype(np.float32)
+    inv = np.where(amax > 0, np.float32(127) / safe, np.float32(0)).astype(np.float32)
+    if rule == "q8_0":
+        # d = f16(amax / 127); codes from 127 / amax (ggml's quantize_row_q8_0, AVX2)
+        d = (amax / np.float32(127)).astype(np.float32).astype(np.float16).astype(np.float32)
+    else:
+        # iscale = 127 / amax, d = 1 / iscale (quantize_row_q8_K_ref, sign aside)
+        d = np.where(amax > 0, np.float32(1) / np.where(inv > 0, inv, np.float32(1)), np.float32(0)).astype(np.float32)
+    prod = (xb * inv[:, None]).astype(np.float32)
+    q = np.minimum(np.rint(prod), 127).astype(np.int64)
+    return q.reshape(-1), d
+
+
+def int_parts_32(raw, kind):
+    """Q8_0 / Q4_0: per-element integer weights and per-block f16 scales."""
+    d = half(raw, 0)
+    if kind == "Q8_0":
+        w = raw[:, 2:34].view(np.int8).astype(np.int64)
+    else:
+        qs = raw[:, 2:18].astype(np.int64)
+        w = np.concatenate([qs & 0x0F, qs >> 4], axis=1) - 8
+    return w, d
+
+
+def qdot_32(raw, kind, xq, xd, out_f, n_in):
+    w, dw = int_parts_32(raw, kind)
+    nb = n_in // 32
+    w = w.reshape(out_f, nb, 32)
+    dw = dw.reshape(out_f, nb)
+    rows = xq.size // n_in
+    xq = xq.reshape(rows, nb, 32)
+    xd = xd.reshape(rows, nb).astype(np.float64)
+    out = np.zeros((rows, out_f))
+    for r in range(rows):
+        dots = (w * xq[r][None, :, :]).sum(axis=2)  # exact integers
+        out[r] = (dw * xd[r][None, :] * dots).sum(axis=1)
+    return out
+
+
+def qdot_q4_k(raw, xq, xd, out_f, n_in):
+    nsb = n_in // 256
+    raw = raw.reshape(out_f, nsb, 144)
+    rows = xq.size // n_in
+    xq = xq.reshape(rows, nsb, 256)
+    xd = xd.reshape(rows, nsb)
+    out = np.zeros((rows, out_f))
+    for o in range(out_f):
+        blk = raw[o]
+        d = half(blk, 0).astype(np.float32)
+        dmin = half(blk, 2).astype(np.float32)
+        s = blk[:, 4:16].astype(np.int64)
+        qs = blk[:, 16:144].astype(np.int64)
+        for r in range(rows):
+            total = 0.0
+            for b in range(nsb):
+                isum = imin = 0
+                for j in range(8):
+                    if j < 4:
+                        sc, m = s[b, j] & 63, s[b, j + 4] & 63
+                    else:
+                        sc = (s[b, j + 4] & 0x0F) | ((s[b, j - 4] >> 6) << 4)
+                        m = (s[b, j + 4] >> 4) | ((s[b, j] >> 6) << 4)
+                    chunk = qs[b, (j // 2) * 32:(j // 2) * 32 + 32]
+                    q = (chunk >> 4) if j % 2 else (chunk & 0x0F)
+                    xs = xq[r, b, 32 * j:32 * j + 32]
+                    isum += int(sc) * int((q * xs).sum())
+                    imin += int(m) * int(xs.sum())
+                big_d = np.float64(np.float32(xd[r, b] * d[b]))
+                big_m = np.float64(np.float32(xd[r, b] * dmin[b]))
+                total += big_d * isum - big_m * imin
+            out[r, o] = total
+    return out
+
+
+def qdot_q6_k(raw, xq, xd, out_f, n_in):
+    nsb = n_in // 256
+    raw = raw.reshape(out_f, nsb, 210)
+    rows = xq.size // n_in
+    xq = xq.reshape(rows, nsb, 256)
+    xd = xd.reshape(rows, nsb)
+    out = np.zeros((rows, out_f))
+    for o in range(out_f):
+        blk = raw[o]
+        d = half(blk, 208).astype(np.float32)
+        ql = blk[:, 0:128].astype(np.int64)
+        qh = blk[:, 128:192].astype(np.int64)
+        sc = blk[:, 192:208].view(np.int8).astype(np.int64)
+        for b in range(nsb):
+            q = np.zeros(256, dtype=np.int64)
+            for h in range(2):
+                for l in range(32):
+                    a, bb, c = ql[b, 64 * h + l], ql[b, 64 * h + l + 32], qh[b, 32 * h + l]
+                    q[128 * h + l] = (a & 0x0F) | ((c & 3) << 4)
+                    q[128 * h + 32 + l] = (bb & 0x0F) | (((c >> 2) & 3) << 4)
+                    q[128 * h + 64 + l] = (a >> 4) | (((c >> 4) & 3) << 4)
+                    q[128 * h + 96 + l] = (bb >> 4) | (((c >> 6) & 3) << 4)
+            q -= 32
+            for r in range(rows):
+                isum = sum(int(sc[b, g]) * int((q[16 * g:16 * g + 16] * xq[r, b, 16 * g:16 * g + 16]).sum()) for g in range(16))
+                out[r, o] += np.float64(np.float32(xd[r, b] * d[b])) * isum
+    return out
+
+
 def b64(a):
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
 
@@ -137,6 +247,42 @@ for name, (data, values) in weights.items():
     w = values.reshape(OUT_F, IN)
     vectors["blocks"][name] = {"bytes": b64(data), "values": floats(values)}
     vectors["linear"][name] = floats(xm @ w.T + bias.astype(np.float64))
+
+# the quantized weights as llama.cpp multiplies them: activations quantized
+# (Q8_0 blocks for Q8_0/Q4_0, Q8_K for Q4_K/Q6_K), integer dots per block
+vectors["linear_quantized"] = {}
+xq0, xd0 = quant_act(x, "q8_0")
+xqk, xdk = quant_act(x, "q8_k")
+for name in ["Q8_0", "Q4_0", "Q4_K", "Q6_K"]:
+    raw = np.frombuffer(base64.b64decode(vectors["blocks"][name]["bytes"]), dtype=np.uint8)
+    if name in ("Q8_0", "Q4_0"):
+        y = qdot_32(raw.reshape(-1, 34 if name == "Q8_0" else 18), name, xq0, xd0, OUT_F, IN)
+    elif name == "Q4_K":
+        y = qdot_q4_k(raw, xqk, xdk, OUT_F, IN)
+    else:
+        y = qdot_q6_k(raw, xqk, xdk, OUT_F, IN)
+    vectors["linear_quantized"][name] = floats(y + bias.astype(np.float64))
+
+# F16 weights with activations rounded to F16 first (ggml's F16 matmul;
+# the kernels' roundF16Activations option)
+x16 = x.astype(np.float16).astype(np.float64).reshape(ROWS, IN)
+vectors["linear_f16_activations"] = floats(x16 @ weights["F16"][1].reshape(OUT_F, IN).T + bias.astype(np.float64))
+
+# --- activation quantization on edge cases: 3 blocks of 256 (12 of 32):
+# cosines, an all-zero 256-block, tiny values (f16-subnormal Q8_0 scales),
+# exact half-integer products (ties to even), a lone maximum per block
+ax = np.zeros(768, dtype=np.float32)
+ax[0:256] = cosines(256, 0.25, 3.0)
+ax[256:288] = np.float32(1e-4) * cosines(32, 1.0)
+ax[288:320] = np.array([127, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 126.5, -126.5] + [0] * 22, dtype=np.float32)
+ax[320:352] = np.array([-254] + [1] * 31, dtype=np.float32)  # id = 0.5: x·id = 0.5 → 0
+ax[352:384] = (np.arange(32) - 15.5).astype(np.float32) * np.float32(0.3)
+ax[384:512] = cosines(128, 2.0, 0.01)
+# ax[512:768] stays zero: a Q8_K block with amax = 0
+vectors["activations"] = {"x": floats(ax)}
+for rule in ["q8_0", "q8_k"]:
+    q, d = quant_act(ax, rule)
+    vectors["activations"][rule] = {"codes": [int(v) for v in q], "scales": floats(d)}
 
 # --- softmax, RMSNorm, SwiGLU on 3 rows of 13
 N = 13

@@ -13,7 +13,11 @@ import {
   forgetWeight,
   linearRef,
 } from "../../../kernels/fast/matmul.ts";
-import { type FastDType, rowBytes } from "../../../kernels/fast/quant_ref.ts";
+import {
+  activationBlocksOf,
+  type FastDType,
+  quantizeActivationsRef,
+} from "../../../kernels/fast/quant_ref.ts";
 import {
   configureKernels,
   kernelInfo,
@@ -24,7 +28,6 @@ import {
   cosines,
   decodeAll,
   makeWeight,
-  quantizeActivations,
   VECTORS,
   worstRatio,
 } from "./_helpers.ts";
@@ -53,26 +56,62 @@ function absDot(
   return out;
 }
 
+/** The exact product `x · Wᵀ + b` of the decoded weights, in F64. */
+function exactLinear(
+  x: Float32Array,
+  rows: number,
+  wf: Float32Array,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float64Array {
+  const out = new Float64Array(rows * outF);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let s = bias ? bias[o] : 0;
+      for (let i = 0; i < inF; i++) s += x[r * inF + i] * wf[o * inF + i];
+      out[r * outF + o] = s;
+    }
+  }
+  return out;
+}
+
 /**
- * Error budget of a quantized kernel against the exact reference: the
- * activation rounding, at most `Σ_i |w_i|·d_i/2` (`d_i` the scale of x_i's
- * block), plus F32 rounding (1e-5 of `Σ|w·x|`).
+ * Error budget of a quantized kernel against the exact product: the
+ * activation rounding plus F32 rounding (1e-5 of `Σ|w·x|`). Per element,
+ * with `d = max|x|/127` over its activation block (32 values for Q8_0 /
+ * Q4_0 weights, 256 for Q4_K / Q6_K): Q8_K codes are within `d/2`; Q8_0
+ * codes are taken against `127/max|x|` but scaled by `d` rounded to F16
+ * (relative error ≤ 2^-11, ≤ 2^-25 absolute below F16's normal range), so
+ * within `d/2 + 127·(d·2^-11 + 2^-25)`.
  */
 function quantBudget(
+  dtype: FastDType,
   x: Float32Array,
   rows: number,
   wf: Float32Array,
   outF: number,
   inF: number,
 ): Float64Array {
-  const { d } = quantizeActivations(x);
+  const block = activationBlocksOf(dtype) === "Q8_0" ? 32 : 256;
+  const d = new Float64Array(x.length / block);
+  for (let b = 0; b < d.length; b++) {
+    let amax = 0;
+    for (let j = 0; j < block; j++) {
+      amax = Math.max(amax, Math.abs(x[b * block + j]));
+    }
+    d[b] = amax / 127;
+  }
+  const perElem = (db: number) =>
+    block === 32 ? db / 2 + 127 * (db * 2 ** -11 + 2 ** -25) : db / 2;
   const fp = absDot(x, rows, wf, outF, inF);
   const out = new Float64Array(rows * outF);
   for (let r = 0; r < rows; r++) {
     for (let o = 0; o < outF; o++) {
       let s = 0;
       for (let i = 0; i < inF; i++) {
-        s += Math.abs(wf[o * inF + i]) * d[(r * inF + i) >> 5] / 2;
+        s += Math.abs(wf[o * inF + i]) *
+          perElem(d[Math.floor((r * inF + i) / block)]);
       }
       out[r * outF + o] = s * 1.001 + 1e-5 * fp[r * outF + o] + 1e-6;
     }
@@ -80,56 +119,24 @@ function quantBudget(
   return out;
 }
 
-/** What the quantized kernels compute exactly (activation codes, exact Q4_K min sums). */
-function emulate(x: Float32Array, rows: number, w: Tensor): Float64Array {
-  const [outF, inF] = w.shape;
-  const wf = decodeAll(w);
-  const { xq } = quantizeActivations(x);
-  const out = new Float64Array(rows * outF);
-  if (w.dtype !== "Q4_K") {
-    for (let r = 0; r < rows; r++) {
-      for (let o = 0; o < outF; o++) {
-        let s = 0;
-        for (let i = 0; i < inF; i++) s += xq[r * inF + i] * wf[o * inF + i];
-        out[r * outF + o] = s;
-      }
-    }
-    return out;
-  }
-  // Q4_K: a value is v = d·sc·q − dmin·m; the kernel dots d·sc·q with the
-  // codes but takes the min term with the exact Σx, so it computes
-  // Σ v·xq + dmin·m·(Σ xq − Σ x) per sub-block of 32.
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let s = 0;
-      for (let sb = 0; sb < inF / 32; sb++) {
-        let sumX = 0, sumXq = 0;
-        for (let j = 0; j < 32; j++) {
-          const i = sb * 32 + j;
-          s += wf[o * inF + i] * xq[r * inF + i];
-          sumX += x[r * inF + i];
-          sumXq += xq[r * inF + i];
-        }
-        s += minOf(w, o, sb) * (sumXq - sumX);
-      }
-      out[r * outF + o] = s;
-    }
-  }
-  return out;
-}
-
-/** Q4_K: the `dmin·m` of sub-block `sb` in row `o`. */
-function minOf(w: Tensor, o: number, sb: number): number {
-  const inF = w.shape[1];
-  const off = o * rowBytes("Q4_K", inF) + Math.floor(sb / 8) * 144;
-  const b = w.bytes;
-  const dmin = new Float16Array(
-    new Uint16Array([b[off + 2] | (b[off + 3] << 8)]).buffer,
-  )[0];
-  const j = sb % 8;
-  const s = (k: number) => b[off + 4 + k];
-  const m = j < 4 ? s(j + 4) & 63 : (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
-  return dmin * m;
+/**
+ * The F32 rounding budget of the quantized kernels against their rule
+ * (`linearRef`): `2e-6·Σ|w·xq| + 1e-5`, `xq` the quantized activations.
+ */
+function ruleBudget(
+  dtype: FastDType,
+  x: Float32Array,
+  rows: number,
+  wf: Float32Array,
+  outF: number,
+  inF: number,
+): Float64Array {
+  const q = quantizeActivationsRef(x, activationBlocksOf(dtype)!);
+  const xq = Float32Array.from(
+    q.codes,
+    (v, i) => v * q.scales[Math.floor(i / q.block)],
+  );
+  return absDot(xq, rows, wf, outF, inF).map((v) => 2e-6 * v + 1e-5);
 }
 
 function checkDtype(
@@ -153,23 +160,20 @@ function checkDtype(
     );
     return;
   }
-  const r = worstRatio(fast, ref, quantBudget(x, rows, wf, outF, inF));
+  // against the exact product: within the activation rounding
+  const exact = exactLinear(x, rows, wf, outF, inF, bias);
+  const r = worstRatio(fast, exact, quantBudget(dtype, x, rows, wf, outF, inF));
   assert(
     r <= 1,
     `${dtype} ${rows}×${inF}→${outF}: error ${r.toFixed(2)}× the budget`,
   );
-  // and exactly what the kernel means to compute, up to F32 rounding
-  const em = emulate(x, rows, w);
-  const scale = absDot(quantizeActivations(x).xq, rows, wf, outF, inF).map((
-    v,
-  ) => 2e-6 * v + 1e-5);
-  const withBias = em.map((v, i) => v + bias[i % outF]);
-  const r2 = worstRatio(fast, withBias, scale);
+  // against the reference twin (the same llama.cpp rule): F32 rounding only
+  const r2 = worstRatio(fast, ref, ruleBudget(dtype, x, rows, wf, outF, inF));
   assert(
     r2 <= 1,
     `${dtype} ${rows}×${inF}→${outF}: ${
       r2.toFixed(2)
-    }× off the activation-code emulation`,
+    }× the F32 rounding budget off linearRef`,
   );
 }
 
@@ -180,8 +184,12 @@ const SHAPES: Record<string, [number, number, number][]> = {
     6,
     515,
   ]],
-  // Q8_0/Q4_0: 1, 3, 5 and 8 blocks per row (tails of the 4-block groups)
-  q32: [[1, 5, 32], [3, 7, 96], [2, 3, 160], [5, 9, 256], [1, 64, 256]],
+  // Q8_0/Q4_0: 1, 3, 5, 8 and 13 blocks per row (8- and 4-block groups, tails)
+  q32: [[1, 5, 32], [3, 7, 96], [2, 3, 160], [5, 9, 256], [1, 64, 256], [
+    2,
+    5,
+    416,
+  ]],
   q256: [[1, 5, 256], [3, 4, 512], [2, 9, 768]],
 };
 
@@ -236,7 +244,12 @@ Deno.test("linearRef and fastLinear reproduce NumPy on decoded weights of every 
       shape: [outF, inF],
       bytes: bytesOf(VECTORS.blocks[dtype].bytes),
     };
-    const expected: number[] = L[dtype];
+    const exact: number[] = L[dtype];
+    // quantized weights: linearRef follows llama.cpp's rule, as NumPy's
+    // linear_quantized does; dense ones are exact products
+    const expected: number[] = DENSE.includes(dtype)
+      ? exact
+      : VECTORS.linear_quantized[dtype];
     const ref = linearRef(x, rows, w, bias);
     for (let i = 0; i < expected.length; i++) {
       assertAlmostEquals(
@@ -247,12 +260,108 @@ Deno.test("linearRef and fastLinear reproduce NumPy on decoded weights of every 
       );
     }
     const fast = fastLinear(x, rows, w, bias);
+    const wf = decodeAll(w);
     const budget = DENSE.includes(dtype)
-      ? absDot(x, rows, decodeAll(w), outF, inF).map((v) => 2e-6 * v + 1e-5)
-      : quantBudget(x, rows, decodeAll(w), outF, inF);
+      ? absDot(x, rows, wf, outF, inF).map((v) => 2e-6 * v + 1e-5)
+      : ruleBudget(dtype, x, rows, wf, outF, inF);
     const r = worstRatio(fast, expected, budget);
     assert(r <= 1, `${dtype}: ${r.toFixed(2)}× the budget against NumPy`);
+    if (!DENSE.includes(dtype)) {
+      const re = worstRatio(
+        fast,
+        exact,
+        quantBudget(dtype, x, rows, wf, outF, inF),
+      );
+      assert(re <= 1, `${dtype}: ${re.toFixed(2)}× the budget against exact`);
+    }
   }
+});
+
+Deno.test("roundF16Activations: F16 weights times F16-rounded activations, as NumPy computes them", async () => {
+  const L = VECTORS.linear;
+  const [rows, inF, outF] = L.shape;
+  const x = Float32Array.from(L.x);
+  const bias = Float32Array.from(L.bias);
+  const w: Tensor = {
+    name: "F16",
+    dtype: "F16",
+    shape: [outF, inF],
+    bytes: bytesOf(VECTORS.blocks.F16.bytes),
+  };
+  const expected: number[] = VECTORS.linear_f16_activations;
+  const budget = absDot(x, rows, decodeAll(w), outF, inF).map((v) =>
+    2e-6 * v + 1e-5
+  );
+  const off = fastLinear(x, rows, w, bias);
+  try {
+    await configureKernels({ roundF16Activations: true });
+    for (
+      const y of [fastLinear(x, rows, w, bias), linearRef(x, rows, w, bias)]
+    ) {
+      const r = worstRatio(y, expected, budget);
+      assert(r <= 1, `${r.toFixed(2)}× the budget against NumPy`);
+    }
+    // other dtypes are unaffected
+    const q = makeWeight("Q8_0", 3, 64), xq = cosines(64);
+    await configureKernels({ roundF16Activations: false });
+    const before = fastLinear(xq, 1, q);
+    await configureKernels({ roundF16Activations: true });
+    assertEquals(fastLinear(xq, 1, q), before);
+  } finally {
+    await configureKernels({ roundF16Activations: false });
+  }
+  // off: F32 activations, the exact product (the rounding is visible)
+  assert(worstRatio(off, L.F16, budget) <= 1);
+  assert(worstRatio(off, expected, budget) > 1);
+});
+
+Deno.test("quantizeActivationsRef reproduces NumPy's Q8_0 and Q8_K activation blocks exactly, and the kernels agree on them", async () => {
+  const A = VECTORS.activations;
+  const x = Float32Array.from(A.x);
+  for (const [rule, blocks] of [["q8_0", "Q8_0"], ["q8_k", "Q8_K"]] as const) {
+    const q = quantizeActivationsRef(x, blocks);
+    assertEquals(Array.from(q.codes), A[rule].codes, rule);
+    assertEquals(
+      Array.from(q.scales),
+      Array.from(Float32Array.from(A[rule].scales)),
+      rule,
+    );
+  }
+  // the kernels quantize the same way: ties, zero blocks, tiny scales
+  for (const noRelaxedSimd of [false, true]) {
+    await configureKernels({ noRelaxedSimd });
+    for (const dtype of QUANT) {
+      const w = makeWeight(dtype, 5, x.length);
+      const fast = fastLinear(x, 1, w), ref = linearRef(x, 1, w);
+      const r = worstRatio(
+        fast,
+        ref,
+        ruleBudget(dtype, x, 1, decodeAll(w), 5, x.length),
+      );
+      assert(r <= 1, `${dtype} (relaxed ${!noRelaxedSimd}): ${r.toFixed(2)}×`);
+    }
+  }
+  await configureKernels({ noRelaxedSimd: false });
+  // hand-checked: 127/127 = 1, so x·id = 0.5, 1.5, 2.5 … tie to even
+  const q = quantizeActivationsRef(x.subarray(288, 320), "Q8_0");
+  assertEquals(Array.from(q.codes.subarray(0, 10)), [
+    127,
+    0,
+    2,
+    2,
+    0,
+    -2,
+    -2,
+    4,
+    126,
+    -126,
+  ]);
+  assertEquals(q.scales[0], 1);
+  assertThrows(
+    () => quantizeActivationsRef(new Float32Array(48), "Q8_0"),
+    RangeError,
+    "multiple of the block size 32",
+  );
 });
 
 Deno.test("linear() dispatches to the fast kernels and keeps the reference path for other dtypes", () => {
