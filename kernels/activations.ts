@@ -49,8 +49,9 @@ const TWO_OVER_SQRT_PI = 1.1283791670955126;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { erfc } from "./activations.ts";
- * console.assert(Math.abs(erfc(1) - 0.15729920705028513) < 1e-15);
+ * assert(Math.abs(erfc(1) - 0.15729920705028513) < 1e-15);
  * ```
  */
 export function erfc(x: number): number {
@@ -96,8 +97,9 @@ function erfPositiveSeries(x: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { erf } from "./activations.ts";
- * console.assert(Math.abs(erf(0.5) - 0.5204998778130465) < 1e-15);
+ * assert(Math.abs(erf(0.5) - 0.5204998778130465) < 1e-15);
  * ```
  */
 export function erf(x: number): number {
@@ -120,8 +122,9 @@ const GELU_TANH_K = Math.sqrt(2 / Math.PI);
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { activate } from "./activations.ts";
- * console.assert(activate("relu", -2) === 0 && activate("leaky_relu", -2, 0.1) === -0.2);
+ * assert(activate("relu", -2) === 0 && activate("leaky_relu", -2, 0.1) === -0.2);
  * ```
  */
 export function activate(
@@ -172,9 +175,10 @@ function sigmoid(x: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { applyActivation } from "./activations.ts";
  * const y = applyActivation(new Float32Array([0, 0, 1, -1]), 2, "softmax");
- * console.assert(y[0] === 0.5 && Math.abs(y[2] - 0.8807971) < 1e-6);
+ * assert(y[0] === 0.5 && Math.abs(y[2] - 0.8807971) < 1e-6);
  * ```
  */
 export function applyActivation(
@@ -213,9 +217,10 @@ function checkGateUp(gate: Float32Array, up: Float32Array): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { siluMulRef } from "./activations.ts";
  * const y = siluMulRef(new Float32Array([0, 2]), new Float32Array([5, 3]));
- * console.assert(y[0] === 0 && Math.abs(y[1] - 6 / (1 + Math.exp(-2))) < 1e-6);
+ * assert(y[0] === 0 && Math.abs(y[1] - 6 / (1 + Math.exp(-2))) < 1e-6);
  * ```
  */
 export function siluMulRef(gate: Float32Array, up: Float32Array): Float32Array {
@@ -240,9 +245,10 @@ export function siluMulRef(gate: Float32Array, up: Float32Array): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { siluMul } from "./activations.ts";
  * const y = siluMul(new Float32Array([1, -1, 3]), new Float32Array([1, 1, 2]));
- * console.assert(Math.abs(y[2] - 6 / (1 + Math.exp(-3))) < 1e-5);
+ * assert(Math.abs(y[2] - 6 / (1 + Math.exp(-3))) < 1e-5);
  * ```
  */
 export function siluMul(gate: Float32Array, up: Float32Array): Float32Array {

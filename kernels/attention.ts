@@ -104,9 +104,10 @@ function adopt(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createKvCache } from "./attention.ts";
  * const c = createKvCache(2, 4, 8, 32);
- * console.assert(c.length === 0 && c.k.length === 2 * 4 * 32 * 8);
+ * assert(c.length === 0 && c.k.length === 2 * 4 * 32 * 8);
  * ```
  */
 export function createKvCache(
@@ -163,10 +164,11 @@ function grow(cache: KvCache, need: number): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { appendKv, createKvCache } from "./attention.ts";
  * const c = createKvCache(1, 1, 2, 1);
  * appendKv(c, new Float32Array([1, 2, 3, 4]), new Float32Array(4), 2);
- * console.assert(c.length === 2 && c.k[3] === 4);
+ * assert(c.length === 2 && c.k[3] === 4);
  * ```
  */
 export function appendKv(
@@ -277,11 +279,12 @@ function attendShape(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { appendKv, attend, createKvCache } from "./attention.ts";
  * const c = createKvCache(1, 1, 4);
  * appendKv(c, new Float32Array(8), new Float32Array([2, 2, 2, 2, 4, 4, 4, 4]), 2);
  * const out = attend(new Float32Array(8).fill(1), c, { heads: 1, seq: 2 });
- * console.assert(out[0] === 2 && Math.abs(out[4] - 3) < 1e-6); // second query averages both
+ * assert(out[0] === 2 && Math.abs(out[4] - 3) < 1e-6); // second query averages both
  * ```
  */
 export function attend(
@@ -346,11 +349,12 @@ export function attend(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { appendKv, attendRef, createKvCache } from "./attention.ts";
  * const c = createKvCache(1, 1, 1);
  * appendKv(c, new Float32Array([0, 0]), new Float32Array([2, 4]), 2);
  * const out = attendRef(new Float32Array([1, 1]), c, { heads: 1, seq: 2 });
- * console.assert(out[0] === 2 && out[1] === 3); // second query averages both
+ * assert(out[0] === 2 && out[1] === 3); // second query averages both
  * ```
  */
 export function attendRef(

@@ -76,9 +76,10 @@ function distance(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { distances } from "./kmeans.ts";
  * const d = distances(new Float32Array([0, 0]), 1, new Float32Array([3, 4, 0, 1]), 2, 2);
- * console.assert(d[0] === 5 && d[1] === 1);
+ * assert(d[0] === 5 && d[1] === 1);
  * ```
  */
 export function distances(
@@ -127,9 +128,10 @@ function argmin(d: ArrayLike<number>, o: number, k: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { kmeansPlusPlus } from "./kmeans.ts";
  * const c = kmeansPlusPlus(new Float32Array([0, 0, 10, 10]), 2, 2, 2, 1);
- * console.assert(c[0] + c[2] === 10);
+ * assert(c[0] + c[2] === 10);
  * ```
  */
 export function kmeansPlusPlus(
@@ -218,10 +220,11 @@ export interface FitResult {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fitKMeans } from "./kmeans.ts";
  * const data = new Float32Array([0, 0, 0, 1, 10, 10, 10, 11]);
  * const fit = fitKMeans(data, 4, 2, { numClusters: 2, seed: 3 });
- * console.assert(fit.converged && fit.inertia === 1);
+ * assert(fit.converged && fit.inertia === 1);
  * ```
  */
 export function fitKMeans(

@@ -24,9 +24,10 @@ import { isFastDType } from "./fast/quant_ref.ts";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { matmulTransposedRef } from "./linear.ts";
  * const y = matmulTransposedRef(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4, 5, 6]), 2);
- * console.assert(y[0] === 11 && y[1] === 17);
+ * assert(y[0] === 11 && y[1] === 17);
  * ```
  */
 export function matmulTransposedRef(
@@ -72,11 +73,12 @@ export function matmulTransposedRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { linear } from "./linear.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const w = tensorFromF32("w", new Float32Array([1, 0, 0, 1]), [2, 2]);
  * const y = linear(new Float32Array([5, 7]), 1, w);
- * console.assert(y[0] === 5 && y[1] === 7);
+ * assert(y[0] === 5 && y[1] === 7);
  * ```
  */
 export function linear(
@@ -120,12 +122,13 @@ export function linear(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { linearMany } from "./linear.ts";
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const a = tensorFromF32("a", new Float32Array([1, 0, 0, 1]), [2, 2]);
  * const b = tensorFromF32("b", new Float32Array([2, 2]), [1, 2]);
  * const [ya, yb] = linearMany(new Float32Array([5, 7]), 1, [a, b]);
- * console.assert(ya[1] === 7 && yb[0] === 24);
+ * assert(ya[1] === 7 && yb[0] === 24);
  * ```
  */
 export function linearMany(

@@ -39,9 +39,10 @@ function check(x: Float32Array, rows: number, cols: number, what: string) {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { layerNorm } from "./norms.ts";
  * const y = layerNorm(new Float32Array([1, 3]), 1, 2, new Float32Array([1, 1]), undefined, 0);
- * console.assert(y[0] === -1 && y[1] === 1);
+ * assert(y[0] === -1 && y[1] === 1);
  * ```
  */
 export function layerNorm(
@@ -88,10 +89,11 @@ export function layerNorm(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { rmsNorm } from "./norms.ts";
  * const x = new Float32Array(32).fill(2);
  * const y = rmsNorm(x, 1, 32, new Float32Array(32).fill(0.5), 0);
- * console.assert(Math.abs(y[31] - 0.5) < 1e-6);
+ * assert(Math.abs(y[31] - 0.5) < 1e-6);
  * ```
  */
 export function rmsNorm(
@@ -123,9 +125,10 @@ export function rmsNorm(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { rmsNormRef } from "./norms.ts";
  * const y = rmsNormRef(new Float32Array([3, 4]), 1, 2, new Float32Array([1, 2]), 0);
- * console.assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
+ * assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
  * ```
  */
 export function rmsNormRef(

@@ -55,9 +55,10 @@ function checkTemperature(t: number, what: string) {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { softmax } from "./softmax.ts";
  * const p = softmax(new Float32Array([0, 0, 0, Math.log(3)]), 1, 4);
- * console.assert(Math.abs(p[3] - 0.5) < 1e-7);
+ * assert(Math.abs(p[3] - 0.5) < 1e-7);
  * ```
  */
 export function softmax(
@@ -88,9 +89,10 @@ export function softmax(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { softmaxRef } from "./softmax.ts";
  * const p = softmaxRef(new Float32Array([0, 0, 0, Math.log(3)]), 1, 4);
- * console.assert(Math.abs(p[3] - 0.5) < 1e-7);
+ * assert(Math.abs(p[3] - 0.5) < 1e-7);
  * ```
  */
 export function softmaxRef(
@@ -129,9 +131,10 @@ export function softmaxRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { maskedSoftmax } from "./softmax.ts";
  * const p = maskedSoftmax(new Float32Array([5, 1, 1]), 1, 3, [false, true, true]);
- * console.assert(p[0] === 0 && p[1] === 0.5);
+ * assert(p[0] === 0 && p[1] === 0.5);
  * ```
  */
 export function maskedSoftmax(
@@ -197,9 +200,10 @@ function sortedRow(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { sparsemax } from "./softmax.ts";
  * const p = sparsemax(new Float32Array([1, 0]), 1, 2);
- * console.assert(p[0] === 1 && p[1] === 0);
+ * assert(p[0] === 1 && p[1] === 0);
  * ```
  */
 export function sparsemax(
@@ -243,9 +247,10 @@ export function sparsemax(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { entmax15 } from "./softmax.ts";
  * const p = entmax15(new Float32Array([3, 0, 0]), 1, 3);
- * console.assert(p[0] === 1 && p[1] === 0);
+ * assert(p[0] === 1 && p[1] === 0);
  * ```
  */
 export function entmax15(
@@ -301,9 +306,10 @@ export function entmax15(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { entmaxBisect } from "./softmax.ts";
  * const p = entmaxBisect(new Float32Array([1, 0.5, -3]), 1, 3, 1.25);
- * console.assert(Math.abs(p[0] + p[1] + p[2] - 1) < 1e-6 && p[2] === 0);
+ * assert(Math.abs(p[0] + p[1] + p[2] - 1) < 1e-6 && p[2] === 0);
  * ```
  */
 export function entmaxBisect(
@@ -366,10 +372,11 @@ export function entmaxBisect(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { gumbelSoftmax } from "./softmax.ts";
  * const u = Math.exp(-1); // gives g = 0
  * const p = gumbelSoftmax(new Float32Array([0, 0]), 1, 2, [u, u]);
- * console.assert(p[0] === 0.5);
+ * assert(p[0] === 0.5);
  * ```
  */
 export function gumbelSoftmax(

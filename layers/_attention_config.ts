@@ -141,10 +141,11 @@ function parseScaling(raw: unknown, path: string): RopeScaling | null {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { ATTENTION_FIELDS, parseAttentionFields } from "./_attention_config.ts";
  * const ctx = { path: "layers[0]", inputSize: 8, parseChild: () => { throw new Error(); } };
  * const cfg = parseAttentionFields({ type: "mha", num_heads: 2 }, ctx, "mha", ATTENTION_FIELDS);
- * console.assert(cfg.d_model === 8 && cfg.head_dim === 4 && cfg.num_kv_heads === 2);
+ * assert(cfg.d_model === 8 && cfg.head_dim === 4 && cfg.num_kv_heads === 2);
  * ```
  */
 export function parseAttentionFields(
@@ -232,13 +233,14 @@ export function parseAttentionFields(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { attentionFieldsToJSON } from "./_attention_config.ts";
  * const j = attentionFieldsToJSON({
  *   d_model: 8, num_heads: 2, num_kv_heads: 1, head_dim: 4, causal: true,
  *   use_rope: true, rope_theta: 10000, rope_style: "neox", rope_scaling: null,
  *   sliding_window: null, q_bias: false, k_bias: false, v_bias: false, o_bias: false,
  * });
- * console.assert(j.num_kv_heads === 1 && j.rope_scaling === null);
+ * assert(j.num_kv_heads === 1 && j.rope_scaling === null);
  * ```
  */
 export function attentionFieldsToJSON(

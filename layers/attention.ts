@@ -17,6 +17,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { multiHeadAttention } from "./attention.ts";
  * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
@@ -28,7 +29,7 @@
  * }));
  * const layer = multiHeadAttention.build(cfg, createScope(tensors));
  * const y = layer.forward(floatTensor(new Float32Array(2 * 3 * 8).fill(0.5), [2, 3, 8]));
- * console.assert(y.shape.join() === "2,3,8");
+ * assert(y.shape.join() === "2,3,8");
  * ```
  *
  * @module
@@ -200,6 +201,7 @@ function ropeOnnx(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { attentionOnnx, multiHeadAttention } from "./attention.ts";
  * import { createRng, createScope, tensorFromF32 } from "../core/mod.ts";
  * import { GraphBuilder } from "../formats/_onnx_graph.ts";
@@ -211,7 +213,7 @@ function ropeOnnx(
  * const g = new GraphBuilder({ opset: 17, weightDtype: "keep", options: { maxSequenceLength: 16 } });
  * const x = g.addInput("x", 1, ["batch", "sequence", 8]);
  * attentionOnnx(g, cfg, createScope(tensors), x);
- * console.assert(g.nodes.filter((n) => n.opType === "Softmax").length === 1);
+ * assert(g.nodes.filter((n) => n.opType === "Softmax").length === 1);
  * ```
  */
 export function attentionOnnx(
@@ -314,13 +316,14 @@ export function attentionOnnx(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { multiHeadAttention } from "./attention.ts";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
  * const cfg = multiHeadAttention.parse(
  *   { type: "multi_head_attention", d_model: 64, num_heads: 8, num_kv_heads: 2 },
  *   ctx,
  * );
- * console.assert(multiHeadAttention.params(cfg)[1].shape.join() === "16,64");
+ * assert(multiHeadAttention.params(cfg)[1].shape.join() === "16,64");
  * ```
  */
 export const multiHeadAttention: LayerPlugin<AttentionConfig> = {

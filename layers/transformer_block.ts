@@ -16,6 +16,7 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { transformerBlock } from "./transformer_block.ts";
  * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
  * const ctx = { path: "layers[1]", parseChild: () => { throw new Error(); } };
@@ -29,7 +30,7 @@
  * const block = transformerBlock.build(cfg, createScope(tensors));
  * const state = {};
  * const y = block.forward(floatTensor(new Float32Array(4 * 8).fill(1), [4, 8]), state);
- * console.assert(y.shape.join() === "4,8");
+ * assert(y.shape.join() === "4,8");
  * ```
  *
  * @module
@@ -97,14 +98,15 @@ function mlpConfig(cfg: TransformerBlockConfig): SwigluConfig {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { transformerBlock } from "./transformer_block.ts";
  * const ctx = { path: "layers[1]", inputSize: 64, parseChild: () => { throw new Error(); } };
  * const cfg = transformerBlock.parse(
  *   { type: "transformer_block", num_heads: 8, num_kv_heads: 4, intermediate_size: 172, rms_norm_eps: 1e-5 },
  *   ctx,
  * );
- * console.assert(cfg.d_model === 64 && cfg.head_dim === 8);
- * console.assert(transformerBlock.params(cfg).some((p) => p.name === "mlp.down_proj.weight"));
+ * assert(cfg.d_model === 64 && cfg.head_dim === 8);
+ * assert(transformerBlock.params(cfg).some((p) => p.name === "mlp.down_proj.weight"));
  * ```
  */
 export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {

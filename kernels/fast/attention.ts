@@ -103,9 +103,10 @@ const FINALIZER = new FinalizationRegistry<
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createKvCache } from "./attention.ts";
  * const cache = createKvCache({ kvHeads: 2, headDim: 8, capacity: 16 });
- * console.assert(cache.length === 0 && cache.k.length === 2 * 16 * 8);
+ * assert(cache.length === 0 && cache.k.length === 2 * 16 * 8);
  * ```
  */
 export function createKvCache(opts: KvCacheOptions): KvCache {
@@ -231,10 +232,11 @@ function append(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createKvCache, fastAttentionRef } from "./attention.ts";
  * const cache = createKvCache({ kvHeads: 1, headDim: 2, capacity: 4, fast: false });
  * const out = fastAttentionRef(new Float32Array([1, 0]), new Float32Array([1, 0]), new Float32Array([5, 6]), cache, { heads: 1 });
- * console.assert(out[0] === 5 && out[1] === 6 && cache.length === 1);
+ * assert(out[0] === 5 && out[1] === 6 && cache.length === 1);
  * ```
  */
 export function fastAttentionRef(
@@ -294,12 +296,13 @@ export function fastAttentionRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { createKvCache, fastAttention } from "./attention.ts";
  * const cache = createKvCache({ kvHeads: 1, headDim: 4, capacity: 8 });
  * const q = new Float32Array([1, 0, 0, 0, 0, 1, 0, 0]); // two positions
  * const k = q.slice(), v = new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]);
  * const out = fastAttention(q, k, v, cache, { heads: 1 });
- * console.assert(out[0] === 1 && cache.length === 2); // position 0 sees only itself
+ * assert(out[0] === 1 && cache.length === 2); // position 0 sees only itself
  * ```
  */
 export function fastAttention(

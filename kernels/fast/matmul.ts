@@ -111,11 +111,12 @@ function checkBytes(w: Tensor, dtype: FastDType, outF: number, inF: number) {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { linearRef } from "./matmul.ts";
  * import { tensorFromF32 } from "../../core/tensor.ts";
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * const y = linearRef(new Float32Array([1, 1]), 1, w, new Float32Array([0.5, 0]));
- * console.assert(y[0] === 3.5 && y[1] === 7);
+ * assert(y[0] === 3.5 && y[1] === 7);
  * ```
  */
 export function linearRef(
@@ -414,11 +415,12 @@ function quantLinear(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastLinear } from "./matmul.ts";
  * import { tensorFromF32 } from "../../core/tensor.ts";
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4, 5, 6]), [3, 2]);
  * const y = fastLinear(new Float32Array([1, 1]), 1, w);
- * console.assert(y[0] === 3 && y[1] === 7 && y[2] === 11);
+ * assert(y[0] === 3 && y[1] === 7 && y[2] === 11);
  * ```
  */
 export function fastLinear(
@@ -468,12 +470,13 @@ export function fastLinear(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastLinearMany } from "./matmul.ts";
  * import { tensorFromF32 } from "../../core/tensor.ts";
  * const a = tensorFromF32("a", new Float32Array([1, 2]), [1, 2]);
  * const b = tensorFromF32("b", new Float32Array([3, 4, 5, 6]), [2, 2]);
  * const [ya, yb] = fastLinearMany(new Float32Array([1, 1]), 1, [a, b]);
- * console.assert(ya[0] === 3 && yb[0] === 7 && yb[1] === 11);
+ * assert(ya[0] === 3 && yb[0] === 7 && yb[1] === 11);
  * ```
  */
 export function fastLinearMany(
@@ -523,9 +526,10 @@ export function fastLinearMany(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastMatmulF32 } from "./matmul.ts";
  * const y = fastMatmulF32(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4, 5, 6]), 2);
- * console.assert(y[0] === 11 && y[1] === 17);
+ * assert(y[0] === 11 && y[1] === 17);
  * ```
  */
 export function fastMatmulF32(
@@ -564,6 +568,7 @@ export function fastMatmulF32(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastLinear, forgetWeight } from "./matmul.ts";
  * import { tensorFromF32 } from "../../core/tensor.ts";
  * const data = new Float32Array([1, 0, 0, 1]);
@@ -571,7 +576,7 @@ export function fastMatmulF32(
  * fastLinear(new Float32Array([2, 3]), 1, w);
  * data[0] = 5;
  * forgetWeight(w);
- * console.assert(fastLinear(new Float32Array([2, 3]), 1, w)[0] === 10);
+ * assert(fastLinear(new Float32Array([2, 3]), 1, w)[0] === 10);
  * ```
  */
 export function forgetWeight(w: Tensor | Float32Array): void {

@@ -15,12 +15,13 @@
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configureKernels, fastLinear, shutdownKernels } from "./mod.ts";
  * import { tensorFromF32 } from "../../core/tensor.ts";
  * await configureKernels({ threads: 2 });
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * const y = fastLinear(new Float32Array([1, 1]), 1, w);
- * console.assert(y[0] === 3 && y[1] === 7);
+ * assert(y[0] === 3 && y[1] === 7);
  * await shutdownKernels();
  * ```
  *

@@ -43,9 +43,10 @@ function take(e: Engine, p: number, n: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastSoftmaxRef } from "./ops.ts";
  * const p = fastSoftmaxRef(new Float32Array([0, Math.log(3)]), 2);
- * console.assert(Math.abs(p[1] - 0.75) < 1e-7);
+ * assert(Math.abs(p[1] - 0.75) < 1e-7);
  * ```
  */
 export function fastSoftmaxRef(x: Float32Array, n: number): Float32Array {
@@ -72,9 +73,10 @@ export function fastSoftmaxRef(x: Float32Array, n: number): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastSoftmax } from "./ops.ts";
  * const p = fastSoftmax(new Float32Array([1, 1, 1, 1, 0, 0]), 3);
- * console.assert(Math.abs(p[0] - 1 / 3) < 1e-6 && Math.abs(p[3] + p[4] + p[5] - 1) < 1e-6);
+ * assert(Math.abs(p[0] - 1 / 3) < 1e-6 && Math.abs(p[3] + p[4] + p[5] - 1) < 1e-6);
  * ```
  */
 export function fastSoftmax(x: Float32Array, n: number): Float32Array {
@@ -109,9 +111,10 @@ function checkWeight(w: Float32Array, n: number, what: string): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastRmsNormRef } from "./ops.ts";
  * const y = fastRmsNormRef(new Float32Array([3, 4]), 2, new Float32Array([1, 2]), 0);
- * console.assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
+ * assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
  * ```
  */
 export function fastRmsNormRef(
@@ -144,9 +147,10 @@ export function fastRmsNormRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastRmsNorm } from "./ops.ts";
  * const y = fastRmsNorm(new Float32Array([3, 4]), 2, new Float32Array([1, 1]), 0);
- * console.assert(Math.abs(y[0] - 3 / Math.sqrt(12.5)) < 1e-6);
+ * assert(Math.abs(y[0] - 3 / Math.sqrt(12.5)) < 1e-6);
  * ```
  */
 export function fastRmsNorm(
@@ -186,9 +190,10 @@ function checkSame(a: Float32Array, b: Float32Array, what: string): void {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastSwigluRef } from "./ops.ts";
  * const y = fastSwigluRef(new Float32Array([0, 2]), new Float32Array([5, 1]));
- * console.assert(y[0] === 0 && Math.abs(y[1] - 2 / (1 + Math.exp(-2))) < 1e-6);
+ * assert(y[0] === 0 && Math.abs(y[1] - 2 / (1 + Math.exp(-2))) < 1e-6);
  * ```
  */
 export function fastSwigluRef(
@@ -214,9 +219,10 @@ export function fastSwigluRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastSwiglu } from "./ops.ts";
  * const y = fastSwiglu(new Float32Array([1, -1, 3]), new Float32Array([1, 1, 2]));
- * console.assert(Math.abs(y[2] - 6 / (1 + Math.exp(-3))) < 1e-5);
+ * assert(Math.abs(y[2] - 6 / (1 + Math.exp(-3))) < 1e-5);
  * ```
  */
 export function fastSwiglu(gate: Float32Array, up: Float32Array): Float32Array {
@@ -320,10 +326,11 @@ function ropeShape(x: Float32Array, o: RopeOptions): RopeShape {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastRopeRef } from "./ops.ts";
  * // one head of 2 at position 1, θ = 1 rad: (1, 0) → (cos 1, sin 1)
  * const y = fastRopeRef(new Float32Array([1, 0]), { heads: 1, headDim: 2, startPos: 1 });
- * console.assert(Math.abs(y[0] - Math.cos(1)) < 1e-7 && Math.abs(y[1] - Math.sin(1)) < 1e-7);
+ * assert(Math.abs(y[0] - Math.cos(1)) < 1e-7 && Math.abs(y[1] - Math.sin(1)) < 1e-7);
  * ```
  */
 export function fastRopeRef(x: Float32Array, opts: RopeOptions): Float32Array {
@@ -363,10 +370,11 @@ export function fastRopeRef(x: Float32Array, opts: RopeOptions): Float32Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { fastRope } from "./ops.ts";
  * const x = new Float32Array(16).fill(1);
  * const y = fastRope(x, { heads: 2, headDim: 8, startPos: 0 });
- * console.assert(y.every((v) => v === 1)); // position 0 does not rotate
+ * assert(y.every((v) => v === 1)); // position 0 does not rotate
  * ```
  */
 export function fastRope(x: Float32Array, opts: RopeOptions): Float32Array {

@@ -76,8 +76,9 @@ export const BLOCKS: Readonly<
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { isFastDType } from "./quant_ref.ts";
- * console.assert(isFastDType("Q4_K") && !isFastDType("Q5_0"));
+ * assert(isFastDType("Q4_K") && !isFastDType("Q5_0"));
  * ```
  */
 export function isFastDType(dtype: string): dtype is FastDType {
@@ -92,8 +93,9 @@ export function isFastDType(dtype: string): dtype is FastDType {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { halfToFloat } from "./quant_ref.ts";
- * console.assert(halfToFloat(0x3c00) === 1 && halfToFloat(0xc000) === -2);
+ * assert(halfToFloat(0x3c00) === 1 && halfToFloat(0xc000) === -2);
  * ```
  */
 export function halfToFloat(h: number): number {
@@ -115,8 +117,9 @@ export function halfToFloat(h: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { rowBytes } from "./quant_ref.ts";
- * console.assert(rowBytes("Q4_0", 64) === 36);
+ * assert(rowBytes("Q4_0", 64) === 36);
  * ```
  */
 export function rowBytes(dtype: FastDType, cols: number): number {
@@ -143,13 +146,14 @@ export function rowBytes(dtype: FastDType, cols: number): number {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { dequantizeRowRef } from "./quant_ref.ts";
  * // One Q8_0 block: d = 0.5 (f16 0x3800), codes 0..31.
  * const b = new Uint8Array(34);
  * b[0] = 0x00; b[1] = 0x38;
  * for (let i = 0; i < 32; i++) b[2 + i] = i;
  * const row = dequantizeRowRef("Q8_0", b, 0, 32);
- * console.assert(row[3] === 1.5);
+ * assert(row[3] === 1.5);
  * ```
  */
 export function dequantizeRowRef(
@@ -266,9 +270,10 @@ export type ActivationBlocks = "Q8_0" | "Q8_K";
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { activationBlocksOf } from "./quant_ref.ts";
- * console.assert(activationBlocksOf("Q4_0") === "Q8_0");
- * console.assert(activationBlocksOf("Q6_K") === "Q8_K");
+ * assert(activationBlocksOf("Q4_0") === "Q8_0");
+ * assert(activationBlocksOf("Q6_K") === "Q8_K");
  * ```
  */
 export function activationBlocksOf(
@@ -311,12 +316,13 @@ export interface QuantizedActivations {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { quantizeActivationsRef } from "./quant_ref.ts";
  * const x = new Float32Array(32);
  * x[0] = 1.27; x[1] = -0.5; x[2] = 0.005;
  * const q = quantizeActivationsRef(x, "Q8_0");
- * console.assert(q.codes[0] === 127 && q.codes[1] === -50 && q.codes[2] === 0);
- * console.assert(q.scales[0] === 0.01000213623046875); // f16(0.01)
+ * assert(q.codes[0] === 127 && q.codes[1] === -50 && q.codes[2] === 0);
+ * assert(q.scales[0] === 0.01000213623046875); // f16(0.01)
  * ```
  */
 export function quantizeActivationsRef(
@@ -378,12 +384,13 @@ export function quantizeActivationsRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { quantizeActivationsRef, quantizedDotRef } from "./quant_ref.ts";
  * // One Q8_0 block: d = 0.5 (f16 0x3800), all codes 2: each weight is 1.
  * const w = new Uint8Array(34).fill(2);
  * w[0] = 0x00; w[1] = 0x38;
  * const xq = quantizeActivationsRef(new Float32Array(32).fill(1.27), "Q8_0");
- * console.assert(quantizedDotRef("Q8_0", w, 0, 32, xq, 0) === 32 * 127 * xq.scales[0]);
+ * assert(quantizedDotRef("Q8_0", w, 0, 32, xq, 0) === 32 * 127 * xq.scales[0]);
  * ```
  */
 export function quantizedDotRef(
@@ -490,8 +497,9 @@ export function quantizedDotRef(
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { roundToF16 } from "./quant_ref.ts";
- * console.assert(roundToF16(new Float32Array([0.1]))[0] === 0.0999755859375);
+ * assert(roundToF16(new Float32Array([0.1]))[0] === 0.0999755859375);
  * ```
  */
 export function roundToF16(x: Float32Array): Float32Array {

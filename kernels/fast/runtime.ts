@@ -115,9 +115,10 @@ export const kernelDefaults: Readonly<Required<KernelOptions>> = DEFAULTS;
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { configureKernels, shutdownKernels } from "./runtime.ts";
  * const info = await configureKernels({ threads: 2, minParallelWork: 1 << 16 });
- * console.assert(info.threads === 2);
+ * assert(info.threads === 2);
  * await shutdownKernels();
  * ```
  */
@@ -221,9 +222,10 @@ export function kernelInfo(): KernelInfo {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { allocateKernelBytes } from "./runtime.ts";
  * const b = allocateKernelBytes(34);
- * console.assert(b.length === 34);
+ * assert(b.length === 34);
  * ```
  */
 export function allocateKernelBytes(n: number): Uint8Array {
@@ -248,11 +250,12 @@ export function allocateKernelBytes(n: number): Uint8Array {
  *
  * @example
  * ```ts
+ * import { assert } from "@std/assert";
  * import { kernelCopyBytes } from "./runtime.ts";
  * import { fastLinear } from "./matmul.ts";
  * import { tensorFromF32 } from "../../core/tensor.ts";
  * const w = tensorFromF32("w", new Float32Array(8 * 8), [8, 8]);
- * console.assert(kernelCopyBytes(w.bytes) === 0);
+ * assert(kernelCopyBytes(w.bytes) === 0);
  * fastLinear(new Float32Array(8), 1, w);
  * console.log(kernelCopyBytes(w.bytes)); // the 4-row panels of w (0 without WebAssembly SIMD)
  * ```
