@@ -53,3 +53,25 @@ Deno.test("docs: every exported function, class and constant has an @example", a
   }
   assertEquals([...missing].sort(), []);
 });
+
+Deno.test("docs: examples assert with @std/assert (console.assert never fails a doc test)", async () => {
+  const offenders: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for await (const e of Deno.readDir(dir)) {
+      if (
+        e.name.startsWith(".") || e.name === "node_modules" ||
+        e.name === "tests"
+      ) continue;
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory) await walk(path);
+      else if (
+        /\.(ts|md)$/.test(e.name) &&
+        (await Deno.readTextFile(path)).includes("console.assert(")
+      ) {
+        offenders.push(path.slice(REPO_ROOT.length + 1));
+      }
+    }
+  };
+  await walk(REPO_ROOT);
+  assertEquals(offenders, []);
+});
