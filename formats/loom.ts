@@ -282,6 +282,35 @@ function children(
   return { defs, weights };
 }
 
+/**
+ * Loom's `branches` run one after another, as our `sequential` layer: child j
+ * reads the previous child's output and keeps its weights under `layers.{j}`.
+ */
+function convertChain(
+  ctx: Ctx,
+  defs: unknown[],
+  weights: unknown[],
+  path: string,
+  scope: string,
+  inputSize: number | undefined,
+): Converted {
+  const layers: LayerConfig[] = [];
+  let size = inputSize;
+  defs.forEach((d, j) => {
+    const c = convertLayer(
+      ctx,
+      d,
+      weights[j],
+      `${path}.branches[${j}]`,
+      `${scope}.layers.${j}`,
+      size,
+    );
+    layers.push(c.cfg);
+    size = c.outputSize;
+  });
+  return { cfg: { type: "sequential", layers }, outputSize: size };
+}
+
 function convertLayer(
   ctx: Ctx,
   def: unknown,
@@ -498,21 +527,7 @@ function convertLayer(
       return { cfg: { type: "residual" }, outputSize: inputSize };
     case "sequential": {
       const { defs, weights } = children(ctx, def, we, path);
-      const layers: LayerConfig[] = [];
-      let size = inputSize;
-      defs.forEach((d, j) => {
-        const c = convertLayer(
-          ctx,
-          d,
-          weights[j],
-          `${path}.branches[${j}]`,
-          `${scope}.layers.${j}`,
-          size,
-        );
-        layers.push(c.cfg);
-        size = c.outputSize;
-      });
-      return { cfg: { type: "sequential", layers }, outputSize: size };
+      return convertChain(ctx, defs, weights, path, scope, inputSize);
     }
     case "parallel":
       return convertParallel(ctx, def, we, path, scope, inputSize);
@@ -619,20 +634,16 @@ function convertKMeans(
       cfg.attached_layer = c.cfg;
       featureSize = c.outputSize;
     } else {
-      const layers: LayerConfig[] = [];
-      defs.forEach((d, j) => {
-        const c = convertLayer(
-          ctx,
-          d,
-          weights[j],
-          `${path}.branches[${j}]`,
-          `${attachedScope}.layers.${j}`,
-          featureSize,
-        );
-        layers.push(c.cfg);
-        featureSize = c.outputSize;
-      });
-      cfg.attached_layer = { type: "sequential", layers };
+      const c = convertChain(
+        ctx,
+        defs,
+        weights,
+        path,
+        attachedScope,
+        featureSize,
+      );
+      cfg.attached_layer = c.cfg;
+      featureSize = c.outputSize;
     }
   }
   const dim = needSize(
