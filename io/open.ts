@@ -189,7 +189,8 @@ export interface WrittenModel {
  * a temporary file first and is renamed into place only when all of them
  * are complete, so a failure never leaves a half-written model. A plugin
  * with `writeFiles` may produce several files (shards and an index); they
- * go beside `path`.
+ * go beside `path`, named from `options.baseName` (default: `path`'s file
+ * name without its extension).
  *
  * @param format The plugin (must have `write` or `writeFiles`).
  * @param file The model file.
@@ -211,7 +212,7 @@ export async function writeModel(
 ): Promise<WrittenModel> {
   if (format.writeFiles) {
     const stem = basename(path).replace(/\.[^.]+$/, "");
-    const files = await format.writeFiles(file, { ...options, baseName: stem });
+    const files = await format.writeFiles(file, { baseName: stem, ...options });
     if (files.length === 1) {
       return {
         paths: [path],
@@ -219,7 +220,9 @@ export async function writeModel(
       };
     }
     const dir = dirname(path);
-    const suffix = `.partial-${Date.now().toString(36)}`;
+    const suffix = `.partial-${Date.now().toString(36)}-${
+      Math.floor(performance.now() * 1000).toString(36)
+    }`;
     const done: [string, string][] = [];
     let bytes = 0;
     try {

@@ -31,13 +31,14 @@ import type { ByteSource } from "../core/sources.ts";
 import {
   readSafetensors,
   readSafetensorsShards,
+  safetensors,
   type SafetensorsReport,
   type SafetensorsValidateOptions,
   type SafetensorsWriteOptions,
   validateSafetensors,
-  writeSafetensorsShards,
 } from "../formats/safetensors.ts";
-import { type FileByteSource, fileSource, writeFileAtomic } from "./file.ts";
+import { type FileByteSource, fileSource } from "./file.ts";
+import { writeModel } from "./open.ts";
 
 /** A model file opened from disk; its files stay open until `close()`. */
 export interface SafetensorsFile extends ModelFile {
@@ -160,12 +161,6 @@ export interface SavedSafetensors {
   bytes: number;
 }
 
-function unique(): string {
-  return `${Date.now().toString(36)}-${
-    Math.floor(performance.now() * 1000).toString(36)
-  }`;
-}
-
 /**
  * Saves a model as SafeTensors, streaming one tensor at a time. Without
  * sharding, `path` is written atomically (temporary file, then rename).
@@ -197,34 +192,10 @@ export async function saveSafetensors(
   file: ModelFile,
   options: SafetensorsWriteOptions = {},
 ): Promise<SavedSafetensors> {
-  const stem = basename(path).replace(/\.safetensors$/i, "");
-  const plan = await writeSafetensorsShards(file, {
-    baseName: stem,
-    ...options,
-  });
-  if (plan.shards.length === 1) {
-    const bytes = await writeFileAtomic(path, plan.shards[0].chunks());
-    return { paths: [path], bytes };
-  }
-  const dir = dirname(path);
-  const suffix = `.partial-${unique()}`;
-  const done: [string, string][] = [];
-  let bytes = 0;
-  try {
-    for (const shard of plan.shards) {
-      const final = join(dir, shard.fileName);
-      bytes += await writeFileAtomic(final + suffix, shard.chunks());
-      done.push([final + suffix, final]);
-    }
-    const index = join(dir, plan.index!.fileName);
-    bytes += await writeFileAtomic(index + suffix, plan.index!.bytes);
-    done.push([index + suffix, index]);
-  } catch (e) {
-    for (const [tmp] of done) await Deno.remove(tmp).catch(() => {});
-    throw e;
-  }
-  for (const [tmp, final] of done) await Deno.rename(tmp, final);
-  return { paths: done.map(([, final]) => final), bytes };
+  // Shards are named after the file name without `.safetensors` (only that
+  // suffix is stripped); writeModel renames them all into place at once.
+  const baseName = basename(path).replace(/\.safetensors$/i, "");
+  return await writeModel(safetensors(), file, path, { baseName, ...options });
 }
 
 /**
