@@ -5,6 +5,7 @@ import { buildNetwork } from "../core/network.ts";
 import type { Model, NetworkConfig } from "../core/model.ts";
 import { loadAllTensors } from "../core/model.ts";
 import { type FloatTensor, toFloat32 } from "../core/tensor.ts";
+import { errorStats } from "../core/quantize.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { readNpy } from "./_npy.ts";
@@ -143,20 +144,16 @@ export async function compareModels(
     } catch {
       continue;
     }
-    let se = 0, dot = 0, nx = 0, ny = 0, maxAbs = 0;
-    for (let i = 0; i < x.length; i++) {
-      const d = x[i] - y[i];
-      se += d * d, dot += x[i] * y[i], nx += x[i] * x[i], ny += y[i] * y[i];
-      if (Math.abs(d) > maxAbs) maxAbs = Math.abs(d);
-    }
-    const cosine = nx === 0 && ny === 0 ? 1 : dot / Math.sqrt(nx * ny);
+    const e = errorStats(x, y);
+    // Two all-zero tensors agree exactly: cosine 1 rather than 0/0.
+    const cosine = Number.isNaN(e.cosine) && e.maxAbsError === 0 ? 1 : e.cosine;
     rows.push({
       name,
       from: ta.dtype,
       to: tb.dtype,
-      rmse: Math.sqrt(se / Math.max(1, x.length)),
+      rmse: e.rmsError,
       cosine,
-      maxAbs,
+      maxAbs: e.maxAbsError,
     });
   }
   return rows;
