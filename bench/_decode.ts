@@ -17,6 +17,10 @@ import {
   writeGgufBytes,
 } from "../formats/gguf.ts";
 import { defaultRegistry } from "../mod.ts";
+import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
+
+/** Block types the fast kernels read in place from kernel memory. */
+const IN_PLACE = new Set(["Q8_0", "Q4_0", "Q4_K", "Q6_K"]);
 
 /** The hyper-parameters of a Llama model of this benchmark. */
 export interface Shape {
@@ -204,14 +208,23 @@ export async function networkFromGguf(
   const index = file.models[0].tensors;
   const tensors = new Map<string, Tensor>();
   const put = (name: string, t: Tensor) => tensors.set(name, { ...t, name });
-  const embd = await index.load("token_embd.weight");
+  // As the Llama loaders do (models/transformer.ts): quantized weights go
+  // into kernel memory, in file order, where the kernels read them in place.
+  const load = async (name: string): Promise<Tensor> => {
+    const t = await index.load(name);
+    if (!IN_PLACE.has(t.dtype)) return t;
+    const b = allocateKernelBytes(t.bytes.byteLength);
+    b.set(t.bytes);
+    return { ...t, bytes: b };
+  };
+  const embd = await load("token_embd.weight");
   put("layers.0.weight", embd);
   for (let n = 0; n < s.layers; n++) {
     for (const [from, to] of Object.entries(BLOCK_NAMES)) {
-      put(`layers.${n + 1}.${to}`, await index.load(`blk.${n}.${from}`));
+      put(`layers.${n + 1}.${to}`, await load(`blk.${n}.${from}`));
     }
   }
-  put(`layers.${s.layers + 1}.weight`, await index.load("output_norm.weight"));
+  put(`layers.${s.layers + 1}.weight`, await load("output_norm.weight"));
   put(`layers.${s.layers + 2}.weight`, embd);
   const block = {
     type: "transformer_block",

@@ -21,6 +21,10 @@ export const DEFAULTS = {
 /** The live configuration. */
 export const state = {
   ...DEFAULTS,
+  /** Tests only: output rows per grab of quantized jobs (0: automatic). */
+  chunkRows: 0,
+  /** Tests only: whether quantized kernels may touch weight bytes ahead of where they read. */
+  readAhead: true,
   note: undefined as string | undefined,
   starting: undefined as Promise<void> | undefined,
   lastParallel: 0,
@@ -119,4 +123,28 @@ export function runSplit(
     list.push(args(a, b));
   }
   e.run(name, list);
+}
+
+/**
+ * Runs `name` with the same `args` on every thread of the split (one call
+ * when it stays on this thread): for kernels that share their work out
+ * themselves, through an atomic counter in kernel memory.
+ *
+ * @param e The engine.
+ * @param name Kernel export name.
+ * @param work Multiply-adds, for the parallel threshold.
+ * @param units Work units, for the parallel threshold.
+ * @param args The kernel's arguments given the number of threads taking part.
+ */
+export function runShared(
+  e: Engine,
+  name: string,
+  work: number,
+  units: number,
+  args: (parts: number) => number[],
+): void {
+  const parts = partsFor(e, work, units);
+  const a = args(parts);
+  if (parts === 1) e.fn[name](...a);
+  else e.run(name, Array.from({ length: parts }, () => a));
 }

@@ -25,7 +25,12 @@
  *   block), plus F32 rounding; against `linearRef` (the same rule) F32
  *   rounding only.
  * - Large calls are split by output rows across the worker threads
- *   configured with `configureKernels`.
+ *   configured with `configureKernels`: F32/F16/BF16 in equal parts,
+ *   quantized weights in chunks that each thread takes from a shared
+ *   atomic counter until none are left (so a thread that wakes late or
+ *   runs slow on a busy machine takes fewer). Quantized dot products touch
+ *   the weight bytes a kilobyte ahead of where they read, the stand-in for
+ *   a prefetch instruction that WebAssembly lacks.
  *
  * @module
  */
@@ -42,14 +47,19 @@ import {
   roundToF16,
   rowBytes,
 } from "./quant_ref.ts";
-import { runSplit, state } from "./_dispatch.ts";
+import { runShared, runSplit, state } from "./_dispatch.ts";
 import {
   GEMM_MIN_IN,
   GEMM_NR,
   gemmPackedWBytes,
   gemmPackedXBytes,
 } from "../wasm/_kernels_gemm.ts";
-import { activationRule, META_ARRAYS } from "../wasm/_kernels_quant.ts";
+import {
+  activationRule,
+  META_ARRAYS,
+  READ_MARGIN,
+  SEGMENT_BYTES,
+} from "../wasm/_kernels_quant.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -351,34 +361,73 @@ function quantizeActs(
   return { q8, q16, meta };
 }
 
-/** One quantized weight on an already quantized x. */
-function quantMatmul(
+/**
+ * Output rows per grab of a shared quantized job: about 16 grabs per
+ * thread (so a late or slow thread costs at most a sixteenth of its
+ * share), each of at least 16 KiB of weights (so the atomic grab costs
+ * little beside it).
+ */
+function chunkRows(total: number, parts: number, rowBytes: number): number {
+  if (parts === 1) return total;
+  const rows = Math.ceil(total / (parts * 16));
+  return Math.max(rows, Math.ceil(16384 / rowBytes), 1);
+}
+
+/**
+ * Quantized weights `ptrs[i]` (`outs[i] × inF`, kind `kind`) on one
+ * already quantized x, as one job whose threads share the output rows of
+ * all of them.
+ */
+function quantJob(
   e: Engine,
   kind: string,
-  ptr: number,
+  dtype: FastDType,
+  ptrs: number[],
+  outs: number[],
   xq: QuantizedX,
-  yName: string,
   rows: number,
-  outF: number,
   inF: number,
-  bias?: Float32Array,
-): Float32Array {
-  const y = e.scratch(yName, rows * outF * 4 + 64);
-  const bp = padBias(e, outF, 1, bias);
-  runSplit(e, `${kind}_mm`, rows * inF * outF, outF, (o0, o1) => [
-    ptr,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  const n = ptrs.length;
+  const total = outs.reduce((a, b) => a + b, 0);
+  const y = e.scratch("y", rows * total * 4 + 64);
+  const bp = e.scratch("bias", total * 4 + 64);
+  const desc = e.scratch("qdesc", n * SEGMENT_BYTES + 64);
+  const counter = e.scratch("counter", 64);
+  const f = e.f32;
+  f.fill(0, bp >> 2, (bp >> 2) + total);
+  const d = new Int32Array(f.buffer, desc, n * 4);
+  let off = 0;
+  for (let i = 0; i < n; i++) {
+    if (biases[i]) f.set(biases[i]!, (bp >> 2) + off);
+    d[4 * i] = ptrs[i];
+    d[4 * i + 1] = y + rows * off * 4;
+    d[4 * i + 2] = bp + off * 4;
+    d[4 * i + 3] = outs[i];
+    off += outs[i];
+  }
+  new Int32Array(f.buffer, counter, 1)[0] = 0;
+  const rb = rowBytes(dtype, inF);
+  runShared(e, `${kind}_mm`, rows * inF * total, total, (parts) => [
+    desc,
+    n,
     xq.q8,
     xq.q16,
     xq.meta,
-    y,
-    bp,
     rows,
     inF,
-    outF,
-    o0,
-    o1,
+    counter,
+    state.chunkRows || chunkRows(total, parts, rb),
+    total,
+    state.readAhead ? Math.max(0, f.buffer.byteLength - READ_MARGIN) : 0,
   ]);
-  return copyOut(e, y, rows * outF);
+  off = 0;
+  return outs.map((o) => {
+    const out = copyOut(e, y + rows * off * 4, rows * o);
+    off += o;
+    return out;
+  });
 }
 
 function quantLinear(
@@ -394,7 +443,7 @@ function quantLinear(
   const kind = QUANT_KIND[dtype]!;
   const ptr = residentQuant(e, dtype, w, outF, inF);
   const xq = quantizeActs(e, kind, x, rows, inF);
-  return quantMatmul(e, kind, ptr, xq, "y", rows, outF, inF, bias);
+  return quantJob(e, kind, dtype, [ptr], [outF], xq, rows, inF, [bias])[0];
 }
 
 /**
@@ -456,9 +505,9 @@ export function fastLinear(
  * Several `y_i = x · W_iᵀ + b_i` on the same input (a layer's q, k and v
  * projections, or an MLP's gate and up). Quantized weights (Q8_0, Q4_0,
  * Q4_K, Q6_K) of one dtype with a common input size share one
- * quantization of x, then each runs its own in-place kernel; other
- * weights run {@link fastLinear} one by one. Each output equals what
- * {@link fastLinear} gives for its weight alone.
+ * quantization of x and run as one job, the threads sharing out the output
+ * rows of all of them; other weights run {@link fastLinear} one by one.
+ * Each output equals what {@link fastLinear} gives for its weight alone.
  *
  * @param x Input rows, `rows × in`, row-major.
  * @param rows Number of rows.
@@ -505,8 +554,17 @@ export function fastLinearMany(
   // Every weight resident first, then x quantized once for all of them.
   const ptrs = ws.map((w) => residentQuant(e, dt, w, w.shape[0], inF));
   const xq = quantizeActs(e, kind, x, rows, inF);
-  return ws.map((w, i) =>
-    quantMatmul(e, kind, ptrs[i], xq, "y", rows, w.shape[0], inF, biases[i])
+  const outs = ws.map((w) => w.shape[0]);
+  return quantJob(
+    e,
+    kind!,
+    dt,
+    ptrs,
+    outs,
+    xq,
+    rows,
+    inF,
+    ws.map((_, i) => biases[i]),
   );
 }
 

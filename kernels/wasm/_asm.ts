@@ -202,6 +202,14 @@ export const if_ =
     w.labels.pop();
     w.byte(0x0b);
   };
+/**
+ * `i32.atomic.rmw.add`: adds `v` to the aligned i32 at `addr` atomically
+ * and returns the old value (threads proposal; also valid on an unshared
+ * memory).
+ */
+export const atomicAdd = (addr: Code, v: Code, offset = 0): Code =>
+  mem(0xfe, 0x1e, 2, offset, addr, v);
+
 /** `memory.copy dst, src, n` (bulk memory). */
 export const memoryCopy = (dst: Code, src: Code, n: Code): Code => (w) => {
   dst(w);

@@ -3,6 +3,7 @@
 // one dtype share one quantization of x.
 
 import { assertEquals, assertThrows } from "@std/assert";
+import { state } from "../../../kernels/fast/_dispatch.ts";
 import { fastLinear, fastLinearMany } from "../../../kernels/fast/matmul.ts";
 import {
   configureKernels,
@@ -71,6 +72,37 @@ Deno.test("fastLinearMany: the same with two threads splitting the outputs", asy
   } finally {
     await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
     await shutdownKernels();
+  }
+});
+
+Deno.test("fastLinearMany: threads taking a few rows at a time, across weight boundaries, give the same outputs", async () => {
+  await configureKernels({ threads: 2, minParallelWork: 1 });
+  try {
+    for (const rows of [1, 2, 3, 5, 7]) {
+      state.chunkRows = rows; // grabs that start and end inside segments
+      check([13, 7, 64, 1], 96, `chunks of ${rows}`);
+      check([11, 6, 9], 576, `Q4_0 chunks of ${rows}`, "Q4_0");
+    }
+  } finally {
+    state.chunkRows = 0;
+    await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
+    await shutdownKernels();
+  }
+});
+
+Deno.test("quantized dot products give the same outputs with and without touch loads ahead", () => {
+  for (const dtype of ["Q8_0", "Q4_0", "Q4_K", "Q6_K"] as const) {
+    for (const inF of dtype.endsWith("_K") ? [256, 768] : [64, 224, 576]) {
+      const w = makeWeight(dtype, 9, inF);
+      const x = cosines(2 * inF, 3);
+      const ahead = fastLinear(x, 2, w);
+      state.readAhead = false;
+      try {
+        assertEquals(fastLinear(x, 2, w), ahead, `${dtype} in ${inF}`);
+      } finally {
+        state.readAhead = true;
+      }
+    }
   }
 });
 
