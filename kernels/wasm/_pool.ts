@@ -21,6 +21,11 @@ const FN = 2;
 const NARGS = 3;
 const ARGS_BYTE = 16;
 const MAX_ARGS = 28;
+/**
+ * The sequence number of the last job claimed, by its worker or taken
+ * back by the caller (Int32 index; after the arguments).
+ */
+const CLAIM = 60;
 /** How long the caller waits for a worker before giving up (a dead worker). */
 const JOB_TIMEOUT_MS = 120_000;
 
@@ -64,13 +69,15 @@ export class WorkerPool {
   readonly #seq: number[];
   readonly #block: boolean;
   #closed = false;
+  /** Parts taken back from workers that had not started them (a count, for tests and tuning). */
+  takenBack = 0;
 
   /** Use {@link startPool}. */
   constructor(workers: Worker[], memory: WebAssembly.Memory, ctrl: number) {
     this.size = workers.length;
     this.#workers = workers;
     this.#ctrl = workers.map((_, i) =>
-      new Int32Array(memory.buffer, ctrl + i * SLOT_BYTES, 4)
+      new Int32Array(memory.buffer, ctrl + i * SLOT_BYTES, SLOT_BYTES / 4)
     );
     this.#args = workers.map((_, i) =>
       new Float64Array(
@@ -123,6 +130,18 @@ export class WorkerPool {
     for (let w = 0; w + 1 < parts.length; w++) {
       const ctrl = this.#ctrl[w];
       const s = this.#seq[w];
+      // A worker that has not started its part yet (asleep, or its core
+      // busy elsewhere) loses it: this thread runs it instead of waiting
+      // for the wake-up. Exactly one side claims each job.
+      if (Atomics.compareExchange(ctrl, CLAIM, s - 1, s) === s - 1) {
+        this.takenBack++;
+        try {
+          local(parts[w + 1]);
+        } catch (e) {
+          error ??= e;
+        }
+        continue;
+      }
       const deadline = performance.now() + JOB_TIMEOUT_MS;
       let spins = 0;
       while (Atomics.load(ctrl, DONE) !== s) {

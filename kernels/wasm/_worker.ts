@@ -21,13 +21,15 @@ interface Start {
 }
 
 // Slot layout (Int32 indices from the slot start): 0 seq, 1 done, 2 fn,
-// 3 status; f64 arguments from byte 16.
+// 3 status, 60 claim; f64 arguments from byte 16.
 const SEQ = 0;
 const DONE = 1;
 const FN = 2;
 const STATUS = 3;
 const ARGS = 16;
 const MAX_ARGS = 28;
+/** Int32 index of the last claimed sequence number (see `_pool.ts`). */
+const CLAIM = 60;
 
 /** The worker global scope, typed without the worker lib. */
 const scope = globalThis as unknown as {
@@ -46,7 +48,7 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     scope.postMessage({ ready: false, error: String(err) });
     return;
   }
-  const ctrl = new Int32Array(memory.buffer, slot, 4);
+  const ctrl = new Int32Array(memory.buffer, slot, 64);
   const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
   // Read the sequence number before announcing readiness: the caller may
   // post its first job the moment it hears "ready", and a worker that read
@@ -64,6 +66,8 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     last = s;
     const fn = ctrl[FN];
     if (fn < 0) break;
+    // the caller may have taken this job back while we slept
+    if (Atomics.compareExchange(ctrl, CLAIM, s - 1, s) !== s - 1) continue;
     const n = ctrl[STATUS]; // argument count in, status out
     const a: number[] = [];
     for (let i = 0; i < n; i++) a.push(args[i]);

@@ -7,6 +7,7 @@ import {
   shutdownKernels,
 } from "../../../kernels/fast/runtime.ts";
 import { fastLinear } from "../../../kernels/fast/matmul.ts";
+import { getEngine } from "../../../kernels/wasm/_engine.ts";
 import { cosines, makeWeight } from "./_helpers.ts";
 
 Deno.test("kernels start single-threaded on the relaxed-SIMD module", () => {
@@ -87,4 +88,23 @@ Deno.test("weights read into kernel memory are used in place", () => {
   assertEquals(a, b);
   // the first weight was copied, the second used where it lies
   assertEquals(kernelInfo().residentBytes - before, w.bytes.length);
+});
+
+Deno.test("a part its worker has not started is taken back and run by the caller, with the same results", async () => {
+  // spin 0: the worker sleeps between jobs, so small jobs usually end on
+  // the calling thread before it wakes; static (F32) and shared (Q8_0) splits
+  const ws = [makeWeight("F32", 24, 40), makeWeight("Q8_0", 40, 64)];
+  const xs = [cosines(3 * 40), cosines(3 * 64)];
+  const want = ws.map((w, i) => fastLinear(xs[i], 3, w));
+  try {
+    await configureKernels({ threads: 2, minParallelWork: 1, spin: 0 });
+    const pool = getEngine()!.pool!;
+    for (let i = 0; i < 200; i++) {
+      ws.forEach((w, j) => assertEquals(fastLinear(xs[j], 3, w), want[j]));
+    }
+    assert(pool.takenBack > 0, "no part was taken back in 400 jobs");
+  } finally {
+    await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
+    await shutdownKernels();
+  }
 });
