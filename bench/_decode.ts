@@ -17,10 +17,7 @@ import {
   writeGgufBytes,
 } from "../formats/gguf.ts";
 import { defaultRegistry } from "../mod.ts";
-import { allocateKernelBytes } from "../kernels/fast/runtime.ts";
-
-/** Block types the fast kernels read in place from kernel memory. */
-const IN_PLACE = new Set(["Q8_0", "Q4_0", "Q4_K", "Q6_K"]);
+import { keep } from "../models/transformer.ts";
 
 /** The hyper-parameters of a Llama model of this benchmark. */
 export interface Shape {
@@ -208,15 +205,10 @@ export async function networkFromGguf(
   const index = file.models[0].tensors;
   const tensors = new Map<string, Tensor>();
   const put = (name: string, t: Tensor) => tensors.set(name, { ...t, name });
-  // As the Llama loaders do (models/transformer.ts): quantized weights go
-  // into kernel memory, in file order, where the kernels read them in place.
-  const load = async (name: string): Promise<Tensor> => {
-    const t = await index.load(name);
-    if (!IN_PLACE.has(t.dtype)) return t;
-    const b = allocateKernelBytes(t.bytes.byteLength);
-    b.set(t.bytes);
-    return { ...t, bytes: b };
-  };
+  // Kept as the Llama loaders keep them: quantized weights go into kernel
+  // memory, in file order, where the kernels read them in place.
+  const load = async (name: string): Promise<Tensor> =>
+    keep(await index.load(name));
   const embd = await load("token_embd.weight");
   put("layers.0.weight", embd);
   for (let n = 0; n < s.layers; n++) {

@@ -364,8 +364,10 @@ const IN_PLACE = new Set(["Q8_0", "Q4_0", "Q4_K", "Q6_K"]);
  * instead of keeping a second copy (a Q4_0 model holds ~4.5 bits per
  * weight in all); other bytes that are views into a larger buffer (a whole
  * file read at once) are copied out, so that buffer can be freed.
+ * Not re-exported from `mod.ts`; the decode benchmark keeps its tensors
+ * the same way.
  */
-function keep(t: Tensor): Tensor {
+export function keep(t: Tensor): Tensor {
   if (IN_PLACE.has(t.dtype) && isFastDType(t.dtype) && !t.quant) {
     let b: Uint8Array | undefined;
     try {

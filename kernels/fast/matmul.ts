@@ -555,17 +555,7 @@ export function fastLinearMany(
   const ptrs = ws.map((w) => residentQuant(e, dt, w, w.shape[0], inF));
   const xq = quantizeActs(e, kind, x, rows, inF);
   const outs = ws.map((w) => w.shape[0]);
-  return quantJob(
-    e,
-    kind!,
-    dt,
-    ptrs,
-    outs,
-    xq,
-    rows,
-    inF,
-    ws.map((_, i) => biases[i]),
-  );
+  return quantJob(e, kind, dt, ptrs, outs, xq, rows, inF, biases);
 }
 
 /**

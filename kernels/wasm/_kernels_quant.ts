@@ -1286,7 +1286,7 @@ export const SEGMENT_BYTES = 16;
 /**
  * Adds activation quantization (`quantize_x`, `quantize_xk`) and, per
  * weight format, `name_dot` and the threaded driver
- * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total)`.
+ * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim)`.
  *
  * A job multiplies one quantized x (`rows` rows of `kp` inputs) by `nseg`
  * weights whose output rows, concatenated, number `total`. Segment `s` is

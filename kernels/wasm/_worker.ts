@@ -48,7 +48,7 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     scope.postMessage({ ready: false, error: String(err) });
     return;
   }
-  const ctrl = new Int32Array(memory.buffer, slot, 64);
+  const ctrl = new Int32Array(memory.buffer, slot, CLAIM + 1);
   const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
   // Read the sequence number before announcing readiness: the caller may
   // post its first job the moment it hears "ready", and a worker that read

@@ -185,18 +185,14 @@ const SHAPES: Record<string, [number, number, number][]> = {
     515,
   ]],
   // Q8_0/Q4_0: 1, 2, 3, 5, 7, 8, 13 and 18 blocks per row (8- and 4-block
-  // groups, last groups of 1 to 3 blocks)
+  // groups, 1 to 3 leftover blocks)
   q32: [
     [1, 5, 32],
     [2, 6, 64],
     [3, 7, 96],
     [2, 3, 160],
     [1, 4, 224],
-    [
-      5,
-      9,
-      256,
-    ],
+    [5, 9, 256],
     [1, 64, 256],
     [2, 5, 416],
     [1, 7, 576],
