@@ -124,7 +124,9 @@ const info = await configureKernels({ threads: THREADS });
 console.log(`# Fast kernels vs peers\n`);
 console.log(`Machine: ${machine()}`);
 console.log(
-  `Kernels: ${info.backend}, ${info.threads} thread(s) (${info.workers} worker(s))${
+  `Kernels: ${info.backend}${
+    info.unsignedDot ? " (unsigned relaxed dot: 2-dot Q8_0)" : ""
+  }, ${info.threads} thread(s) (${info.workers} worker(s))${
     info.note ? ` — ${info.note}` : ""
   }`,
 );

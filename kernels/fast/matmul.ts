@@ -18,8 +18,11 @@
  *   `f16(max|x|/127)`) for Q8_0/Q4_0 weights and Q8_K blocks (256 values,
  *   F32 scale) for Q4_K/Q6_K, then dotted against the weight blocks as
  *   stored in exact integer SIMD, one F32 multiply-add of `d_w·d_x·dot`
- *   per block (per super-block for the K-quants). Weights are never
- *   widened to F32 in memory. Against the exact product the error is the
+ *   per block (per super-block for the K-quants). Where the engine's
+ *   relaxed dot product reads its 7-bit operand as an unsigned byte
+ *   without saturating (probed at start; x86 with AVX-VNNI), Q8_0 uses
+ *   two dot instructions per block instead of four, with the same
+ *   results. Weights are never widened to F32 in memory. Against the exact product the error is the
  *   activation rounding: per output at most `Σ_i |w_i|·d_i·0.563` for
  *   Q8_0 blocks, `Σ_i |w_i|·d_i/2` for Q8_K (`d_i = max|x|/127` of x_i's
  *   block), plus F32 rounding; against `linearRef` (the same rule) F32
@@ -28,9 +31,15 @@
  *   configured with `configureKernels`: F32/F16/BF16 in equal parts,
  *   quantized weights in chunks that each thread takes from a shared
  *   atomic counter until none are left (so a thread that wakes late or
- *   runs slow on a busy machine takes fewer). Quantized dot products touch
- *   the weight bytes a kilobyte ahead of where they read, the stand-in for
- *   a prefetch instruction that WebAssembly lacks.
+ *   runs slow on a busy machine takes fewer), the caller from the bottom,
+ *   workers from the top. Quantized dot products touch the weight bytes a
+ *   kilobyte ahead of where they read, the stand-in for a prefetch
+ *   instruction that WebAssembly lacks. And as decoding runs the same
+ *   jobs in the same order every token, each job remembers the one that
+ *   followed it: a worker done with its part reads through the top
+ *   megabyte of the predicted next job's weights while the caller works
+ *   alone (norms, attention), so its first rows of that job come from
+ *   cache.
  *
  * @module
  */
@@ -47,7 +56,7 @@ import {
   roundToF16,
   rowBytes,
 } from "./quant_ref.ts";
-import { runShared, runSplit, state } from "./_dispatch.ts";
+import { runShared, runSplit, state, touchAfter } from "./_dispatch.ts";
 import {
   GEMM_MIN_IN,
   GEMM_NR,
@@ -409,7 +418,11 @@ function quantJob(
   }
   new Int32Array(f.buffer, counter, 1)[0] = 0;
   const rb = rowBytes(dtype, inF);
-  runShared(e, `${kind}_mm`, rows * inF * total, total, (parts) => [
+  const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
+  const fn = kind === "q8_0" && e.u8Dot && state.u8Dot
+    ? "q8_0u_mm"
+    : `${kind}_mm`;
+  runShared(e, fn, rows * inF * total, total, (parts, part) => [
     desc,
     n,
     xq.q8,
@@ -418,10 +431,14 @@ function quantJob(
     rows,
     inF,
     counter,
-    state.chunkRows || chunkRows(total, parts, rb),
+    Math.max(
+      state.chunkRows || chunkRows(total, parts, rb),
+      Math.ceil(total / 32768),
+    ),
     total,
     state.readAhead ? Math.max(0, f.buffer.byteLength - READ_MARGIN) : 0,
-  ]);
+    part > 0 ? 1 : 0,
+  ], () => touchAfter(e, ptrs[0], ranges));
   off = 0;
   return outs.map((o) => {
     const out = copyOut(e, y + rows * off * 4, rows * o);

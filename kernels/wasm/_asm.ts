@@ -210,6 +210,10 @@ export const if_ =
 export const atomicAdd = (addr: Code, v: Code, offset = 0): Code =>
   mem(0xfe, 0x1e, 2, offset, addr, v);
 
+/** `i32.atomic.load`: reads the aligned i32 at `addr` with sequential consistency. */
+export const atomicLoad = (addr: Code, offset = 0): Code =>
+  mem(0xfe, 0x10, 2, offset, addr);
+
 /** `memory.copy dst, src, n` (bulk memory). */
 export const memoryCopy = (dst: Code, src: Code, n: Code): Code => (w) => {
   dst(w);
@@ -268,8 +272,10 @@ export const i32 = {
   lt_s: (a: Code, b: Code): Code => plain(0x48, a, b),
   lt_u: (a: Code, b: Code): Code => plain(0x49, a, b),
   gt_s: (a: Code, b: Code): Code => plain(0x4a, a, b),
+  gt_u: (a: Code, b: Code): Code => plain(0x4b, a, b),
   le_s: (a: Code, b: Code): Code => plain(0x4c, a, b),
   ge_s: (a: Code, b: Code): Code => plain(0x4e, a, b),
+  ge_u: (a: Code, b: Code): Code => plain(0x4f, a, b),
   add: (a: Code, b: Code): Code => plain(0x6a, a, b),
   sub: (a: Code, b: Code): Code => plain(0x6b, a, b),
   mul: (a: Code, b: Code): Code => plain(0x6c, a, b),

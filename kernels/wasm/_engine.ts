@@ -15,6 +15,7 @@ import { decodeBase64 } from "@std/encoding";
 import { RELAXED_BASE64, SIMD_BASE64 } from "./_module_bytes.ts";
 import { f32x4, get, i32x4, ModuleBuilder, T, v128 } from "./_asm.ts";
 import { PANEL_COLS, PANEL_ROWS } from "./_kernels.ts";
+import { U8_DOT_PROBE } from "./_kernels_quant.ts";
 import {
   type JobArgs,
   SLOT_BYTES,
@@ -174,6 +175,12 @@ export class Engine {
   #finalizer = new FinalizationRegistry<Resident>((r) => this.#release(r));
   /** The worker pool, when started. */
   pool: WorkerPool | undefined;
+  /**
+   * Whether the relaxed dot product reads its 7-bit operand as an unsigned
+   * byte without saturating (x86 AVX-VNNI), so the `q8_0u` kernels are
+   * exact here (probed at start).
+   */
+  readonly u8Dot: boolean;
 
   /** Creates the engine; use {@link getEngine}. */
   constructor(opts: EngineOptions = {}) {
@@ -212,6 +219,8 @@ export class Engine {
       this.names.push(name);
       this.fn[name] = v as KernelFn;
     }
+    const probe = this.fn.probe_u8dot as unknown as (() => number) | undefined;
+    this.u8Dot = relaxed && probe?.() === U8_DOT_PROBE;
     this.#free.push({
       start: RESERVED,
       size: memory.buffer.byteLength - RESERVED,
@@ -440,13 +449,17 @@ export class Engine {
    * Runs kernel `name` once per part: on the pool when `parts` has more than
    * one entry (part 0 on this thread), else here.
    */
-  run(name: string, parts: JobArgs[]): void {
+  run(
+    name: string,
+    parts: JobArgs[],
+    touch?: { list: number; n: number; lim: number },
+  ): void {
     const f = this.fn[name];
     if (parts.length === 1 || !this.pool) {
       for (const p of parts) f(...p);
       return;
     }
-    this.pool.run(this.#ids.get(name)!, (a) => f(...a), parts);
+    this.pool.run(this.#ids.get(name)!, (a) => f(...a), parts, touch);
   }
 
   /** Starts `n` workers (replacing a running pool). */

@@ -29,6 +29,7 @@
 
 import {
   atomicAdd,
+  atomicLoad,
   block,
   br,
   brIf,
@@ -47,6 +48,7 @@ import {
   type Local,
   loop,
   type ModuleBuilder,
+  ret,
   select,
   seq,
   set,
@@ -666,6 +668,150 @@ const Q8_0: QuantFormat = {
   },
 };
 
+/**
+ * The value {@link probeKernel} returns where the relaxed dot reads its
+ * 7-bit operand as an unsigned byte and sums four products into i32
+ * without saturating (x86 AVX-VNNI `vpdpbusd`): `4 · (−127 · 255)`.
+ */
+export const U8_DOT_PROBE = -129540;
+
+/**
+ * `probe_u8dot() → i32`: lane 0 of the relaxed dot of sixteen −127 (i8
+ * operand) with sixteen 255 bytes (7-bit operand). Its result is
+ * implementation-defined; {@link U8_DOT_PROBE} means the `q8_0u` kernels
+ * give exact results here.
+ */
+function probeKernel(m: ModuleBuilder): void {
+  const f = m.func("probe_u8dot", [], [I]);
+  f.body(
+    i32x4.extract_lane(
+      i32x4.relaxed_dot_i8x16_i7x16_add_s(i8x16c(-127), i8x16c(255), zero),
+      0,
+    ),
+  );
+}
+
+/**
+ * Q8_0 where the relaxed dot takes an unsigned byte as its 7-bit operand
+ * (see {@link U8_DOT_PROBE}): lane sums of `Σ (w + 128)·x` for the block
+ * codes `codes`, with the x codes at `x8 + xoff` as the signed operand;
+ * `w + 128` is `w xor 0x80`. Each i32 lane sums eight products of at most
+ * 255·127, so nothing saturates; the caller removes `128·Σx`. Two dots per
+ * block instead of the four of {@link q8SplitDot}.
+ */
+function q8uDot(d: Dot, codes: [Code, Code], xoff: number, dst: Local): Code {
+  const dot = i32x4.relaxed_dot_i8x16_i7x16_add_s;
+  return set(
+    dst,
+    dot(
+      v128.load(get(d.x8), xoff),
+      v128.xor(codes[0], i8x16c(0x80)),
+      dot(
+        v128.load(get(d.x8), xoff + 16),
+        v128.xor(codes[1], i8x16c(0x80)),
+        zero,
+      ),
+    ),
+  );
+}
+
+/** `t[0] −= 128·Σx` for four blocks whose code sums lie at `is32 + off`. */
+function q8uOffset(d: Dot, off: number): Code {
+  return set(
+    d.t[0],
+    i32x4.sub(
+      get(d.t[0]),
+      i32x4.shl(v128.load(metaPtr(d, 1), off), c(7)),
+    ),
+  );
+}
+
+/** Blocks 4h..4h+3 of an 8-block Q8_0 group held in `V` (see {@link q8_0Half}), the `q8_0u` way. */
+function q8_0uHalf(d: Dot, V: Local[], h: number): Code[] {
+  const out: Code[] = [];
+  for (let j = 4 * h; j < 4 * h + 4; j++) {
+    out.push(
+      q8uDot(
+        d,
+        [window16(V, 34 * j + 2), window16(V, 34 * j + 18)],
+        32 * j,
+        d.p[j - 4 * h],
+      ),
+    );
+  }
+  out.push(
+    hsum4i(d.p.slice(0, 4).map(get), d.t),
+    q8uOffset(d, 16 * h),
+    ...addHalf(d, V, h, 2),
+  );
+  return out;
+}
+
+/**
+ * Q8_0 weights for engines that pass {@link U8_DOT_PROBE} (relaxed
+ * variant only): same blocks and results as {@link Q8_0}, x read as plain
+ * i8 codes.
+ */
+const Q8_0U: QuantFormat = {
+  name: "q8_0u",
+  elems: 32,
+  bytes: 34,
+  act: "q8_0",
+  group: 4,
+  reads: () => ["x8"],
+  main8: (d) => [
+    ...d.wv.slice(0, 9).map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
+    ...q8_0uHalf(d, d.wv, 0),
+    ...d.wv.slice(9).map((v, k) => set(v, v128.load(get(d.wb), 16 * (k + 9)))),
+    ...q8_0uHalf(d, d.wv, 1),
+  ],
+  main: (d) => {
+    const out: Code[] = loadScales(d, 34);
+    for (let j = 0; j < 4; j++) {
+      out.push(
+        q8uDot(
+          d,
+          [
+            v128.load(get(d.wb), 34 * j + 2),
+            v128.load(get(d.wb), 34 * j + 18),
+          ],
+          32 * j,
+          d.p[j],
+        ),
+      );
+    }
+    out.push(
+      hsum4i(d.p.slice(0, 4).map(get), d.t),
+      q8uOffset(d, 0),
+      addBlocks4(d, get(d.t[0])),
+    );
+    return out;
+  },
+  single: (d) => [
+    q8uDot(
+      d,
+      [v128.load(get(d.wb), 2), v128.load(get(d.wb), 18)],
+      0,
+      d.p[0],
+    ),
+    set(
+      d.accs,
+      f32.add(
+        get(d.accs),
+        f32.mul(
+          f32.convert_i32_s(
+            i32.sub(
+              hsumI(get(d.p[0]), d.t[0]),
+              i32.shl(i32.load(metaPtr(d, 1)), c(7)),
+            ),
+          ),
+          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
+        ),
+      ),
+    ),
+  ],
+};
+
 /** Q4_0 codes 0..15 of the block loaded in `v[0]`: elements 0..15, 16..31. */
 function q4Nibbles(d: Dot): [Code, Code] {
   return [
@@ -1138,7 +1284,7 @@ const FORMATS: QuantFormat[] = [Q8_0, Q4_0, Q4_K, Q6_K];
  * kernels read.
  */
 export function activationRule(name: string): "q8_0" | "q8_k" {
-  return FORMATS.find((x) => x.name === name)!.act;
+  return [...FORMATS, Q8_0U].find((x) => x.name === name)!.act;
 }
 
 /**
@@ -1277,6 +1423,80 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
   return f;
 }
 
+/** Bytes {@link touchKernel} reads between two looks at the job sequence word. */
+export const TOUCH_STEP = 4096;
+
+/**
+ * `touch(list, n, seqAddr, seq, lim) → i32`: reads one i32 per 64-byte
+ * line of `n` byte ranges (pairs of i32 `ptr, bytes` at `list`), each from
+ * its end down to its start, so that a thread with nothing to do pulls the
+ * weights the next job will probably read into its caches. It stops once
+ * the i32 at `seqAddr` differs from `seq` (a new job was posted), looking
+ * every {@link TOUCH_STEP} bytes, and reads only below `lim`. Returns the
+ * sum of what it read (so the loads stay).
+ */
+function touchKernel(m: ModuleBuilder): void {
+  const f = m.func("touch", [
+    ["list", I],
+    ["n", I],
+    ["seqAddr", I],
+    ["seq", I],
+    ["lim", I],
+  ], [I]);
+  const P = f.params;
+  const [r, lo, p, stop, acc] = f.locals(I, 5);
+  const at = (k: number) =>
+    i32.load(i32.add(get(P.list), i32.shl(get(r), c(3))), k);
+  f.body(
+    set(acc, c(0)),
+    forLoop(
+      "range",
+      r,
+      c(0),
+      get(P.n),
+      c(1),
+      set(lo, at(0)),
+      set(p, i32.add(get(lo), at(4))),
+      // a range that wraps or passes lim is cut at lim
+      set(p, select(get(P.lim), get(p), i32.lt_u(get(p), get(lo)))),
+      set(p, select(get(P.lim), get(p), i32.gt_u(get(p), get(P.lim)))),
+      // (the last line read may start up to 63 bytes below the range)
+      set(lo, select(get(lo), get(p), i32.ge_u(get(lo), c(4096)))),
+      block(
+        "whole",
+        loop(
+          "step",
+          brIf("whole", i32.ge_u(get(lo), get(p))),
+          if_(i32.ne(atomicLoad(get(P.seqAddr)), get(P.seq)), [
+            get(acc),
+            ret,
+          ]),
+          set(stop, i32.sub(get(p), c(TOUCH_STEP))),
+          set(
+            stop,
+            select(
+              get(lo),
+              get(stop),
+              i32.or(
+                i32.gt_u(get(stop), get(p)),
+                i32.lt_u(get(stop), get(lo)),
+              ),
+            ),
+          ),
+          loop(
+            "line",
+            set(p, i32.sub(get(p), c(64))),
+            set(acc, i32.add(get(acc), i32.load(get(p)))),
+            brIf("line", i32.gt_u(get(p), get(stop))),
+          ),
+          br("step"),
+        ),
+      ),
+    ),
+    get(acc),
+  );
+}
+
 /** Bytes readable past `lim` that the quantized kernels may read (see `name_mm`). */
 export const READ_MARGIN = 4096;
 
@@ -1284,25 +1504,36 @@ export const READ_MARGIN = 4096;
 export const SEGMENT_BYTES = 16;
 
 /**
- * Adds activation quantization (`quantize_x`, `quantize_xk`) and, per
- * weight format, `name_dot` and the threaded driver
- * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim)`.
+ * Adds activation quantization (`quantize_x`, `quantize_xk`), `touch`,
+ * `probe_u8dot` (relaxed variant) and, per weight format (and `q8_0u` in
+ * the relaxed variant), `name_dot` and the threaded driver
+ * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim, top)`.
  *
  * A job multiplies one quantized x (`rows` rows of `kp` inputs) by `nseg`
  * weights whose output rows, concatenated, number `total`. Segment `s` is
  * described at `desc + 16·s` by four i32: the weight (ggml layout), its
  * output `y` (`rows × outF` f32), its bias (`outF` f32) and `outF`. Every
- * thread of the job runs the same call: it takes `chunk` output rows at a
- * time from the shared `counter` (an atomic add; the caller zeroes it) until
- * none are left, so a thread that starts late or runs slow takes fewer.
+ * thread of the job runs the same call but for `top`: the output rows are
+ * cut into chunks of `chunk` rows (fewer than 2^16 − threads of them), and
+ * each thread takes one chunk at a time until none are left, from the
+ * bottom (`top` = 0) or from the top (`top` = 1). The shared i32 `counter`
+ * (the caller zeroes it) counts chunks taken from the bottom in its low
+ * half and from the top in its high half; one atomic add takes a chunk,
+ * and the chunk exists while the two counts together stay below the
+ * number of chunks. A thread that starts late or runs slow takes fewer.
+ * Workers take from the top, where the idle worker's touch list (see
+ * `touchAfter` in kernels/fast/_dispatch.ts) has pulled the rows into its
+ * caches; the caller from the bottom.
  * `lim`: touch loads (see {@link PREFETCH_BYTES}) read only below it, so
  * it must be at most the memory's size less {@link READ_MARGIN} (0 turns
  * them off).
  */
 export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
+  touchKernel(m);
+  if (ctx.relaxed) probeKernel(m);
   quantizeX(m, ctx, "q8_0");
   quantizeX(m, ctx, "q8_k");
-  for (const q of FORMATS) {
+  for (const q of ctx.relaxed ? [...FORMATS, Q8_0U] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
     const f = m.func(`${q.name}_mm`, [
       ["desc", I],
@@ -1316,10 +1547,12 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
       ["chunk", I],
       ["total", I],
       ["lim", I],
+      ["top", I],
     ]);
     const P = f.params;
     const [o, r, nblk, rowBytes, ms, wrow, start, end, seg, base, stop] = f
       .locals(I, 11);
+    const [nch, old, taken] = f.locals(I, 3);
     const [w, y, bp, outF] = f.locals(I, 4);
     const segField = (k: number) =>
       i32.load(i32.add(get(P.desc), i32.shl(get(seg), c(4))), 4 * k);
@@ -1327,12 +1560,44 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
       set(nblk, i32.div_u(get(P.kp), c(q.elems))),
       set(ms, i32.shl(i32.shr_u(get(P.kp), c(5)), c(2))),
       set(rowBytes, i32.mul(get(nblk), c(q.bytes))),
+      set(
+        nch,
+        i32.div_u(
+          i32.add(get(P.total), i32.sub(get(P.chunk), c(1))),
+          get(P.chunk),
+        ),
+      ),
       block(
         "done",
         loop(
           "grab",
-          set(start, atomicAdd(get(P.counter), get(P.chunk))),
-          brIf("done", i32.ge_s(get(start), get(P.total))),
+          // low half: chunks taken from the bottom, high half: from the top
+          set(
+            old,
+            atomicAdd(
+              get(P.counter),
+              select(c(0x10000), c(1), get(P.top)),
+            ),
+          ),
+          brIf(
+            "done",
+            i32.ge_u(
+              i32.add(
+                i32.and(get(old), c(0xffff)),
+                i32.shr_u(get(old), c(16)),
+              ),
+              get(nch),
+            ),
+          ),
+          set(
+            taken,
+            select(
+              i32.sub(i32.sub(get(nch), c(1)), i32.shr_u(get(old), c(16))),
+              i32.and(get(old), c(0xffff)),
+              get(P.top),
+            ),
+          ),
+          set(start, i32.mul(get(taken), get(P.chunk))),
           set(end, i32.add(get(start), get(P.chunk))),
           set(
             end,

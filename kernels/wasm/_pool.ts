@@ -26,6 +26,14 @@ const MAX_ARGS = 28;
  * back by the caller (Int32 index; after the arguments).
  */
 const CLAIM = 60;
+/**
+ * The touch-after request (Int32 indices): a list of `(ptr, bytes)`
+ * ranges the worker reads through once its part is done, while it would
+ * otherwise wait (see the `touch` kernel), their count, and the read limit.
+ */
+const TOUCH_LIST = 61;
+const TOUCH_N = 62;
+const TOUCH_LIM = 63;
 /** How long the caller waits for a worker before giving up (a dead worker). */
 const JOB_TIMEOUT_MS = 120_000;
 
@@ -97,9 +105,17 @@ export class WorkerPool {
    * @param fn Function id (index into the pool's names).
    * @param local Runs one part on this thread.
    * @param parts Argument lists, at most `size + 1`.
+   * @param touch Ranges for the workers to read through after their part
+   * (`list`: address of `n` i32 pairs `ptr, bytes`; `lim`: read limit), or
+   * none.
    * @throws {Error} When a worker's kernel trapped or a worker stopped answering.
    */
-  run(fn: number, local: (args: JobArgs) => void, parts: JobArgs[]): void {
+  run(
+    fn: number,
+    local: (args: JobArgs) => void,
+    parts: JobArgs[],
+    touch?: { list: number; n: number; lim: number },
+  ): void {
     if (this.#closed) throw new Error("Kernel worker pool is closed");
     if (parts.length - 1 > this.size) {
       throw new RangeError(
@@ -117,6 +133,9 @@ export class WorkerPool {
       this.#args[w].set(a);
       ctrl[FN] = fn;
       ctrl[NARGS] = a.length;
+      ctrl[TOUCH_N] = touch?.n ?? 0;
+      ctrl[TOUCH_LIST] = touch?.list ?? 0;
+      ctrl[TOUCH_LIM] = touch?.lim ?? 0;
       const s = ++this.#seq[w];
       Atomics.store(ctrl, SEQ, s);
       Atomics.notify(ctrl, SEQ);

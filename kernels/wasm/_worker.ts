@@ -30,6 +30,10 @@ const ARGS = 16;
 const MAX_ARGS = 28;
 /** Int32 index of the last claimed sequence number (see `_pool.ts`). */
 const CLAIM = 60;
+/** Int32 indices of the touch-after list: its address, its range count, the read limit. */
+const TOUCH_LIST = 61;
+const TOUCH_N = 62;
+const TOUCH_LIM = 63;
 
 /** The worker global scope, typed without the worker lib. */
 const scope = globalThis as unknown as {
@@ -48,7 +52,8 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     scope.postMessage({ ready: false, error: String(err) });
     return;
   }
-  const ctrl = new Int32Array(memory.buffer, slot, CLAIM + 1);
+  const ctrl = new Int32Array(memory.buffer, slot, TOUCH_LIM + 1);
+  const touch = fns[names.indexOf("touch")];
   const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
   // Read the sequence number before announcing readiness: the caller may
   // post its first job the moment it hears "ready", and a worker that read
@@ -78,8 +83,14 @@ scope.onmessage = (e: MessageEvent<Start>) => {
       status = -1;
     }
     ctrl[STATUS] = status;
+    // read the touch-after request before announcing done: the caller may
+    // post the next job (and a new request) right after
+    const tn = ctrl[TOUCH_N], tl = ctrl[TOUCH_LIST], lim = ctrl[TOUCH_LIM];
     Atomics.store(ctrl, DONE, s);
     Atomics.notify(ctrl, DONE);
+    // Idle until the next job: pull the weights it will probably read into
+    // this core's caches (stops as soon as a job is posted).
+    if (tn > 0 && touch) touch(tl, tn, slot + 4 * SEQ, s, lim);
   }
   scope.close();
 };

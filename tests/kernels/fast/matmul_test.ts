@@ -7,6 +7,8 @@ import {
 import type { Tensor } from "../../../core/tensor.ts";
 import { tensorFromF32 } from "../../../core/tensor.ts";
 import { linear, matmulTransposedRef } from "../../../kernels/linear.ts";
+import { state } from "../../../kernels/fast/_dispatch.ts";
+import { getEngine } from "../../../kernels/wasm/_engine.ts";
 import {
   fastLinear,
   fastMatmulF32,
@@ -208,6 +210,17 @@ function runAll(): void {
       ? SHAPES.q256
       : SHAPES.q32;
     for (const [rows, outF, inF] of shapes) checkDtype(dtype, rows, outF, inF);
+  }
+  // Q8_0 through the four-dot kernel too, where the two-dot one is the default
+  if (getEngine()?.u8Dot) {
+    state.u8Dot = false;
+    try {
+      for (const [rows, outF, inF] of SHAPES.q32) {
+        checkDtype("Q8_0", rows, outF, inF);
+      }
+    } finally {
+      state.u8Dot = true;
+    }
   }
 }
 
