@@ -376,6 +376,12 @@ async function decodeVsLlamaCpp(): Promise<void> {
     const ours: number[] = [], theirs: number[] = [], ratios: number[] = [];
     let build = "";
     for (let r = 0; r < rounds; r++) {
+      // Warm up as llama-bench does before its timed run. Our workers stop
+      // after a second idle (the idle timer) while llama-bench runs, and a
+      // synchronous decode loop never yields to let them restart, so start
+      // them first (an application decoding steadily keeps them running).
+      await configureKernels({ threads: THREADS });
+      decode(net, 4);
       const a = decode(net, TOKENS).tokensPerSecond;
       ours.push(a);
       if (bench) {

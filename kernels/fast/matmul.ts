@@ -371,6 +371,15 @@ function quantizeActs(
 }
 
 /**
+ * Weight streams per chunk of a quantized job: a thread takes the rows of
+ * its chunk from this many evenly spaced places in turn, so the core's
+ * prefetchers follow several streams of weight bytes at once. SmolLM-135M
+ * Q8_0 decode on 2 threads (7 alternating rounds in one process) measured
+ * 76 tok/s with 1, 83 with 2, 84 with 3 and 4, 78 with 8.
+ */
+const WEIGHT_STREAMS = 4;
+
+/**
  * Output rows per grab of a shared quantized job: about 16 grabs per
  * thread (so a late or slow thread costs at most a sixteenth of its
  * share), each of at least 16 KiB of weights (so the atomic grab costs
@@ -436,8 +445,11 @@ function quantJob(
       Math.ceil(total / 32768),
     ),
     total,
-    state.readAhead ? Math.max(0, f.buffer.byteLength - READ_MARGIN) : 0,
+    rb * total >= state.readAheadMinBytes
+      ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
+      : 0,
     part > 0 ? 1 : 0,
+    WEIGHT_STREAMS,
   ], () => touchAfter(e, ptrs[0], ranges));
   off = 0;
   return outs.map((o) => {

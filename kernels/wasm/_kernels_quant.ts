@@ -1295,7 +1295,10 @@ export function activationRule(name: string): "q8_0" | "q8_k" {
  * loads reading from memory and computing take turns instead of
  * overlapping: a 4096 × 4096 Q8_0 matvec measured 1.67 ms without them and
  * 1.04 ms with them, against 0.84 ms to stream its bytes
- * (`deno task bench:compare --only matvec`).
+ * (`deno task bench:compare --only matvec`). Since jobs read their rows in
+ * several streams (`name_mm`'s `streams`) the gain is smaller (1.15 →
+ * 1.10 ms) and small jobs run faster without them, so kernels/fast turns
+ * them on for large jobs only.
  */
 export const PREFETCH_BYTES = 1024;
 
@@ -1507,7 +1510,8 @@ export const SEGMENT_BYTES = 16;
  * Adds activation quantization (`quantize_x`, `quantize_xk`), `touch`,
  * `probe_u8dot` (relaxed variant) and, per weight format (and `q8_0u` in
  * the relaxed variant), `name_dot` and the threaded driver
- * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim, top)`.
+ * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim,
+ * top, streams)`.
  *
  * A job multiplies one quantized x (`rows` rows of `kp` inputs) by `nseg`
  * weights whose output rows, concatenated, number `total`. Segment `s` is
@@ -1523,8 +1527,10 @@ export const SEGMENT_BYTES = 16;
  * number of chunks. A thread that starts late or runs slow takes fewer.
  * Workers take from the top, where the idle worker's touch list (see
  * `touchAfter` in kernels/fast/_dispatch.ts) has pulled the rows into its
- * caches; the caller from the bottom.
- * `lim`: touch loads (see {@link PREFETCH_BYTES}) read only below it, so
+ * caches; the caller from the bottom. Within a chunk (within each
+ * segment it spans) a thread reads rows from `streams` (≥ 1) evenly spaced
+ * places in turn, so that the core's prefetchers follow that many streams
+ * of weight bytes. `lim`: touch loads (see {@link PREFETCH_BYTES}) read only below it, so
  * it must be at most the memory's size less {@link READ_MARGIN} (0 turns
  * them off).
  */
@@ -1548,11 +1554,12 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
       ["total", I],
       ["lim", I],
       ["top", I],
+      ["streams", I],
     ]);
     const P = f.params;
     const [o, r, nblk, rowBytes, ms, wrow, start, end, seg, base, stop] = f
       .locals(I, 11);
-    const [nch, old, taken] = f.locals(I, 3);
+    const [nch, old, taken, s0, nn, hh, k, row] = f.locals(I, 8);
     const [w, y, bp, outF] = f.locals(I, 4);
     const segField = (k: number) =>
       i32.load(i32.add(get(P.desc), i32.shl(get(seg), c(4))), 4 * k);
@@ -1633,63 +1640,87 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
               stop,
               select(get(end), get(stop), i32.lt_s(get(end), get(stop))),
             ),
+            // rows from the two halves of the span in turn: two streams
+            // of weight bytes for the core's prefetchers instead of one
+            set(s0, get(o)),
+            set(nn, i32.sub(get(stop), get(o))),
+            set(
+              hh,
+              i32.div_u(
+                i32.add(get(nn), i32.sub(get(P.streams), c(1))),
+                get(P.streams),
+              ),
+            ),
             forLoop(
               "o",
-              o,
-              get(o),
-              get(stop),
+              k,
+              c(0),
+              i32.mul(get(hh), get(P.streams)),
               c(1),
               set(
-                wrow,
+                row,
                 i32.add(
-                  get(w),
-                  i32.mul(i32.sub(get(o), get(base)), get(rowBytes)),
+                  i32.mul(i32.rem_u(get(k), get(P.streams)), get(hh)),
+                  i32.div_u(get(k), get(P.streams)),
                 ),
               ),
-              forLoop(
-                "r",
-                r,
-                c(0),
-                get(P.rows),
-                c(1),
-                f32.store(
+              block(
+                "skip",
+                brIf("skip", i32.ge_u(get(row), get(nn))),
+                set(row, i32.add(get(row), get(s0))),
+                set(
+                  wrow,
                   i32.add(
-                    get(y),
-                    i32.shl(
-                      i32.add(
-                        i32.mul(get(r), get(outF)),
-                        i32.sub(get(o), get(base)),
-                      ),
-                      c(2),
-                    ),
+                    get(w),
+                    i32.mul(i32.sub(get(row), get(base)), get(rowBytes)),
                   ),
-                  f32.add(
-                    call(
-                      dot,
-                      get(wrow),
-                      get(nblk),
-                      i32.add(get(P.q8), i32.mul(get(r), get(P.kp))),
-                      i32.add(
-                        get(P.q16),
-                        i32.shl(i32.mul(get(r), get(P.kp)), c(1)),
+                ),
+                forLoop(
+                  "r",
+                  r,
+                  c(0),
+                  get(P.rows),
+                  c(1),
+                  f32.store(
+                    i32.add(
+                      get(y),
+                      i32.shl(
+                        i32.add(
+                          i32.mul(get(r), get(outF)),
+                          i32.sub(get(row), get(base)),
+                        ),
+                        c(2),
                       ),
-                      i32.add(
-                        get(P.meta),
-                        i32.mul(get(r), i32.mul(get(ms), c(META_ARRAYS))),
-                      ),
-                      get(ms),
-                      get(P.lim),
                     ),
-                    f32.load(
-                      i32.add(
-                        get(bp),
-                        i32.shl(i32.sub(get(o), get(base)), c(2)),
+                    f32.add(
+                      call(
+                        dot,
+                        get(wrow),
+                        get(nblk),
+                        i32.add(get(P.q8), i32.mul(get(r), get(P.kp))),
+                        i32.add(
+                          get(P.q16),
+                          i32.shl(i32.mul(get(r), get(P.kp)), c(1)),
+                        ),
+                        i32.add(
+                          get(P.meta),
+                          i32.mul(get(r), i32.mul(get(ms), c(META_ARRAYS))),
+                        ),
+                        get(ms),
+                        get(P.lim),
+                      ),
+                      f32.load(
+                        i32.add(
+                          get(bp),
+                          i32.shl(i32.sub(get(row), get(base)), c(2)),
+                        ),
                       ),
                     ),
                   ),
                 ),
               ),
             ),
+            set(o, get(stop)),
             // next segment, if the chunk goes on
             set(base, i32.add(get(base), get(outF))),
             set(seg, i32.add(get(seg), c(1))),

@@ -95,12 +95,14 @@ Deno.test("quantized dot products give the same outputs with and without touch l
     for (const inF of dtype.endsWith("_K") ? [256, 768] : [64, 224, 576]) {
       const w = makeWeight(dtype, 9, inF);
       const x = cosines(2 * inF, 3);
-      const ahead = fastLinear(x, 2, w);
-      state.readAhead = false;
+      const saved = state.readAheadMinBytes;
       try {
+        state.readAheadMinBytes = 0;
+        const ahead = fastLinear(x, 2, w);
+        state.readAheadMinBytes = Infinity;
         assertEquals(fastLinear(x, 2, w), ahead, `${dtype} in ${inF}`);
       } finally {
-        state.readAhead = true;
+        state.readAheadMinBytes = saved;
       }
     }
   }

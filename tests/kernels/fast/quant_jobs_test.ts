@@ -41,14 +41,19 @@ function setUp(e: Engine, outF: number, inF: number) {
   return { w, x, q8, q16, meta, y, desc, counter };
 }
 
-Deno.test("name_mm: chunks taken from the bottom and the top meet exactly once (counter halves)", () => {
+Deno.test("name_mm: chunks taken from the bottom and the top meet exactly once (counter halves), read in 1 to 4 streams", () => {
   const e = getEngine()!;
   const outF = 23, inF = 96, chunk = 3; // 8 chunks, the last one of 2 rows
   const s = setUp(e, outF, inF);
   const want = fastLinear(s.x, 1, s.w);
   const lim = e.f32.buffer.byteLength - READ_MARGIN;
   const counter = new Int32Array(e.f32.buffer, s.counter, 1);
-  for (const kernel of ["q8_0_mm", ...(e.u8Dot ? ["q8_0u_mm"] : [])]) {
+  const kernels = ["q8_0_mm", ...(e.u8Dot ? ["q8_0u_mm"] : [])];
+  for (
+    const [kernel, streams] of kernels.flatMap((k) =>
+      [1, 2, 3, 4].map((n) => [k, n] as const)
+    )
+  ) {
     for (const top of [0, 1]) {
       // [bottom chunks, top chunks] already taken by "other threads"
       for (const [lo, hi] of [[0, 0], [3, 2], [0, 8], [5, 0], [4, 4]]) {
@@ -68,8 +73,10 @@ Deno.test("name_mm: chunks taken from the bottom and the top meet exactly once (
           outF,
           lim,
           top,
+          streams,
         );
-        const what = `${kernel} top ${top} after ${lo} + ${hi} chunks`;
+        const what =
+          `${kernel} (${streams} streams) top ${top} after ${lo} + ${hi} chunks`;
         for (let o = 0; o < outF; o++) {
           const c = Math.floor(o / chunk);
           const taken = c < lo || c >= 8 - hi;
