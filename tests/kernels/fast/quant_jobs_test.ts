@@ -1,7 +1,8 @@
 // The parts of a quantized job around the dot products: the two-ended
-// chunk counter of `name_mm`, the `touch` kernel an idle worker runs, the
-// job-sequence prediction that feeds it, and the Q8_0 kernel with two dots
-// per block where the relaxed dot takes unsigned bytes.
+// chunk counter and weight streams of `name_mm`, the `touch` kernel an
+// idle worker runs, the job-sequence prediction that feeds it, the
+// two-row `name_dot2`, and the Q8_0 kernel with two dots per block where
+// the relaxed dot takes unsigned bytes.
 
 import { assert, assertEquals } from "@std/assert";
 import { state, touchAfter } from "../../../kernels/fast/_dispatch.ts";
@@ -207,4 +208,44 @@ Deno.test("Q8_0 with two dots per block (unsigned relaxed dot) equals the four-d
     }
   }
   assert(rowBytes("Q8_0", 576) === 612);
+});
+
+Deno.test("name_dot2 gives each of its two rows exactly what name_dot gives it", () => {
+  const e = getEngine()!;
+  const kinds: [string, "Q8_0" | "Q4_0"][] = [
+    ["q8_0", "Q8_0"],
+    ["q4_0", "Q4_0"],
+    ...(e.u8Dot ? [["q8_0u", "Q8_0"] as [string, "Q8_0"]] : []),
+  ];
+  const lim = e.f32.buffer.byteLength - READ_MARGIN;
+  // 1 to 21 blocks (8- and 4-block groups, 0 to 3 left over) and 48
+  for (const nb of [...Array.from({ length: 21 }, (_, i) => i + 1), 48]) {
+    const inF = 32 * nb;
+    for (const [kind, dtype] of kinds) {
+      const w = makeWeight(dtype, 5, inF);
+      const wp = e.alloc(w.bytes.length);
+      e.u8.set(w.bytes, wp);
+      const x = cosines(inF, nb, 3);
+      const xs = e.alloc(inF * 4);
+      e.f32.set(x, xs >> 2);
+      const q8 = e.alloc(inF + 64), q16 = e.alloc(2 * inF + 64);
+      const meta = e.alloc(nb * 16 + 64);
+      fn(e, "quantize_x")(xs, 1, inF, q8, q16, meta);
+      const rb = rowBytes(dtype, inF);
+      const one = (o: number) =>
+        fn(e, `${kind}_dot`)(wp + o * rb, nb, q8, q16, meta, 4 * nb, lim);
+      const two = e.fn[`${kind}_dot2`] as unknown as (
+        ...a: number[]
+      ) => number[];
+      // rows in either order, apart or the same
+      for (const [a, b] of [[0, 1], [4, 2], [3, 3]]) {
+        assertEquals(
+          two(wp + a * rb, wp + b * rb, nb, q8, q16, meta, 4 * nb, lim),
+          [one(a), one(b)],
+          `${kind} ${nb} blocks, rows ${a} and ${b}`,
+        );
+      }
+      for (const p of [wp, xs, q8, q16, meta]) e.free(p);
+    }
+  }
 });
