@@ -54,6 +54,7 @@ import {
   set,
   T,
   v128,
+  type ValType,
 } from "./_asm.ts";
 import {
   c,
@@ -1427,29 +1428,30 @@ function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
 }
 
 /**
- * `name_dot2(wa, wb, nblk, x8, x16, xm, ms, lim) → (f32, f32)`: two weight
- * rows (anywhere) · one x row, for the formats of 32-element blocks, with
- * the same arithmetic as `name_dot` on each row. The rows' 8- and 4-block
- * groups alternate, so a core reads two rows' bytes at once: `name_mm`
- * pairs rows from two of its weight streams, and SmolLM-135M Q8_0 decode
- * on 2 threads went from 77–84 to 91 tok/s (alternating builds), while
- * from cache a 576-wide row costs the same either way (39 ns).
+ * `name_dotN(w0, …, wN−1, nblk, x8, x16, xm, ms, lim) → N × f32`: `nr`
+ * weight rows (anywhere) · one x row, for the formats of 32-element
+ * blocks, with the same arithmetic as `name_dot` on each row. The rows' 8-
+ * and 4-block groups alternate, so a core reads several rows' bytes at
+ * once: `name_mm` takes `NR` rows at a time from as many of its
+ * weight streams, and SmolLM-135M Q8_0 decode on 2 threads went from
+ * 77–84 to 91 tok/s with pairs (alternating builds), while from cache a
+ * 576-wide row costs the same either way (39 ns).
  */
-function dot2Function(
+function dotNFunction(
   m: ModuleBuilder,
   ctx: Ctx,
   q: QuantFormat,
+  nr: number,
 ): FuncBuilder {
-  const f = m.func(`${q.name}_dot2`, [
-    ["wa", I],
-    ["wb", I],
+  const f = m.func(`${q.name}_dot${nr}`, [
+    ...Array.from({ length: nr }, (_, i) => [`w${i}`, I] as [string, ValType]),
     ["nblk", I],
     ["x8", I],
     ["x16", I],
     ["xm", I],
     ["ms", I],
     ["lim", I],
-  ], [F, F]);
+  ], Array.from({ length: nr }, () => F));
   const P = f.params;
   const [touch, ahead] = f.locals(I, 2);
   const shared = {
@@ -1467,7 +1469,9 @@ function dot2Function(
     s: f.locals(F, 4),
     n: f.locals(I, 3),
   };
-  const rows: Dot[] = [P.wa, P.wb].map((wb) => ({
+  const rows: Dot[] = Array.from({ length: nr }, (_, i) => P[`w${i}`]).map((
+    wb,
+  ) => ({
     ...shared,
     wb,
     acc: f.local(V),
@@ -1528,8 +1532,7 @@ function dot2Function(
       ...rows.flatMap((d) => q.single!(d)),
       ...advance(1, true),
     ),
-    result(rows[0], 0),
-    result(rows[1], 1),
+    ...rows.map((d, k) => result(d, k % 4)),
   );
   return f;
 }
@@ -1611,13 +1614,22 @@ function touchKernel(m: ModuleBuilder): void {
 /** Bytes readable past `lim` that the quantized kernels may read (see `name_mm`). */
 export const READ_MARGIN = 4096;
 
+/**
+ * Rows per `name_dotN` call in `name_mm` (the formats of 32-element
+ * blocks). SmolLM-135M Q8_0 decode measured 90–95 tok/s with 2, 94 with 3,
+ * 95–97 with 4 (alternating builds: no clear gain past 2, and each row
+ * count adds a function to the module).
+ */
+const NR = 2;
+
 /** Bytes of one segment descriptor of a `name_mm` job. */
 export const SEGMENT_BYTES = 16;
 
 /**
  * Adds activation quantization (`quantize_x`, `quantize_xk`), `touch`,
  * `probe_u8dot` (relaxed variant) and, per weight format (and `q8_0u` in
- * the relaxed variant), `name_dot`, `name_dot2` (32-element blocks) and
+ * the relaxed variant), `name_dot`, `name_dot2` (32-element blocks; see
+ * `NR`) and
  * the threaded driver
  * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim,
  * top, streams)`.
@@ -1639,8 +1651,8 @@ export const SEGMENT_BYTES = 16;
  * caches; the caller from the bottom. Within a chunk (within each
  * segment it spans) a thread reads rows from `streams` (≥ 1) evenly spaced
  * places in turn, so that the core's prefetchers follow that many streams
- * of weight bytes; formats with a `name_dot2` take those rows two at a
- * time. `lim`: touch loads (see {@link PREFETCH_BYTES}) read only below it, so
+ * of weight bytes; formats with a `name_dot2` take those rows `NR`
+ * at a time. `lim`: touch loads (see {@link PREFETCH_BYTES}) read only below it, so
  * it must be at most the memory's size less {@link READ_MARGIN} (0 turns
  * them off).
  */
@@ -1651,8 +1663,8 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   quantizeX(m, ctx, "q8_k");
   for (const q of ctx.relaxed ? [...FORMATS, Q8_0U] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
-    const dot2 = q.main8 && q.single && q.elems === 32
-      ? dot2Function(m, ctx, q)
+    const dotN = q.main8 && q.single && q.elems === 32
+      ? dotNFunction(m, ctx, q, NR)
       : undefined;
     const f = m.func(`${q.name}_mm`, [
       ["desc", I],
@@ -1676,8 +1688,15 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
     const [w, y, bp, outF] = f.locals(I, 4);
     const segField = (k: number) =>
       i32.load(i32.add(get(P.desc), i32.shl(get(seg), c(4))), 4 * k);
-    const [kEnd, row2] = f.locals(I, 2);
-    const [res1, res2] = f.locals(F, 2);
+    const kEnd = f.local(I);
+    const rowsN = f.locals(I, NR);
+    const resN = f.locals(F, NR);
+    // the i-th row of a group exists (in the span)
+    const exists = (l: Local, i: number): Code =>
+      i32.and(
+        i32.lt_u(i32.add(get(k), c(i)), get(kEnd)),
+        i32.lt_u(get(l), get(nn)),
+      );
     const nothing: Code = () => {};
     // the k-th row of the span in stream order: streams take turns
     const perm = (kk: Code): Code =>
@@ -1816,58 +1835,38 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
               ),
             ),
             set(kEnd, i32.mul(get(hh), get(P.streams))),
-            dot2
+            dotN
               ? forLoop(
                 "o",
                 k,
                 c(0),
                 get(kEnd),
-                c(2),
-                set(row, perm(get(k))),
-                set(row2, perm(i32.add(get(k), c(1)))),
-                // both rows exist: one dot2 call; else the one that does
+                c(NR),
+                ...rowsN.map((l, i) => set(l, perm(i32.add(get(k), c(i))))),
+                // all NR rows exist: one dotN call; else those that do
                 if_(
-                  i32.and(
-                    i32.lt_u(get(row), get(nn)),
-                    i32.and(
-                      i32.lt_u(i32.add(get(k), c(1)), get(kEnd)),
-                      i32.lt_u(get(row2), get(nn)),
-                    ),
+                  rowsN.map((l, i) => exists(l, i)).reduce((x, y) =>
+                    i32.and(x, y)
                   ),
                   [
-                    set(row, i32.add(get(row), get(s0))),
-                    set(row2, i32.add(get(row2), get(s0))),
+                    ...rowsN.map((l) => set(l, i32.add(get(l), get(s0)))),
                     forLoop(
                       "r",
                       r,
                       c(0),
                       get(P.rows),
                       c(1),
-                      call(
-                        dot2,
-                        rowAddr(row),
-                        rowAddr(row2),
-                        ...xArgs(),
-                      ),
-                      set(res2, nothing),
-                      set(res1, nothing),
-                      store(row, get(res1)),
-                      store(row2, get(res2)),
+                      call(dotN, ...rowsN.map(rowAddr), ...xArgs()),
+                      ...resN.slice().reverse().map((l) => set(l, nothing)),
+                      ...rowsN.map((l, i) => store(l, get(resN[i]))),
                     ),
                   ],
-                  [
-                    if_(i32.lt_u(get(row), get(nn)), [
-                      set(row, i32.add(get(row), get(s0))),
+                  rowsN.map((l, i) =>
+                    if_(exists(l, i), [
+                      set(row, i32.add(get(l), get(s0))),
                       oneRow(row),
-                    ]),
-                    if_(
-                      i32.and(
-                        i32.lt_u(i32.add(get(k), c(1)), get(kEnd)),
-                        i32.lt_u(get(row2), get(nn)),
-                      ),
-                      [set(row, i32.add(get(row2), get(s0))), oneRow(row)],
-                    ),
-                  ],
+                    ])
+                  ),
                 ),
               )
               : forLoop(
