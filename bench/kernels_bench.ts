@@ -58,7 +58,7 @@ import { cosines, makeWeight } from "../tests/kernels/fast/_helpers.ts";
     name: "stream Q8_0 bytes once",
     group: "matvec 4096×4096",
     baseline: true,
-    fn: () => runSplit(e, "read_probe", 0, chunks, (a, b) => [p, out, a, b]),
+    fn: () => runSplit(e, "read_probe", 0, chunks, (a, b) => [p, out, a, b, 8]),
   });
   for (
     const dtype of [

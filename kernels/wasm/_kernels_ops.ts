@@ -751,27 +751,55 @@ function attentionKernel(
 /**
  * Reads 64-byte chunks `[c0, c1)` from `p` and stores a checksum at `out`:
  * the time to stream bytes through SIMD registers, the bandwidth bound the
- * matvec benchmarks compare against.
+ * matvec benchmarks compare against. The range is cut into `streams` (≥ 1)
+ * equal runs read a chunk at a time in turn (the last run takes what is
+ * left), the access pattern of the quantized jobs' weight streams.
  */
 function readProbe(m: ModuleBuilder): void {
-  const f = m.func("read_probe", [["p", I], ["out", I], ["c0", I], ["c1", I]]);
-  const { p, out, c0, c1 } = f.params;
-  const [q, end] = f.locals(I, 2);
+  const f = m.func("read_probe", [
+    ["p", I],
+    ["out", I],
+    ["c0", I],
+    ["c1", I],
+    ["streams", I],
+  ]);
+  const { p, out, c0, c1, streams } = f.params;
+  const [run, i, j, q] = f.locals(I, 4);
   const a = f.locals(V, 4);
+  const chunk = (at: Code): Code[] => [
+    set(q, i32.add(get(p), i32.shl(at, c(6)))),
+    ...a.map((x, k) => set(x, i32x4.add(get(x), v128.load(get(q), k * 16)))),
+  ];
   f.body(
     ...a.map((x) => set(x, zero)),
-    set(q, i32.add(get(p), i32.shl(get(c0), c(6)))),
-    set(end, i32.add(get(p), i32.shl(get(c1), c(6)))),
-    if_(i32.lt_s(get(q), get(end)), [
-      loop(
-        "l",
-        ...a.map((x, i) =>
-          set(x, i32x4.add(get(x), v128.load(get(q), i * 16)))
+    set(run, i32.div_u(i32.sub(get(c1), get(c0)), get(streams))),
+    // runs in turn: chunk i of every run, for i below the run length
+    forLoop(
+      "i",
+      i,
+      c(0),
+      get(run),
+      c(1),
+      forLoop(
+        "s",
+        j,
+        c(0),
+        get(streams),
+        c(1),
+        ...chunk(
+          i32.add(get(c0), i32.add(i32.mul(get(j), get(run)), get(i))),
         ),
-        set(q, i32.add(get(q), c(64))),
-        brIf("l", i32.lt_u(get(q), get(end))),
       ),
-    ]),
+    ),
+    // what the equal runs left over
+    forLoop(
+      "t",
+      i,
+      i32.add(get(c0), i32.mul(get(run), get(streams))),
+      get(c1),
+      c(1),
+      ...chunk(get(i)),
+    ),
     v128.store(
       get(out),
       i32x4.add(

@@ -1,8 +1,9 @@
 // The parts of a quantized job around the dot products: the two-ended
 // chunk counter and weight streams of `name_mm`, the `touch` kernel an
 // idle worker runs, the job-sequence prediction that feeds it, the
-// two-row `name_dot2`, and the Q8_0 kernel with two dots per block where
-// the relaxed dot takes unsigned bytes.
+// two-row `name_dot2`, the Q8_0 kernel with two dots per block where the
+// relaxed dot takes unsigned bytes, and the bandwidth probe the matvec
+// benchmarks compare against.
 
 import { assert, assertEquals } from "@std/assert";
 import { state, touchAfter } from "../../../kernels/fast/_dispatch.ts";
@@ -248,4 +249,31 @@ Deno.test("name_dot2 gives each of its two rows exactly what name_dot gives it",
       for (const p of [wp, xs, q8, q16, meta]) e.free(p);
     }
   }
+});
+
+Deno.test("read_probe (the benchmarks' bandwidth bound) reads every chunk of its range once, in 1 to 8 runs", () => {
+  const e = getEngine()!;
+  const chunks = 37; // not a multiple of the run counts
+  const p = e.alloc(chunks * 64 + 64), out = e.alloc(64);
+  const i32 = new Int32Array(e.f32.buffer);
+  for (let k = 0; k < chunks * 16; k++) i32[(p >> 2) + k] = k * 7 + 1;
+  // lane l of the checksum sums the words at indices ≡ l (mod 4)
+  const want = (c0: number, c1: number) =>
+    [0, 1, 2, 3].map((l) => {
+      let s = 0;
+      for (let k = c0 * 16 + l; k < c1 * 16; k += 4) s += k * 7 + 1;
+      return s;
+    });
+  for (const streams of [1, 2, 3, 8]) {
+    for (const [c0, c1] of [[0, chunks], [5, 30], [3, 4], [9, 9]]) {
+      fn(e, "read_probe")(p, out, c0, c1, streams);
+      assertEquals(
+        [...new Int32Array(e.f32.buffer, out, 4)],
+        want(c0, c1),
+        `${streams} runs over chunks ${c0}..${c1}`,
+      );
+    }
+  }
+  e.free(p);
+  e.free(out);
 });
