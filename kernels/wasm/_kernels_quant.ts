@@ -1697,6 +1697,8 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
         i32.lt_u(i32.add(get(k), c(i)), get(kEnd)),
         i32.lt_u(get(l), get(nn)),
       );
+    // an empty operand: `set(l, nothing)` pops a value a call left on the
+    // stack (dotN returns NR results; the last comes off first)
     const nothing: Code = () => {};
     // the k-th row of the span in stream order: streams take turns
     const perm = (kk: Code): Code =>
