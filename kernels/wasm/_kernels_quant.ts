@@ -468,6 +468,8 @@ interface QuantFormat {
    * aligned when the row is).
    */
   main8?(d: Dot): Code[];
+  /** Whether `main` sums a min term into `v[14]`, subtracted at the end (Q4_K). */
+  mins?: boolean;
 }
 
 /** Address of metadata array `a` (see {@link META_ARRAYS}) at the current block. */
@@ -582,93 +584,6 @@ function q8SplitDot(
   ];
 }
 
-/** Q8_0 as stored: 34-byte blocks of an f16 scale and 32 i8 codes. Value `d·q`. */
-const Q8_0: QuantFormat = {
-  name: "q8_0",
-  elems: 32,
-  bytes: 34,
-  act: "q8_0",
-  group: 4,
-  reads: () => ["x16"],
-  main8: (d) => [
-    // vectors 0..8 serve blocks 0..3, 8..16 blocks 4..7
-    ...d.wv.slice(0, 9).map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
-    ...q8_0Half(d, d.wv, 0),
-    ...d.wv.slice(9).map((v, k) => set(v, v128.load(get(d.wb), 16 * (k + 9)))),
-    ...q8_0Half(d, d.wv, 1),
-  ],
-  main: (d) => {
-    const out: Code[] = loadScales(d, 34);
-    for (let j = 0; j < 4; j++) {
-      if (d.ctx.relaxed) {
-        out.push(
-          ...q8SplitDot(
-            d,
-            [
-              v128.load(get(d.wb), 34 * j + 2),
-              v128.load(get(d.wb), 34 * j + 18),
-            ],
-            64 * j,
-            d.p[j],
-          ),
-        );
-        continue;
-      }
-      out.push(
-        set(d.v[0], v128.load(get(d.wb), 34 * j + 2)),
-        set(d.v[1], v128.load(get(d.wb), 34 * j + 18)),
-        set(
-          d.p[j],
-          dotI16(
-            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
-            get(d.x16),
-            64 * j,
-          ),
-        ),
-      );
-    }
-    out.push(
-      hsum4i(d.p.slice(0, 4).map(get), d.t),
-      addBlocks4(d, get(d.t[0])),
-    );
-    return out;
-  },
-  single: (d) => {
-    const w = [
-      ...widenEvenOdd(v128.load(get(d.wb), 2)),
-      ...widenEvenOdd(v128.load(get(d.wb), 18)),
-    ];
-    return [
-      ...(d.ctx.relaxed
-        ? q8SplitDot(
-          d,
-          [
-            v128.load(get(d.wb), 2),
-            v128.load(get(d.wb), 18),
-          ],
-          0,
-          d.p[0],
-        )
-        : []),
-      set(
-        d.accs,
-        f32.add(
-          get(d.accs),
-          f32.mul(
-            f32.convert_i32_s(
-              hsumI(
-                d.ctx.relaxed ? get(d.p[0]) : dotI16(w, get(d.x16), 0),
-                d.t[0],
-              ),
-            ),
-            f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
-          ),
-        ),
-      ),
-    ];
-  },
-};
-
 /**
  * The value {@link probeKernel} returns where the relaxed dot reads its
  * 7-bit operand as an unsigned byte and sums four products into i32
@@ -727,91 +642,147 @@ function q8uOffset(d: Dot, off: number): Code {
   );
 }
 
-/** Blocks 4h..4h+3 of an 8-block Q8_0 group held in `V` (see {@link q8_0Half}), the `q8_0u` way. */
-function q8_0uHalf(d: Dot, V: Local[], h: number): Code[] {
+/**
+ * One way of dotting Q8_0 blocks with x, for {@link q8Format}: `block`
+ * puts the i32 lane sums of block `j` of a group (codes `codes`) in
+ * `dst`; `fix4` corrects four block totals in `t[0]` (their x code sums
+ * at `is32 + off`) and `fix1` one block's total, where the way sums
+ * something other than `Σ w·x`.
+ */
+interface Q8Way {
+  reads: QuantFormat["reads"];
+  block(d: Dot, codes: [Code, Code], j: number, dst: Local): Code[];
+  fix4(d: Dot, off: number): Code[];
+  fix1(d: Dot, total: Code): Code;
+}
+
+/**
+ * Signed codes times signed x: relaxed SIMD splits x ({@link q8SplitDot},
+ * four dots per block); plain SIMD widens both to i16.
+ */
+const Q8_SIGNED: Q8Way = {
+  reads: () => ["x16"],
+  block: (d, codes, j, dst) =>
+    d.ctx.relaxed ? q8SplitDot(d, codes, 64 * j, dst) : [
+      set(d.v[0], codes[0]),
+      set(d.v[1], codes[1]),
+      set(
+        dst,
+        dotI16(
+          [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
+          get(d.x16),
+          64 * j,
+        ),
+      ),
+    ],
+  fix4: () => [],
+  fix1: (_, total) => total,
+};
+
+/**
+ * The unsigned relaxed dot ({@link q8uDot}, two dots per block, relaxed
+ * variant only): sums `Σ (w + 128)·x`, then removes `128·Σx`.
+ */
+const Q8_UNSIGNED: Q8Way = {
+  reads: () => ["x8"],
+  block: (d, codes, j, dst) => [q8uDot(d, codes, 32 * j, dst)],
+  fix4: (d, off) => [q8uOffset(d, off)],
+  fix1: (d, total) => i32.sub(total, i32.shl(i32.load(metaPtr(d, 1)), c(7))),
+};
+
+/**
+ * Q8_0 blocks 4h..4h+3 of an 8-block group (272 bytes) held in seventeen
+ * 16-byte vectors: block j's codes are the windows at bytes 34j+2 and
+ * 34j+18, its scale halfword j of vector 2j.
+ */
+function q8Half(d: Dot, V: Local[], h: number, way: Q8Way): Code[] {
   const out: Code[] = [];
   for (let j = 4 * h; j < 4 * h + 4; j++) {
     out.push(
-      q8uDot(
+      ...way.block(
         d,
         [window16(V, 34 * j + 2), window16(V, 34 * j + 18)],
-        32 * j,
+        j,
         d.p[j - 4 * h],
       ),
     );
   }
   out.push(
     hsum4i(d.p.slice(0, 4).map(get), d.t),
-    q8uOffset(d, 16 * h),
+    ...way.fix4(d, 16 * h),
     ...addHalf(d, V, h, 2),
   );
   return out;
 }
 
-/**
- * Q8_0 weights for engines that pass {@link U8_DOT_PROBE} (relaxed
- * variant only): same blocks and results as {@link Q8_0}, x read as plain
- * i8 codes.
- */
-const Q8_0U: QuantFormat = {
-  name: "q8_0u",
-  elems: 32,
-  bytes: 34,
-  act: "q8_0",
-  group: 4,
-  reads: () => ["x8"],
-  main8: (d) => [
-    ...d.wv.slice(0, 9).map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
-    ...q8_0uHalf(d, d.wv, 0),
-    ...d.wv.slice(9).map((v, k) => set(v, v128.load(get(d.wb), 16 * (k + 9)))),
-    ...q8_0uHalf(d, d.wv, 1),
-  ],
-  main: (d) => {
-    const out: Code[] = loadScales(d, 34);
-    for (let j = 0; j < 4; j++) {
-      out.push(
-        q8uDot(
-          d,
-          [
-            v128.load(get(d.wb), 34 * j + 2),
-            v128.load(get(d.wb), 34 * j + 18),
-          ],
-          32 * j,
-          d.p[j],
-        ),
-      );
-    }
-    out.push(
-      hsum4i(d.p.slice(0, 4).map(get), d.t),
-      q8uOffset(d, 0),
-      addBlocks4(d, get(d.t[0])),
-    );
-    return out;
-  },
-  single: (d) => [
-    q8uDot(
-      d,
-      [v128.load(get(d.wb), 2), v128.load(get(d.wb), 18)],
-      0,
-      d.p[0],
-    ),
-    set(
-      d.accs,
-      f32.add(
-        get(d.accs),
-        f32.mul(
-          f32.convert_i32_s(
-            i32.sub(
-              hsumI(get(d.p[0]), d.t[0]),
-              i32.shl(i32.load(metaPtr(d, 1)), c(7)),
-            ),
+/** Q8_0 as stored: 34-byte blocks of an f16 scale and 32 i8 codes. Value `d·q`. */
+function q8Format(name: string, way: Q8Way): QuantFormat {
+  return {
+    name,
+    elems: 32,
+    bytes: 34,
+    act: "q8_0",
+    group: 4,
+    reads: way.reads,
+    main8: (d) => [
+      // vectors 0..8 serve blocks 0..3, 8..16 blocks 4..7
+      ...d.wv.slice(0, 9).map((v, k) => set(v, v128.load(get(d.wb), 16 * k))),
+      ...q8Half(d, d.wv, 0, way),
+      ...d.wv.slice(9).map((v, k) =>
+        set(v, v128.load(get(d.wb), 16 * (k + 9)))
+      ),
+      ...q8Half(d, d.wv, 1, way),
+    ],
+    main: (d) => {
+      const out: Code[] = loadScales(d, 34);
+      for (let j = 0; j < 4; j++) {
+        out.push(
+          ...way.block(
+            d,
+            [
+              v128.load(get(d.wb), 34 * j + 2),
+              v128.load(get(d.wb), 34 * j + 18),
+            ],
+            j,
+            d.p[j],
           ),
-          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
+        );
+      }
+      out.push(
+        hsum4i(d.p.slice(0, 4).map(get), d.t),
+        ...way.fix4(d, 0),
+        addBlocks4(d, get(d.t[0])),
+      );
+      return out;
+    },
+    single: (d) => [
+      ...way.block(
+        d,
+        [v128.load(get(d.wb), 2), v128.load(get(d.wb), 18)],
+        0,
+        d.p[0],
+      ),
+      set(
+        d.accs,
+        f32.add(
+          get(d.accs),
+          f32.mul(
+            f32.convert_i32_s(way.fix1(d, hsumI(get(d.p[0]), d.t[0]))),
+            f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
+          ),
         ),
       ),
-    ),
-  ],
-};
+    ],
+  };
+}
+
+const Q8_0 = q8Format("q8_0", Q8_SIGNED);
+
+/**
+ * Q8_0 for engines that pass {@link U8_DOT_PROBE} (relaxed variant only):
+ * same blocks and results as {@link Q8_0}, x read as plain i8 codes.
+ */
+const Q8_0U = q8Format("q8_0u", Q8_UNSIGNED);
 
 /** Q4_0 codes 0..15 of the block loaded in `v[0]`: elements 0..15, 16..31. */
 function q4Nibbles(d: Dot): [Code, Code] {
@@ -913,39 +884,6 @@ function addHalf(d: Dot, V: Local[], h: number, stride: number): Code[] {
       ),
     ),
   ];
-}
-
-/**
- * Q8_0 blocks 4h..4h+3 of an 8-block group (272 bytes) held in seventeen
- * 16-byte vectors: block j's codes are the windows at bytes 34j+2 and
- * 34j+18, its scale halfword j of vector 2j.
- */
-function q8_0Half(d: Dot, V: Local[], h: number): Code[] {
-  const out: Code[] = [];
-  for (let j = 4 * h; j < 4 * h + 4; j++) {
-    const codes: [Code, Code] = [
-      window16(V, 34 * j + 2),
-      window16(V, 34 * j + 18),
-    ];
-    if (d.ctx.relaxed) {
-      out.push(...q8SplitDot(d, codes, 64 * j, d.p[j - 4 * h]));
-    } else {
-      out.push(
-        set(d.v[0], codes[0]),
-        set(d.v[1], codes[1]),
-        set(
-          d.p[j - 4 * h],
-          dotI16(
-            [...widenEvenOdd(get(d.v[0])), ...widenEvenOdd(get(d.v[1]))],
-            get(d.x16),
-            64 * j,
-          ),
-        ),
-      );
-    }
-  }
-  out.push(hsum4i(d.p.slice(0, 4).map(get), d.t), ...addHalf(d, V, h, 2));
-  return out;
 }
 
 /**
@@ -1057,6 +995,7 @@ const Q4_K: QuantFormat = {
   bytes: 144,
   act: "q8_k",
   group: 1,
+  mins: true,
   reads: (ctx) => [ctx.relaxed ? "x8" : "x16"],
   main: (d) => {
     const [A, B, Cc, S] = d.v.slice(8, 12);
@@ -1304,146 +1243,27 @@ export function activationRule(name: string): "q8_0" | "q8_k" {
 export const PREFETCH_BYTES = 1024;
 
 /**
- * `name_dot(wrow, nblk, x8, x16, xm, ms, lim) → f32`: one weight row · one
- * x row. Touch loads (see {@link PREFETCH_BYTES}) stay below `lim`.
- */
-function dotFunction(m: ModuleBuilder, ctx: Ctx, q: QuantFormat): FuncBuilder {
-  const f = m.func(`${q.name}_dot`, [
-    ["wrow", I],
-    ["nblk", I],
-    ["x8", I],
-    ["x16", I],
-    ["xm", I],
-    ["ms", I],
-    ["lim", I],
-  ], [F]);
-  const P = f.params;
-  const [touch, ahead] = f.locals(I, 2);
-  // One load per 64-byte line of the `bytes` read per iteration, at
-  // PREFETCH_BYTES ahead (or at the block itself near the end of memory).
-  // Their sum joins the result times zero, so the loads stay.
-  const prefetch = (bytes: number): Code[] => [
-    set(ahead, i32.add(get(d.wb), c(PREFETCH_BYTES))),
-    set(ahead, select(get(ahead), get(d.wb), i32.lt_u(get(ahead), get(P.lim)))),
-    ...Array.from(
-      { length: Math.ceil(bytes / 64) },
-      (_, i) => set(touch, i32.add(get(touch), i32.load(get(ahead), i * 64))),
-    ),
-  ];
-  const d: Dot = {
-    f,
-    ctx,
-    wb: P.wrow,
-    x8: P.x8,
-    x16: P.x16,
-    xm: P.xm,
-    ms: P.ms,
-    is16: f.local(I),
-    acc: f.local(V),
-    accs: f.local(F),
-    v: f.locals(V, 15),
-    wv: q.main8 ? f.locals(V, (q.bytes * 8) / 16) : [],
-    p: f.locals(V, 4),
-    t: f.locals(V, 4),
-    s: f.locals(F, 4),
-    n: f.locals(I, 3),
-  };
-  const [b] = d.n;
-  const xBlocks = q.elems / 32;
-  // only the pointers this format's variant reads move
-  const reads = q.reads(ctx);
-  const advance = (blocks: number): Code[] => [
-    set(d.wb, i32.add(get(d.wb), c(q.bytes * blocks))),
-    ...(reads.includes("x8")
-      ? [set(d.x8, i32.add(get(d.x8), c(q.elems * blocks)))]
-      : []),
-    ...(reads.includes("x16")
-      ? [set(d.x16, i32.add(get(d.x16), c(q.elems * 2 * blocks)))]
-      : []),
-    set(d.xm, i32.add(get(d.xm), c(4 * xBlocks * blocks))),
-    ...(reads.includes("is16")
-      ? [set(d.is16, i32.add(get(d.is16), c(8 * xBlocks * blocks)))]
-      : []),
-  ];
-  const body: Code[] = [
-    set(d.is16, i32.add(get(d.xm), i32.mul(get(d.ms), c(2)))),
-    set(d.acc, zero),
-    set(d.accs, f32.const(0)),
-    set(d.v[14], zero), // Q4_K min accumulator
-    set(b, get(P.nblk)),
-    ...(q.main8
-      ? [
-        forLoop(
-          "g8",
-          d.n[1],
-          c(8),
-          i32.add(get(b), c(1)),
-          c(8),
-          ...prefetch(q.bytes * 8),
-          ...q.main8(d),
-          ...advance(8),
-        ),
-        if_(i32.and(get(b), c(4)), [...q.main(d), ...advance(4)]),
-      ]
-      : [
-        if_(i32.ge_s(get(b), c(q.group)), [
-          forLoop(
-            "g",
-            d.n[1],
-            c(q.group),
-            i32.add(get(b), c(1)),
-            c(q.group),
-            ...(q.group === 1 ? prefetch(q.bytes) : []),
-            ...q.main(d),
-            ...advance(q.group),
-          ),
-        ]),
-      ]),
-  ];
-  if (q.single) {
-    body.push(
-      forLoop(
-        "s",
-        d.n[1],
-        c(0),
-        i32.and(get(b), c(q.group - 1)),
-        c(1),
-        ...q.single(d),
-        ...advance(1),
-      ),
-    );
-  }
-  f.body(
-    set(touch, c(0)),
-    ...body,
-    f32.add(
-      f32.sub(
-        f32.add(hsum(get(d.acc), d.t[0]), get(d.accs)),
-        hsum(get(d.v[14]), d.t[1]),
-      ),
-      f32.mul(f32.convert_i32_s(get(touch)), f32.const(0)),
-    ),
-  );
-  return f;
-}
-
-/**
- * `name_dotN(w0, …, wN−1, nblk, x8, x16, xm, ms, lim) → N × f32`: `nr`
+ * `name_dot(w0, nblk, x8, x16, xm, ms, lim) → f32`: one weight row · one x
+ * row; with `nr` > 1, `name_dotN(w0, …, wN−1, nblk, …) → N × f32`: `nr`
  * weight rows (anywhere) · one x row, for the formats of 32-element
- * blocks, with the same arithmetic as `name_dot` on each row. The rows' 8-
- * and 4-block groups alternate, so a core reads several rows' bytes at
- * once: `name_mm` takes `NR` rows at a time from as many of its
- * weight streams, and SmolLM-135M Q8_0 decode on 2 threads went from
- * 77–84 to 91 tok/s with pairs (alternating builds), while from cache a
- * 576-wide row costs the same either way (39 ns).
+ * blocks, with the same arithmetic on each row. The rows' 8- and 4-block
+ * groups alternate, so a core reads several rows' bytes at once:
+ * `name_mm` takes `NR` rows at a time from as many of its weight streams,
+ * and SmolLM-135M Q8_0 decode on 2 threads went from 77–84 to 91 tok/s
+ * with pairs (alternating builds), while from cache a 576-wide row costs
+ * the same either way (39 ns). Touch loads (see {@link PREFETCH_BYTES})
+ * stay below `lim`.
  */
-function dotNFunction(
+function dotFunction(
   m: ModuleBuilder,
   ctx: Ctx,
   q: QuantFormat,
-  nr: number,
+  nr = 1,
 ): FuncBuilder {
-  const f = m.func(`${q.name}_dot${nr}`, [
+  if (nr > 1 && !(q.main8 && q.single)) {
+    throw new Error(`No ${nr}-row dot for ${q.name}`);
+  }
+  const f = m.func(nr === 1 ? `${q.name}_dot` : `${q.name}_dot${nr}`, [
     ...Array.from({ length: nr }, (_, i) => [`w${i}`, I] as [string, ValType]),
     ["nblk", I],
     ["x8", I],
@@ -1463,76 +1283,103 @@ function dotNFunction(
     ms: P.ms,
     is16: f.local(I),
     v: f.locals(V, 15),
-    wv: f.locals(V, (q.bytes * 8) / 16),
+    wv: q.main8 ? f.locals(V, (q.bytes * 8) / 16) : [],
     p: f.locals(V, 4),
     t: f.locals(V, 4),
     s: f.locals(F, 4),
     n: f.locals(I, 3),
   };
-  const rows: Dot[] = Array.from({ length: nr }, (_, i) => P[`w${i}`]).map((
-    wb,
-  ) => ({
+  const rows: Dot[] = Array.from({ length: nr }, (_, i) => ({
     ...shared,
-    wb,
+    wb: P[`w${i}`],
     acc: f.local(V),
     accs: f.local(F),
   }));
+  const [b, i] = shared.n;
+  // One load per 64-byte line of the `bytes` row `d` reads per iteration,
+  // at PREFETCH_BYTES ahead (or at the block itself near the end of
+  // memory). Their sum joins the results times zero, so the loads stay.
   const prefetch = (d: Dot, bytes: number): Code[] => [
     set(ahead, i32.add(get(d.wb), c(PREFETCH_BYTES))),
     set(ahead, select(get(ahead), get(d.wb), i32.lt_u(get(ahead), get(P.lim)))),
     ...Array.from(
       { length: Math.ceil(bytes / 64) },
-      (_, i) => set(touch, i32.add(get(touch), i32.load(get(ahead), i * 64))),
+      (_, k) => set(touch, i32.add(get(touch), i32.load(get(ahead), k * 64))),
     ),
   ];
+  const xBlocks = q.elems / 32;
+  // only the pointers this format's variant reads move
   const reads = q.reads(ctx);
-  const advance = (blocks: number, ws: boolean): Code[] => [
-    ...(ws
-      ? rows.map((d) => set(d.wb, i32.add(get(d.wb), c(q.bytes * blocks))))
-      : []),
+  const advance = (blocks: number): Code[] => [
+    ...rows.map((d) => set(d.wb, i32.add(get(d.wb), c(q.bytes * blocks)))),
     ...(reads.includes("x8")
       ? [set(P.x8, i32.add(get(P.x8), c(q.elems * blocks)))]
       : []),
     ...(reads.includes("x16")
       ? [set(P.x16, i32.add(get(P.x16), c(q.elems * 2 * blocks)))]
       : []),
-    set(P.xm, i32.add(get(P.xm), c(4 * blocks))),
+    set(P.xm, i32.add(get(P.xm), c(4 * xBlocks * blocks))),
+    ...(reads.includes("is16")
+      ? [
+        set(shared.is16, i32.add(get(shared.is16), c(8 * xBlocks * blocks))),
+      ]
+      : []),
   ];
-  const [b] = shared.n;
-  const i = f.local(I);
-  const result = (d: Dot, k: number): Code =>
-    f32.add(
-      f32.add(hsum(get(d.acc), shared.t[k]), get(d.accs)),
+  const each = (code: (d: Dot) => Code[]): Code[] => rows.flatMap(code);
+  const result = (d: Dot): Code => {
+    const sum = f32.add(hsum(get(d.acc), shared.t[0]), get(d.accs));
+    return f32.add(
+      q.mins ? f32.sub(sum, hsum(get(shared.v[14]), shared.t[1])) : sum,
       f32.mul(f32.convert_i32_s(get(touch)), f32.const(0)),
     );
+  };
   f.body(
     set(touch, c(0)),
     set(shared.is16, i32.add(get(P.xm), i32.mul(get(P.ms), c(2)))),
-    ...rows.flatMap((d) => [set(d.acc, zero), set(d.accs, f32.const(0))]),
+    ...each((d) => [set(d.acc, zero), set(d.accs, f32.const(0))]),
+    ...(q.mins ? [set(shared.v[14], zero)] : []),
     set(b, get(P.nblk)),
-    forLoop(
-      "g8",
-      i,
-      c(8),
-      i32.add(get(b), c(1)),
-      c(8),
-      ...rows.flatMap((d) => [...prefetch(d, q.bytes * 8), ...q.main8!(d)]),
-      ...advance(8, true),
-    ),
-    if_(i32.and(get(b), c(4)), [
-      ...rows.flatMap((d) => q.main(d)),
-      ...advance(4, true),
-    ]),
-    forLoop(
-      "s",
-      i,
-      c(0),
-      i32.and(get(b), c(3)),
-      c(1),
-      ...rows.flatMap((d) => q.single!(d)),
-      ...advance(1, true),
-    ),
-    ...rows.map((d, k) => result(d, k % 4)),
+    ...(q.main8
+      ? [
+        forLoop(
+          "g8",
+          i,
+          c(8),
+          i32.add(get(b), c(1)),
+          c(8),
+          ...each((d) => [...prefetch(d, q.bytes * 8), ...q.main8!(d)]),
+          ...advance(8),
+        ),
+        if_(i32.and(get(b), c(4)), [...each((d) => q.main(d)), ...advance(4)]),
+      ]
+      : [
+        if_(i32.ge_s(get(b), c(q.group)), [
+          forLoop(
+            "g",
+            i,
+            c(q.group),
+            i32.add(get(b), c(1)),
+            c(q.group),
+            ...(q.group === 1 ? prefetch(rows[0], q.bytes) : []),
+            ...q.main(rows[0]),
+            ...advance(q.group),
+          ),
+        ]),
+      ]),
+    ...(q.single
+      ? [
+        forLoop(
+          "s",
+          i,
+          c(0),
+          i32.and(get(b), c(q.group - 1)),
+          c(1),
+          ...each((d) => q.single!(d)),
+          ...advance(1),
+        ),
+      ]
+      : []),
+    ...rows.map(result),
   );
   return f;
 }
@@ -1664,7 +1511,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   for (const q of ctx.relaxed ? [...FORMATS, Q8_0U] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
     const dotN = q.main8 && q.single && q.elems === 32
-      ? dotNFunction(m, ctx, q, NR)
+      ? dotFunction(m, ctx, q, NR)
       : undefined;
     const f = m.func(`${q.name}_mm`, [
       ["desc", I],

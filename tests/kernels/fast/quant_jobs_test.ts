@@ -25,10 +25,18 @@ import { cosines, makeWeight } from "./_helpers.ts";
 type Fn = (...a: number[]) => number;
 const fn = (e: Engine, name: string) => e.fn[name] as unknown as Fn;
 
-/** A Q8_0 weight and one quantized x row in kernel memory, ready for `name_mm`. */
-function setUp(e: Engine, outF: number, inF: number) {
-  const w = makeWeight("Q8_0", outF, inF);
-  const x = cosines(inF, 2);
+/**
+ * A weight and one quantized x row in kernel memory, ready for `name_mm`
+ * (or `name_dot`); `free()` gives the memory back.
+ */
+function setUp(
+  e: Engine,
+  outF: number,
+  inF: number,
+  dtype: "Q8_0" | "Q4_0" = "Q8_0",
+  x: Float32Array = cosines(inF, 2),
+) {
+  const w = makeWeight(dtype, outF, inF);
   const wp = e.alloc(w.bytes.length);
   e.u8.set(w.bytes, wp);
   const xs = e.alloc(inF * 4);
@@ -40,7 +48,10 @@ function setUp(e: Engine, outF: number, inF: number) {
   e.f32.fill(0, bias >> 2, (bias >> 2) + outF);
   const desc = e.alloc(16), counter = e.alloc(64);
   new Int32Array(e.f32.buffer, desc, 4).set([wp, y, bias, outF]);
-  return { w, x, q8, q16, meta, y, desc, counter };
+  const free = () => {
+    for (const p of [wp, xs, q8, q16, meta, y, bias, desc, counter]) e.free(p);
+  };
+  return { w, wp, x, q8, q16, meta, y, desc, counter, free };
 }
 
 Deno.test("name_mm: chunks taken from the bottom and the top meet exactly once (counter halves), read in 1 to 4 streams", () => {
@@ -96,6 +107,7 @@ Deno.test("name_mm: chunks taken from the bottom and the top meet exactly once (
       }
     }
   }
+  s.free();
 });
 
 Deno.test("touch: reads one i32 per 64-byte line of each range, top down, and stops on a new job or at the limit", () => {
@@ -223,15 +235,13 @@ Deno.test("name_dot2 gives each of its two rows exactly what name_dot gives it",
   for (const nb of [...Array.from({ length: 21 }, (_, i) => i + 1), 48]) {
     const inF = 32 * nb;
     for (const [kind, dtype] of kinds) {
-      const w = makeWeight(dtype, 5, inF);
-      const wp = e.alloc(w.bytes.length);
-      e.u8.set(w.bytes, wp);
-      const x = cosines(inF, nb, 3);
-      const xs = e.alloc(inF * 4);
-      e.f32.set(x, xs >> 2);
-      const q8 = e.alloc(inF + 64), q16 = e.alloc(2 * inF + 64);
-      const meta = e.alloc(nb * 16 + 64);
-      fn(e, "quantize_x")(xs, 1, inF, q8, q16, meta);
+      const { wp, q8, q16, meta, free } = setUp(
+        e,
+        5,
+        inF,
+        dtype,
+        cosines(inF, nb, 3),
+      );
       const rb = rowBytes(dtype, inF);
       const one = (o: number) =>
         fn(e, `${kind}_dot`)(wp + o * rb, nb, q8, q16, meta, 4 * nb, lim);
@@ -246,7 +256,7 @@ Deno.test("name_dot2 gives each of its two rows exactly what name_dot gives it",
           `${kind} ${nb} blocks, rows ${a} and ${b}`,
         );
       }
-      for (const p of [wp, xs, q8, q16, meta]) e.free(p);
+      free();
     }
   }
 });
