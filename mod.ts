@@ -23,7 +23,11 @@ import { onnx } from "./formats/onnx.ts";
 import { bundleFormat } from "./formats/bundle.ts";
 
 export * from "./core/mod.ts";
-export { createRegistry, type Registry } from "./registry.ts";
+export {
+  createRegistry,
+  type PluginSource,
+  type Registry,
+} from "./registry.ts";
 
 /**
  * A fresh registry holding every built-in format and layer plugin. Each call
