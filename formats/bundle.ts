@@ -85,7 +85,7 @@ import {
   fromBase64,
   fromBase64Into,
   toBase64,
-} from "./_base64.ts";
+} from "../core/_base64.ts";
 import {
   placeholderIndex,
   PlainString,

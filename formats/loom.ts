@@ -42,7 +42,7 @@ import {
   type NetworkConfig,
 } from "../core/model.ts";
 import { type Tensor, tensorFromF32 } from "../core/tensor.ts";
-import { fromBase64 } from "./_base64.ts";
+import { fromBase64 } from "../core/_base64.ts";
 
 /** Options for reading Loom bundles. */
 export interface LoomReadOptions {

@@ -34,7 +34,7 @@ import {
   parseJsonWithLongStrings,
   splitLongStrings,
 } from "../../formats/_json.ts";
-import { fromBase64, fromBase64Into, toBase64 } from "../../formats/_base64.ts";
+import { fromBase64, fromBase64Into, toBase64 } from "../../core/_base64.ts";
 import { defaultRegistry } from "../../mod.ts";
 
 // References written by tests/gen_bundle_vectors.py (NumPy 1.24, PyTorch 1.13).

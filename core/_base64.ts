@@ -1,8 +1,9 @@
 /**
- * Base64 for the bundle format: the platform's `Uint8Array.prototype.toBase64`
- * / `setFromBase64` where the runtime has them (Deno 2.9, Chromium 140+,
- * Firefox 133+), `@std/encoding` otherwise. The native path is several times
- * faster; both give the same bytes.
+ * Base64 for the text formats (the bundle's tensors, Loom's weight blobs):
+ * the platform's `Uint8Array.prototype.toBase64` / `setFromBase64` where the
+ * runtime has them (Deno 2.9, Chromium 140+, Firefox 133+), `@std/encoding`
+ * otherwise. The native path is several times faster; both give the same
+ * bytes. Private to the package (not part of `core/mod.ts`).
  *
  * @module
  */
