@@ -36,7 +36,7 @@ import {
   type SafetensorsValidateOptions,
   type SafetensorsWriteOptions,
   validateSafetensors,
-} from "../formats/safetensors.ts";
+} from "../formats/safetensors/mod.ts";
 import { type FileByteSource, fileSource } from "./file.ts";
 import { writeModel } from "./open.ts";
 
@@ -109,7 +109,7 @@ function resolver(
  * @param options Model id.
  * @returns The model file; call `close()` when done.
  * @throws {Deno.errors.NotFound} When the path or a shard does not exist, or a folder has no SafeTensors file.
- * @throws {RangeError} On invalid headers (see `formats/safetensors.ts`).
+ * @throws {RangeError} On invalid headers (see `formats/safetensors/mod.ts`).
  *
  * @example
  * ```ts

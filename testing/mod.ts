@@ -17,7 +17,7 @@
  * @example
  * ```ts
  * import { assertFormatRoundTrip, assertHostileInputs } from "./mod.ts";
- * import { safetensors } from "../formats/safetensors.ts";
+ * import { safetensors } from "../formats/safetensors/mod.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
  *
  * const plugin = safetensors();

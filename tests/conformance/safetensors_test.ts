@@ -17,7 +17,7 @@ import {
   readSafetensors,
   sha256Hex,
   typedArrayOf,
-} from "../../formats/safetensors.ts";
+} from "../../formats/safetensors/mod.ts";
 import {
   openSafetensors,
   validateSafetensorsFile,

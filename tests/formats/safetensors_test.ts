@@ -16,7 +16,7 @@ import {
   validateSafetensors,
   writeSafetensors,
   writeSafetensorsShards,
-} from "../../formats/safetensors.ts";
+} from "../../formats/safetensors/mod.ts";
 import {
   memoryTensorIndex,
   type Model,

@@ -6,7 +6,7 @@ import { memoryTensorIndex } from "../../core/model.ts";
 import type { NetworkConfig } from "../../core/model.ts";
 import { type Tensor, tensorFromF32 } from "../../core/tensor.ts";
 import { saveBundle } from "../../formats/bundle.ts";
-import { serializeSafetensors } from "../../formats/safetensors.ts";
+import { serializeSafetensors } from "../../formats/safetensors/mod.ts";
 import { type LogEntry, type Server, startServer } from "../../serve/mod.ts";
 import type { ServeOptions } from "../../serve/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";

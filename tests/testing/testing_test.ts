@@ -16,7 +16,7 @@ import {
   collectBytes,
   cosineInput,
 } from "../../testing/mod.ts";
-import { safetensors } from "../../formats/safetensors.ts";
+import { safetensors } from "../../formats/safetensors/mod.ts";
 import { dense } from "../../layers/dense.ts";
 import { runOrt } from "../formats/_ort.ts";
 import {

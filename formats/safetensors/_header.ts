@@ -13,8 +13,8 @@ import {
   type DTypeInfo,
   type DTypeName,
   DTYPES,
-} from "../core/dtypes.ts";
-import { UnsupportedDTypeError } from "../core/errors.ts";
+} from "../../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../../core/errors.ts";
 import {
   type JsonObject,
   jsonTypeOf,
@@ -28,7 +28,7 @@ import {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SAFETENSORS_MAX_HEADER_BYTES } from "./_safetensors_header.ts";
+ * import { SAFETENSORS_MAX_HEADER_BYTES } from "./_header.ts";
  * assert(SAFETENSORS_MAX_HEADER_BYTES === 100_000_000);
  * ```
  */

@@ -7,11 +7,8 @@
  * @module
  */
 
-import type { ByteSource } from "../core/sources.ts";
-import type {
-  SafetensorsHeader,
-  SafetensorsTensorEntry,
-} from "./_safetensors_header.ts";
+import type { ByteSource } from "../../core/sources.ts";
+import type { SafetensorsHeader, SafetensorsTensorEntry } from "./_header.ts";
 import {
   configFromMetadata,
   isJsonText,
@@ -20,8 +17,8 @@ import {
   readSafetensorsHeader,
   SAFETENSORS_KEYS,
   type SafetensorsIndex,
-} from "./_safetensors_read.ts";
-import { sha256Hex } from "./_safetensors_write.ts";
+} from "./read.ts";
+import { sha256Hex } from "./write.ts";
 
 /** One problem found by {@link validateSafetensors}. */
 export interface SafetensorsProblem {
@@ -89,10 +86,8 @@ interface Opened {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { serializeSafetensors, validateSafetensors } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { memorySource } from "../core/sources.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { serializeSafetensors, validateSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, memorySource, tensorFromF32 } from "@modelhost/modelhost/core";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, 2]), [2])]);
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] }, { sha256: true });
  * bytes[bytes.length - 1] ^= 1; // damage the data

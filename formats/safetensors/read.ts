@@ -12,17 +12,18 @@ import type {
   NetworkConfig,
   TensorIndex,
   TensorInfo,
-} from "../core/model.ts";
-import type { ReadOptions } from "../core/plugin.ts";
-import type { ByteSource } from "../core/sources.ts";
-import type { QuantParams, Tensor } from "../core/tensor.ts";
+} from "../../core/model.ts";
+import type { ReadOptions } from "../../core/plugin.ts";
+import type { ByteSource } from "../../core/sources.ts";
+import type { DTypeName } from "../../core/dtypes.ts";
+import type { QuantParams, Tensor } from "../../core/tensor.ts";
 import {
   decodeHeader,
   headerLengthOf,
   SAFETENSORS_MAX_HEADER_BYTES,
   type SafetensorsHeader,
   type SafetensorsTensorEntry,
-} from "./_safetensors_header.ts";
+} from "./_header.ts";
 
 /**
  * `__metadata__` keys modelhost reads and writes.
@@ -30,7 +31,7 @@ import {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SAFETENSORS_KEYS } from "./_safetensors_read.ts";
+ * import { SAFETENSORS_KEYS } from "@modelhost/modelhost/formats/safetensors";
  * assert(`${SAFETENSORS_KEYS.provenance}seed` === "modelhost.provenance.seed");
  * ```
  */
@@ -70,8 +71,8 @@ export interface SafetensorsReadOptions extends ReadOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { readSafetensorsHeader } from "./safetensors.ts";
- * import { memorySource } from "../core/sources.ts";
+ * import { readSafetensorsHeader } from "@modelhost/modelhost/formats/safetensors";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const json = '{"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}';
  * const bytes = new Uint8Array([json.length, 0, 0, 0, 0, 0, 0, 0, ...new TextEncoder().encode(json), 7, 9]);
  * const header = await readSafetensorsHeader(memorySource(bytes));
@@ -425,7 +426,7 @@ function checkShardName(file: string, index: string): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseSafetensorsIndex } from "./safetensors.ts";
+ * import { parseSafetensorsIndex } from "@modelhost/modelhost/formats/safetensors";
  * const text = '{"metadata":{"total_size":8},"weight_map":{"w":"model-00001-of-00001.safetensors"}}';
  * const index = parseSafetensorsIndex(new TextEncoder().encode(text));
  * assert(index.weightMap.get("w") === "model-00001-of-00001.safetensors");
@@ -498,8 +499,8 @@ async function openParts(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { readSafetensors } from "./safetensors.ts";
- * import { memorySource } from "../core/sources.ts";
+ * import { readSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const json = '{"x":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}';
  * const bytes = new Uint8Array([json.length, 0, 0, 0, 0, 0, 0, 0, ...new TextEncoder().encode(json), 7, 9]);
  * const file = await readSafetensors(memorySource(bytes));
@@ -560,10 +561,8 @@ export interface SafetensorsShardsOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { readSafetensorsShards, serializeSafetensors } from "./safetensors.ts";
- * import { memorySource } from "../core/sources.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { readSafetensorsShards, serializeSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { memorySource, memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
  * const one = (name: string) =>
  *   serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([tensorFromF32(name, new Float32Array(2), [2])]) }] });
  * const files = new Map([["a.safetensors", await one("a")], ["b.safetensors", await one("b")]]);
@@ -581,4 +580,72 @@ export async function readSafetensorsShards(
     format: "safetensors",
     models: [buildModel(options.id ?? "model", parts)],
   };
+}
+
+/** A typed array over a tensor's stored elements. */
+export type StoredArray =
+  | Float64Array
+  | Float32Array
+  | Float16Array
+  | BigInt64Array
+  | BigUint64Array
+  | Int32Array
+  | Uint32Array
+  | Int16Array
+  | Uint16Array
+  | Int8Array
+  | Uint8Array;
+
+type ArrayCtor = {
+  readonly BYTES_PER_ELEMENT: number;
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): StoredArray;
+};
+
+const ARRAY_OF: Partial<Record<DTypeName, ArrayCtor>> = {
+  F64: Float64Array,
+  F32: Float32Array,
+  F16: Float16Array,
+  BF16: Uint16Array,
+  I64: BigInt64Array,
+  U64: BigUint64Array,
+  I32: Int32Array,
+  U32: Uint32Array,
+  I16: Int16Array,
+  U16: Uint16Array,
+  I8: Int8Array,
+};
+
+/**
+ * A typed array over a tensor's stored elements: a zero-copy view when the
+ * bytes sit at an offset aligned to the element size (always the case for
+ * tensors read from a file or HTTP, and for our own files read from
+ * memory), a copy otherwise. BF16 comes as raw `Uint16Array` codes; U8,
+ * BOOL, F8 and packed F4 (two codes per byte, low nibble first) as
+ * `Uint8Array`. Quantization params are not applied: use `toFloat32`.
+ *
+ * @param t The tensor.
+ * @returns The elements.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { typedArrayOf } from "@modelhost/modelhost/formats/safetensors";
+ * const bytes = new Uint8Array(new Int16Array([-3, 7]).buffer);
+ * const a = typedArrayOf({ name: "t", dtype: "I16", shape: [2], bytes });
+ * assert(a instanceof Int16Array && a[0] === -3 && a.buffer === bytes.buffer);
+ * ```
+ */
+export function typedArrayOf(t: Tensor): StoredArray {
+  const Ctor = ARRAY_OF[t.dtype];
+  if (!Ctor) return t.bytes;
+  const size = Ctor.BYTES_PER_ELEMENT;
+  const b = t.bytes.byteOffset % size === 0 &&
+      t.bytes.buffer instanceof ArrayBuffer
+    ? t.bytes
+    : t.bytes.slice();
+  return new Ctor(
+    b.buffer as ArrayBuffer,
+    b.byteOffset,
+    Math.floor(b.byteLength / size),
+  );
 }

@@ -14,16 +14,13 @@ import {
   type DTypeName,
   encodeFromF32,
   roundHalfEven,
-} from "../core/dtypes.ts";
-import { elementCount, UnsupportedDTypeError } from "../core/errors.ts";
-import type { Model, ModelFile, TensorInfo } from "../core/model.ts";
-import type { WriteOptions } from "../core/plugin.ts";
-import { type QuantParams, type Tensor, toFloat32 } from "../core/tensor.ts";
-import {
-  METADATA_KEY,
-  SAFETENSORS_MAX_HEADER_BYTES,
-} from "./_safetensors_header.ts";
-import { SAFETENSORS_KEYS } from "./_safetensors_read.ts";
+} from "../../core/dtypes.ts";
+import { elementCount, UnsupportedDTypeError } from "../../core/errors.ts";
+import type { Model, ModelFile, TensorInfo } from "../../core/model.ts";
+import type { WriteOptions } from "../../core/plugin.ts";
+import { type QuantParams, type Tensor, toFloat32 } from "../../core/tensor.ts";
+import { METADATA_KEY, SAFETENSORS_MAX_HEADER_BYTES } from "./_header.ts";
+import { SAFETENSORS_KEYS } from "./read.ts";
 
 /** Provenance recorded under `modelhost.provenance.*` keys. */
 export interface SafetensorsProvenance {
@@ -79,7 +76,7 @@ export interface SafetensorsWriteOptions extends WriteOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { safetensorsWriteDefaults } from "./_safetensors_write.ts";
+ * import { safetensorsWriteDefaults } from "@modelhost/modelhost/formats/safetensors";
  * assert(safetensorsWriteDefaults.format === "pt");
  * ```
  */
@@ -279,7 +276,7 @@ function hex(buf: ArrayBuffer): string {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { sha256Hex } from "./_safetensors_write.ts";
+ * import { sha256Hex } from "@modelhost/modelhost/formats/safetensors";
  * const digest = await sha256Hex(new TextEncoder().encode("abc"));
  * assert(digest.startsWith("ba7816bf8f01cfea"));
  * ```
@@ -476,9 +473,8 @@ function shardName(base: string, i: number, n: number): string {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { writeSafetensorsShards } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { writeSafetensorsShards } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
  * const tensors = memoryTensorIndex([
  *   tensorFromF32("a", new Float32Array(256), [256]),
  *   tensorFromF32("b", new Float32Array(256), [256]),
@@ -600,10 +596,8 @@ export async function writeSafetensorsShards(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { readSafetensors, writeSafetensors } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { memorySource } from "../core/sources.ts";
- * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
+ * import { readSafetensors, writeSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, memorySource, tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1.5, -2]), [2])]);
  * const chunks: Uint8Array[] = [];
  * for await (const c of writeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] }, { dtype: "F16" })) {
@@ -638,9 +632,8 @@ export async function* writeSafetensors(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { serializeSafetensors } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { serializeSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(2), [2])]);
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] });
  * const headerLength = new DataView(bytes.buffer).getBigUint64(0, true);
