@@ -32,7 +32,7 @@ import { compareModels, pickModel, readInput, runModel } from "./cli/_run.ts";
 import { GENERATE_FLAGS, modelfileFor } from "./cli/_generate.ts";
 import { convertHfToGguf, loadTransformer } from "./io/transformer.ts";
 import { writeFileAtomic } from "./io/file.ts";
-import type { GgufQuantType } from "./formats/gguf.ts";
+import type { GgufQuantType } from "./formats/gguf/mod.ts";
 import { generate } from "./models/generate.ts";
 import { formatReport, inspectFile, validateFile } from "./cli/_inspect.ts";
 import { humanBytes, progress, type ProgressOptions } from "./cli/_progress.ts";

@@ -18,7 +18,7 @@ import type { Plugin } from "./core/plugin.ts";
 import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors/mod.ts";
-import { gguf } from "./formats/gguf.ts";
+import { gguf } from "./formats/gguf/mod.ts";
 import { onnx } from "./formats/onnx.ts";
 import { bundleFormat } from "./formats/bundle.ts";
 

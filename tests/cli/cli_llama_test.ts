@@ -5,7 +5,7 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "@std/path";
 import { memorySource } from "../../core/sources.ts";
-import { readGguf } from "../../formats/gguf.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import { ggufToHf } from "../../models/mod.ts";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";

@@ -9,7 +9,7 @@ import {
   parseGgufHeader,
   readGguf,
   readGgufHeader,
-} from "../../formats/gguf.ts";
+} from "../../formats/gguf/mod.ts";
 import { memorySource } from "../../core/sources.ts";
 import type { ByteSource } from "../../core/sources.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";

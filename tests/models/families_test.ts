@@ -16,7 +16,7 @@ import { join } from "@std/path";
 import { memoryTensorIndex } from "../../core/model.ts";
 import { memorySource } from "../../core/sources.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
-import { readGguf } from "../../formats/gguf.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
 import { convertHfToGguf, loadTransformer } from "../../io/transformer.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import {

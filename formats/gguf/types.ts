@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { DTypeName } from "../core/dtypes.ts";
+import type { DTypeName } from "../../core/dtypes.ts";
 
 /**
  * The four bytes every GGUF file starts with: `"GGUF"`.
@@ -13,7 +13,7 @@ import type { DTypeName } from "../core/dtypes.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GGUF_MAGIC } from "./_gguf_types.ts";
+ * import { GGUF_MAGIC } from "@modelhost/modelhost/formats/gguf";
  * assert(new TextDecoder().decode(GGUF_MAGIC) === "GGUF");
  * ```
  */
@@ -26,7 +26,7 @@ export const GGUF_MAGIC: Uint8Array = new Uint8Array([0x47, 0x47, 0x55, 0x46]);
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GgufType } from "./_gguf_types.ts";
+ * import { GgufType } from "@modelhost/modelhost/formats/gguf";
  * assert(GgufType.STRING === 8 && GgufType.ARRAY === 9);
  * ```
  */
@@ -55,7 +55,7 @@ export type GgufType = typeof GgufType[keyof typeof GgufType];
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GGUF_TYPE_NAMES, GgufType } from "./_gguf_types.ts";
+ * import { GGUF_TYPE_NAMES, GgufType } from "@modelhost/modelhost/formats/gguf";
  * assert(GGUF_TYPE_NAMES[GgufType.STRING] === "STRING");
  * ```
  */
@@ -84,7 +84,7 @@ export const GGUF_TYPE_NAMES: readonly string[] = [
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { isGgufType } from "./_gguf_types.ts";
+ * import { isGgufType } from "@modelhost/modelhost/formats/gguf";
  * assert(isGgufType(8) && !isGgufType(13));
  * ```
  */
@@ -101,7 +101,7 @@ export function isGgufType(n: number): n is GgufType {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { MAX_DIMS } from "./_gguf_types.ts";
+ * import { MAX_DIMS } from "@modelhost/modelhost/formats/gguf";
  * assert(MAX_DIMS === 4);
  * ```
  */
@@ -112,7 +112,7 @@ export const MAX_DIMS = 4;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { MAX_KEY_BYTES } from "./_gguf_types.ts";
+ * import { MAX_KEY_BYTES } from "@modelhost/modelhost/formats/gguf";
  * assert(MAX_KEY_BYTES === 65_535);
  * ```
  */
@@ -123,7 +123,7 @@ export const MAX_KEY_BYTES = 65_535;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { MAX_TENSOR_NAME_BYTES } from "./_gguf_types.ts";
+ * import { MAX_TENSOR_NAME_BYTES } from "@modelhost/modelhost/formats/gguf";
  * assert(MAX_TENSOR_NAME_BYTES >= 64);
  * ```
  */
@@ -134,7 +134,7 @@ export const MAX_TENSOR_NAME_BYTES = 65_535;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { MAX_STRING_BYTES } from "./_gguf_types.ts";
+ * import { MAX_STRING_BYTES } from "@modelhost/modelhost/formats/gguf";
  * assert(MAX_STRING_BYTES === 256 * 1024 * 1024);
  * ```
  */
@@ -145,7 +145,7 @@ export const MAX_STRING_BYTES = 256 * 1024 * 1024;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { MAX_ARRAY_DEPTH } from "./_gguf_types.ts";
+ * import { MAX_ARRAY_DEPTH } from "@modelhost/modelhost/formats/gguf";
  * assert(MAX_ARRAY_DEPTH >= 2);
  * ```
  */
@@ -156,7 +156,7 @@ export const MAX_ARRAY_DEPTH = 8;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { DEFAULT_ALIGNMENT, MAX_ALIGNMENT } from "./_gguf_types.ts";
+ * import { DEFAULT_ALIGNMENT, MAX_ALIGNMENT } from "@modelhost/modelhost/formats/gguf";
  * assert(DEFAULT_ALIGNMENT <= MAX_ALIGNMENT);
  * ```
  */
@@ -167,7 +167,7 @@ export const MAX_ALIGNMENT = 1024 * 1024;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { DEFAULT_ALIGNMENT } from "./_gguf_types.ts";
+ * import { DEFAULT_ALIGNMENT } from "@modelhost/modelhost/formats/gguf";
  * assert(DEFAULT_ALIGNMENT === 32);
  * ```
  */

@@ -5,11 +5,11 @@
  * @module
  */
 
-import { dtypeInfo, type DTypeName, encodeFromF32 } from "../core/dtypes.ts";
-import { UnsupportedDTypeError } from "../core/errors.ts";
-import type { Model, ModelFile, TensorInfo } from "../core/model.ts";
-import { type Tensor, toFloat32 } from "../core/tensor.ts";
-import { quantize, QUANTIZE_TYPES } from "../kernels/quants.ts";
+import { dtypeInfo, type DTypeName, encodeFromF32 } from "../../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../../core/errors.ts";
+import type { Model, ModelFile, TensorInfo } from "../../core/model.ts";
+import { type Tensor, toFloat32 } from "../../core/tensor.ts";
+import { quantize, QUANTIZE_TYPES } from "../../kernels/quants.ts";
 import {
   DEFAULT_ALIGNMENT,
   GGUF_TYPE_NAMES,
@@ -20,13 +20,13 @@ import {
   MAX_ALIGNMENT,
   MAX_DIMS,
   MAX_KEY_BYTES,
-} from "./_gguf_types.ts";
+} from "./types.ts";
 import {
   inferDescriptor,
   intRange,
   parseDescriptor,
   typedValue,
-} from "./_gguf_desc.ts";
+} from "./_desc.ts";
 
 /**
  * ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included.
@@ -34,7 +34,7 @@ import {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { MAX_GGML_NAME_BYTES } from "./_gguf_write.ts";
+ * import { MAX_GGML_NAME_BYTES } from "@modelhost/modelhost/formats/gguf";
  * assert(new TextEncoder().encode("blk.0.attn_q.weight").length <= MAX_GGML_NAME_BYTES);
  * ```
  */
@@ -123,7 +123,7 @@ export interface GgufWriteOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GGUF_WRITE_DEFAULTS } from "./_gguf_write.ts";
+ * import { GGUF_WRITE_DEFAULTS } from "@modelhost/modelhost/formats/gguf";
  * assert(GGUF_WRITE_DEFAULTS.alignment === 32);
  * ```
  */
@@ -644,9 +644,8 @@ function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { writeGguf } from "./_gguf_write.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { writeGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
  * const file = { models: [{ id: "m", metadata: { "general.name": "m" },
  *   tensors: memoryTensorIndex([tensorFromF32("w", new Float32Array(64), [2, 32])]) }] };
  * let size = 0;
@@ -680,8 +679,8 @@ export async function* writeGguf(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { writeGgufBytes } from "./_gguf_write.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
+ * import { writeGgufBytes } from "@modelhost/modelhost/formats/gguf";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
  * const bytes = await writeGgufBytes({ models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([]) }] });
  * assert(bytes.length === 24);
  * ```
@@ -715,9 +714,8 @@ export async function writeGgufBytes(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { planGguf } from "./_gguf_write.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { planGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
  * const tensors = memoryTensorIndex([
  *   tensorFromF32("blk.0.attn_norm.weight", new Float32Array(48), [48]),
  *   tensorFromF32("blk.0.attn_q.weight", new Float32Array(48 * 48), [48, 48]),

@@ -15,7 +15,7 @@ import {
   type GgufArray,
   GgufType,
   type GgufValue,
-} from "./_gguf_types.ts";
+} from "./types.ts";
 
 /** A parsed descriptor. `inner`: one entry for all items, or one per item. */
 export interface Desc {
@@ -35,8 +35,8 @@ export interface Desc {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufTypeDescriptor } from "./_gguf_desc.ts";
- * import { GgufType } from "./_gguf_types.ts";
+ * import { ggufTypeDescriptor } from "./_desc.ts";
+ * import { GgufType } from "@modelhost/modelhost/formats/gguf";
  * const d = ggufTypeDescriptor(GgufType.ARRAY, { type: GgufType.FLOAT32, items: [] });
  * assert(d === "ARRAY<FLOAT32>");
  * ```
@@ -65,7 +65,7 @@ const TYPE_BY_NAME = new Map<string, GgufType>(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseDescriptor } from "./_gguf_desc.ts";
+ * import { parseDescriptor } from "./_desc.ts";
  * assert(parseDescriptor("ARRAY<ARRAY<UINT8>|ARRAY<STRING>>")?.inner?.length === 2);
  * ```
  */
@@ -115,8 +115,8 @@ const INT_RANGE: Partial<Record<GgufType, [number, number]>> = {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { intRange } from "./_gguf_desc.ts";
- * import { GgufType } from "./_gguf_types.ts";
+ * import { intRange } from "./_desc.ts";
+ * import { GgufType } from "@modelhost/modelhost/formats/gguf";
  * assert(intRange(GgufType.INT8)?.[0] === -128);
  * ```
  */
@@ -139,7 +139,7 @@ function fitsF32(v: unknown): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseDescriptor, typedValue } from "./_gguf_desc.ts";
+ * import { parseDescriptor, typedValue } from "./_desc.ts";
  * assert(typedValue(300, parseDescriptor("UINT8")!) === undefined);
  * ```
  */
@@ -225,8 +225,8 @@ function typedArrayType(value: ArrayBufferView): GgufType | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { inferDescriptor } from "./_gguf_desc.ts";
- * import { GgufType } from "./_gguf_types.ts";
+ * import { inferDescriptor } from "./_desc.ts";
+ * import { GgufType } from "@modelhost/modelhost/formats/gguf";
  * assert(inferDescriptor([1, 2, 3])?.inner?.[0].type === GgufType.INT32);
  * ```
  */

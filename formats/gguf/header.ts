@@ -7,9 +7,9 @@
  * @module
  */
 
-import { dtypeFromGguf, DTYPES } from "../core/dtypes.ts";
-import { UnsupportedDTypeError } from "../core/errors.ts";
-import type { ByteSource } from "../core/sources.ts";
+import { dtypeFromGguf, DTYPES } from "../../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../../core/errors.ts";
+import type { ByteSource } from "../../core/sources.ts";
 import {
   DEFAULT_ALIGNMENT,
   GGUF_TYPE_NAMES,
@@ -26,7 +26,7 @@ import {
   MAX_KEY_BYTES,
   MAX_STRING_BYTES,
   MAX_TENSOR_NAME_BYTES,
-} from "./_gguf_types.ts";
+} from "./types.ts";
 
 /** Options of {@link readGgufHeader}. */
 export interface ReadGgufHeaderOptions {
@@ -436,7 +436,7 @@ function checkCount(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseGgufHeader } from "./_gguf_read.ts";
+ * import { parseGgufHeader } from "@modelhost/modelhost/formats/gguf";
  * const bytes = new Uint8Array([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array(16).fill(0)]);
  * assert(parseGgufHeader(bytes).version === 3);
  * ```
@@ -474,8 +474,8 @@ export function parseGgufHeader(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { readGgufHeader } from "./_gguf_read.ts";
- * import { memorySource } from "../core/sources.ts";
+ * import { readGgufHeader } from "@modelhost/modelhost/formats/gguf";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const bytes = new Uint8Array([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0, ...new Array(16).fill(0)]);
  * const h = await readGgufHeader(memorySource(bytes));
  * assert(h.tensors.length === 0 && h.alignment === 32);
