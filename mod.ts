@@ -19,7 +19,7 @@ import { createRegistry, type Registry } from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors/mod.ts";
 import { gguf } from "./formats/gguf/mod.ts";
-import { onnx } from "./formats/onnx.ts";
+import { onnx } from "./formats/onnx/mod.ts";
 import { bundleFormat } from "./formats/bundle.ts";
 
 export * from "./core/mod.ts";

@@ -1,58 +1,18 @@
 /**
- * ONNX export: every layer of a network lowers itself to standard ONNX
- * operators (`LayerPlugin.toOnnx`), weights become initializers in their
- * stored dtype, and the result is a `ModelProto` that ONNX Runtime runs.
- *
- * - {@link exportOnnx} returns the `.onnx` bytes of a network (opset 13 to
- *   23, default 17).
- * - {@link exportOnnxFiles} can also move tensor data to an external
- *   `.onnx.data` file (needed past the 2 GiB protobuf limit);
- *   `io/onnx.ts` `saveOnnx` writes both files.
- * - {@link onnx} is the write-only format plugin (`convert --to onnx`): it
- *   builds the network from a model's config and tensors and exports it.
- *
- * The graph input is `input` `[batch, features]` (symbolic `batch`), or
- * `[batch, sequence, features]` for networks with attention layers (or with
- * `sequence: true`), or INT64 `input_ids` `[batch, sequence]` when the first
- * layer is an embedding. The output is `output`. The same network and
- * options always give the same bytes.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { exportOnnx } from "./onnx.ts";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
- * const reg = defaultRegistry();
- * const cfg = { input_size: 3, layers: [{ type: "dense", output_size: 1, activation: "sigmoid" }] };
- * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
- * const bytes = exportOnnx(net, { opsetVersion: 17 });
- * assert(bytes.length > 0);
- * ```
+ * The ONNX exporter: a network's layers lower themselves onto a graph
+ * builder, weights become initializers (inline or in an external data
+ * file), and the result is serialized as a `ModelProto`.
  *
  * @module
  */
 
-import type { ModelFile } from "../core/model.ts";
-import {
-  buildNetwork,
-  type LayerLookup,
-  type Network,
-} from "../core/network.ts";
-import type {
-  FormatPlugin,
-  OptionSpec,
-  WriteOptions,
-  WrittenFile,
-} from "../core/plugin.ts";
-import { createScope } from "../core/scope.ts";
-import type { Tensor } from "../core/tensor.ts";
-import { LAYER_PLUGINS } from "../layers/mod.ts";
-import { GraphBuilder } from "./_onnx_graph.ts";
-import type { OnnxWeightDtype } from "./_onnx_weights.ts";
+import type { Network } from "../../core/network.ts";
+import { createScope } from "../../core/scope.ts";
+import { GraphBuilder } from "./_graph.ts";
+import type { OnnxWeightDtype } from "./_weights.ts";
 import { modelProto, OnnxDataType, type TensorMessage } from "./_protobuf.ts";
 
-export type { OnnxWeightDtype } from "./_onnx_weights.ts";
+export type { OnnxWeightDtype } from "./_weights.ts";
 
 /**
  * Lowest and highest opset the exporter writes.
@@ -60,7 +20,7 @@ export type { OnnxWeightDtype } from "./_onnx_weights.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ONNX_OPSETS } from "./onnx.ts";
+ * import { ONNX_OPSETS } from "@modelhost/modelhost/formats/onnx";
  * assert(ONNX_OPSETS.min === 13 && ONNX_OPSETS.max === 23);
  * ```
  */
@@ -72,7 +32,7 @@ export const ONNX_OPSETS = { min: 13, max: 23 } as const;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { PROTOBUF_LIMIT } from "./onnx.ts";
+ * import { PROTOBUF_LIMIT } from "@modelhost/modelhost/formats/onnx";
  * assert(PROTOBUF_LIMIT === 2 ** 31 - 1);
  * ```
  */
@@ -155,7 +115,7 @@ export interface OnnxFilesOptions extends OnnxExportOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { onnxDefaults } from "./onnx.ts";
+ * import { onnxDefaults } from "@modelhost/modelhost/formats/onnx";
  * assert(onnxDefaults.opsetVersion === 17);
  * ```
  */
@@ -335,9 +295,9 @@ function rawLength(t: TensorMessage): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { exportOnnxFiles } from "./onnx.ts";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { exportOnnxFiles } from "@modelhost/modelhost/formats/onnx";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 64, layers: [{ type: "dense", output_size: 64 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
@@ -419,9 +379,9 @@ export function exportOnnxFiles(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { exportOnnx } from "./onnx.ts";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { exportOnnx } from "@modelhost/modelhost/formats/onnx";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2, activation: "gelu" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
@@ -435,197 +395,4 @@ export function exportOnnx(
   options: OnnxExportOptions = {},
 ): Uint8Array {
   return exportOnnxFiles(network, { ...options, externalData: false }).model;
-}
-
-/** Options of the {@link onnx} format plugin's `write` and `writeFiles`. */
-export interface OnnxWriteOptions extends OnnxFilesOptions, WriteOptions {
-  /**
-   * Where layer types are looked up (a registry); the plugin's own lookup
-   * (the built-in layers, unless the factory was given one) otherwise.
-   */
-  layers?: LayerLookup;
-  /** Which model of a multi-model file to export. @default {the only one} */
-  modelId?: string;
-}
-
-/** Options of the {@link onnx} factory. */
-export interface OnnxPluginOptions {
-  /** Where layer types are looked up. @default {the built-in layer plugins} */
-  layers?: LayerLookup;
-}
-
-function builtinLayers(): LayerLookup {
-  const byName = new Map<string, (typeof LAYER_PLUGINS)[number]>();
-  for (const p of LAYER_PLUGINS) {
-    for (const n of [p.type, ...(p.aliases ?? [])]) byName.set(n, p);
-  }
-  return {
-    layer(type) {
-      const p = byName.get(type);
-      if (!p) {
-        throw new TypeError(
-          `Unknown layer type "${type}"; built-in layer types: ${
-            [...byName.keys()].join(", ")
-          }`,
-        );
-      }
-      return p;
-    },
-  };
-}
-
-const OPTIONS: readonly OptionSpec[] = [
-  {
-    name: "opsetVersion",
-    type: "number",
-    description: `ONNX opset (${ONNX_OPSETS.min} to ${ONNX_OPSETS.max})`,
-    default: onnxDefaults.opsetVersion,
-  },
-  {
-    name: "weightDtype",
-    type: "string",
-    description:
-      "Weight matrices as stored (keep), F16 + Cast, or I8 + DequantizeLinear",
-    default: onnxDefaults.weightDtype,
-    choices: ["keep", "F16", "I8"],
-  },
-  {
-    name: "sequence",
-    type: "boolean",
-    description:
-      "Input shaped [batch, sequence, features] (default: when the network has attention)",
-  },
-  {
-    name: "gumbelMaxRows",
-    type: "number",
-    description:
-      "Gumbel-softmax: rows of noise stored (most rows one call may feed)",
-    default: onnxDefaults.gumbelMaxRows,
-  },
-  {
-    name: "maxSequenceLength",
-    type: "number",
-    description: "Attention: longest sequence the RoPE tables cover",
-    default: onnxDefaults.maxSequenceLength,
-  },
-  {
-    name: "externalData",
-    type: "string",
-    description:
-      "Tensor data in a .onnx.data file beside the model: auto (past 2 GiB), true, false",
-    default: "auto",
-    choices: ["auto", "true", "false"],
-  },
-  {
-    name: "externalDataThreshold",
-    type: "number",
-    description:
-      "With external data: smallest tensor (bytes) moved to the data file",
-    default: onnxDefaults.externalDataThreshold,
-  },
-];
-
-/** `externalData` as the CLI passes it (a string) or as code does. */
-function externalOption(v: unknown): boolean | "auto" | undefined {
-  if (v === "true") return true;
-  if (v === "false") return false;
-  return v as boolean | "auto" | undefined;
-}
-
-async function* streamed(chunks: Uint8Array[]): AsyncIterable<Uint8Array> {
-  for (const c of chunks) yield c;
-}
-
-async function loadTensors(
-  file: ModelFile,
-  id: string | undefined,
-): Promise<{ config: unknown; tensors: Map<string, Tensor> }> {
-  const models = id === undefined
-    ? file.models
-    : file.models.filter((m) => m.id === id);
-  if (models.length !== 1) {
-    throw new TypeError(
-      id !== undefined && models.length === 0
-        ? `Cannot export model "${id}" to ONNX: the file has ${
-          file.models.map((m) => m.id).join(", ") || "no models"
-        }`
-        : `Cannot export to ONNX: the file holds ${file.models.length} models (${
-          file.models.map((m) => m.id).join(", ")
-        }); an ONNX file holds one, pick it with modelId`,
-    );
-  }
-  const m = models[0];
-  if (!m.config) {
-    throw new TypeError(
-      `Cannot export model "${m.id}" to ONNX: it carries no network config, so its architecture is unknown`,
-    );
-  }
-  const tensors = new Map<string, Tensor>();
-  for (const name of m.tensors.names()) {
-    tensors.set(name, await m.tensors.load(name));
-  }
-  return { config: m.config, tensors };
-}
-
-/**
- * The ONNX format plugin (write-only): `write` builds the model's network
- * from its config and tensors and exports it inline; `writeFiles` (what
- * `convert` uses) also writes `{baseName}.onnx.data` when tensors go to
- * external data (past 2 GiB, or with `externalData: true`).
- *
- * @param pluginOptions Where layer types are looked up.
- * @returns The plugin.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { onnx } from "./onnx.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
- * const config = { input_size: 2, layers: [{ type: "dense", output_size: 1 }] };
- * const tensors = memoryTensorIndex(initNetwork(defaultRegistry(), config, 1).values());
- * const bytes = await onnx().write!({ models: [{ id: "m", config, metadata: {}, tensors }] });
- * assert(bytes instanceof Uint8Array && bytes.length > 0);
- * ```
- */
-export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
-  return {
-    kind: "format",
-    name: "onnx",
-    description:
-      "ONNX (export only): each layer lowers itself to ONNX operators",
-    extensions: [".onnx"],
-    options: OPTIONS,
-    async write(file: ModelFile, options: WriteOptions = {}) {
-      const o = options as OnnxWriteOptions;
-      const { config, tensors } = await loadTensors(file, o.modelId);
-      const lookup = o.layers ?? pluginOptions.layers ?? builtinLayers();
-      const net = buildNetwork(lookup, config, tensors);
-      return exportOnnx(net, o);
-    },
-    async writeFiles(
-      file: ModelFile,
-      options: WriteOptions & { baseName: string },
-    ): Promise<WrittenFile[]> {
-      const o = options as OnnxWriteOptions & { baseName: string };
-      const { config, tensors } = await loadTensors(file, o.modelId);
-      const lookup = o.layers ?? pluginOptions.layers ?? builtinLayers();
-      const net = buildNetwork(lookup, config, tensors);
-      const dataLocation = o.dataLocation ?? `${o.baseName}.onnx.data`;
-      const files = exportOnnxFiles(net, {
-        ...o,
-        externalData: externalOption(o.externalData),
-        dataLocation,
-      });
-      const out: WrittenFile[] = [{
-        name: `${o.baseName}.onnx`,
-        data: files.model,
-      }];
-      if (files.dataLength > 0) {
-        out.push({ name: dataLocation, data: streamed(files.data) });
-      }
-      return out;
-    },
-  };
 }

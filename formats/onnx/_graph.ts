@@ -7,7 +7,7 @@
  * @module
  */
 
-import { dtypeInfo } from "../core/dtypes.ts";
+import { dtypeInfo } from "../../core/dtypes.ts";
 import type {
   OnnxAttribute,
   OnnxBuilder,
@@ -17,8 +17,8 @@ import type {
   OnnxWeightOptions,
   ParsedLayer,
   Scope,
-} from "../core/plugin.ts";
-import { type QuantParams, type Tensor, toFloat32 } from "../core/tensor.ts";
+} from "../../core/plugin.ts";
+import { type QuantParams, type Tensor, toFloat32 } from "../../core/tensor.ts";
 import {
   type AttributeMessage,
   type NodeMessage,
@@ -34,7 +34,7 @@ import {
   type OnnxWeightDtype,
   passthroughType,
   transposeBytes,
-} from "./_onnx_weights.ts";
+} from "./_weights.ts";
 
 /** Constants up to this many elements are shared between nodes that ask for the same values. */
 const DEDUP_LIMIT = 256;

@@ -6,9 +6,9 @@
  * @module
  */
 
-import { decodeToF32, dtypeInfo, roundHalfEven } from "../core/dtypes.ts";
-import type { DTypeName } from "../core/dtypes.ts";
-import type { QuantParams, Tensor } from "../core/tensor.ts";
+import { decodeToF32, dtypeInfo, roundHalfEven } from "../../core/dtypes.ts";
+import type { DTypeName } from "../../core/dtypes.ts";
+import type { QuantParams, Tensor } from "../../core/tensor.ts";
 import { OnnxDataType } from "./_protobuf.ts";
 
 /** How weight matrices are stored in the exported file. */
