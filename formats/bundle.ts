@@ -11,7 +11,7 @@
  * ```
  *
  * - {@link saveBundle} writes the text; {@link loadBundle} reads it back
- *   (and reads bundles written by Loom, see `formats/loom.ts`).
+ *   (and reads bundles written by Loom, see `formats/loom/`).
  * - The writer is canonical: `type` and `version` come first (so
  *   {@link detectBundle} can tell a bundle from its first bytes), every other
  *   object has its keys sorted, numbers are printed in ECMAScript's shortest
@@ -94,7 +94,7 @@ import {
   unescapeJsonString,
   writeCanonical,
 } from "./_json.ts";
-import { type LoomReadOptions, readLoomModel } from "./loom.ts";
+import { type LoomReadOptions, readLoomModel } from "./loom/mod.ts";
 
 /**
  * The `type` string every bundle starts with.

@@ -1,48 +1,13 @@
 /**
- * Reading models saved by Loom (github.com/openfluke/loom), the Go framework
- * the bundle format comes from. A Loom bundle has the same envelope as ours
- * (`{"type": "modelhost/bundle", "version": 1 | 2, "models": [...]}`), but
- * each model's `weights` is `{"fmt": ..., "data": base64}`:
- *
- * - `jsonModelB64`: base64 of JSON `{"type", "dtype", "layers": [...]}`, one
- *   entry per grid slot with plain float arrays (`kernel`, `biases`,
- *   `q_weights`, `gamma`, `branch_weights` for nested layers, ...).
- * - `multiPrecisionB64`: base64 of JSON `{"dtype", "scale", "layers"}`, each
- *   array itself base64 of little-endian values in that dtype, decoded with
- *   Loom's own formulas (`int8` is `code / scale`, `uint8` is
- *   `code / 127.5 − 1`, its `float4` is a 16-level linear code, ...).
- *
- * Conversion turns Loom's config fields (`input_height` / `output_height`,
- * `norm_size`, `softmax_variant`, `branches`, ...) into ours, transposes its
- * `[in][out]` matrices to our `[out, in]`, renames weights to the names of
- * CONVENTIONS (`kernel` → `weight`, `q_weights` → `q_proj.weight`, ...) and
- * maps activation names to functions that compute what the name says (see
- * {@link LOOM_ACTIVATIONS}); where Loom's own code computes something else
- * (its `relu` is `max(0, 1.1·x)`), the README says so.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { convertLoomConfig } from "./loom.ts";
- * const cfg = convertLoomConfig({
- *   grid_rows: 1, grid_cols: 1, layers_per_cell: 1,
- *   layers: [{ type: "dense", activation: "leaky_relu", input_height: 8, output_height: 4 }],
- * });
- * assert(cfg.layers[0].negative_slope === 0.1 && cfg.input_size === 8);
- * ```
+ * Loom network configs to modelhost configs: layer types, sizes and
+ * activation names, and (given a weight source) the weights, transposed
+ * and renamed to our layers' parameter names.
  *
  * @module
  */
 
-import { decodeToF32 } from "../core/dtypes.ts";
-import {
-  type LayerConfig,
-  memoryTensorIndex,
-  type Model,
-  type NetworkConfig,
-} from "../core/model.ts";
-import { type Tensor, tensorFromF32 } from "../core/tensor.ts";
-import { fromBase64 } from "../core/_base64.ts";
+import type { LayerConfig, NetworkConfig } from "../../core/model.ts";
+import { type Tensor, tensorFromF32 } from "../../core/tensor.ts";
 
 /** Options for reading Loom bundles. */
 export interface LoomReadOptions {
@@ -57,28 +22,13 @@ export interface LoomReadOptions {
 }
 
 /**
- * The weight layouts Loom writes.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { LOOM_WEIGHT_FORMATS } from "./loom.ts";
- * assert(LOOM_WEIGHT_FORMATS.includes("jsonModelB64"));
- * ```
- */
-export const LOOM_WEIGHT_FORMATS: readonly string[] = [
-  "jsonModelB64",
-  "multiPrecisionB64",
-];
-
-/**
  * Loom activation names and the modelhost activation each is read as. The
  * empty string is Loom's default (its zero value, the scaled ReLU).
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { LOOM_ACTIVATIONS } from "./loom.ts";
+ * import { LOOM_ACTIVATIONS } from "@modelhost/modelhost/formats/loom";
  * assert(LOOM_ACTIVATIONS.leaky_relu.negative_slope === 0.1);
  * ```
  */
@@ -125,20 +75,23 @@ const SUPPORTED = [
   "kmeans",
 ];
 
-type Obj = Record<string, unknown>;
+/** A JSON object (folder-internal, for `read.ts`). */
+export type Obj = Record<string, unknown>;
 
-function isObject(v: unknown): v is Obj {
+/** Whether a JSON value is an object (folder-internal, for `read.ts`). */
+export function isObject(v: unknown): v is Obj {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-function shown(v: unknown): string {
+/** A value shown in an error message, cut at 60 characters (folder-internal). */
+export function shown(v: unknown): string {
   if (v === undefined) return "nothing";
   const s = JSON.stringify(v) ?? String(v);
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 
-/** Where weights come from: one entry object per layer, read by field. */
-interface WeightSource {
+/** Where weights come from: one entry object per layer, read by field (folder-internal). */
+export interface WeightSource {
   /** Values of one field as F32, or undefined when the entry has none. */
   read(
     entry: Obj | undefined,
@@ -148,7 +101,8 @@ interface WeightSource {
   ): Float32Array | undefined;
 }
 
-interface Ctx {
+/** What a conversion carries along (folder-internal). */
+export interface Ctx {
   readonly model: string;
   readonly weights?: WeightSource;
   readonly tensors: Map<string, Tensor>;
@@ -681,7 +635,11 @@ function convertKMeans(
   return { cfg, outputSize: mode === "features" ? dim : k };
 }
 
-function convert(
+/**
+ * Converts a Loom config, filling `ctx.tensors` from `ctx.weights` when
+ * given (folder-internal: `convertLoomConfig` and `read.ts` call it).
+ */
+export function convert(
   ctx: Ctx,
   cfg: unknown,
   weightLayers?: unknown[],
@@ -760,7 +718,7 @@ function firstInputSize(cfg: LayerConfig): number | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { convertLoomConfig } from "./loom.ts";
+ * import { convertLoomConfig } from "@modelhost/modelhost/formats/loom";
  * const cfg = convertLoomConfig({
  *   layers: [
  *     { type: "dense", activation: "relu", input_height: 4, output_height: 3 },
@@ -778,312 +736,4 @@ export function convertLoomConfig(
     { model: "config", tensors: new Map(), options },
     cfg,
   );
-}
-
-// ------------------------------------------------------------ weight blobs
-
-function jsonSource(ctx: { model: string }): WeightSource {
-  return {
-    read(entry, field, count, tensor) {
-      const v = entry?.[field];
-      if (v === undefined || v === null) return undefined;
-      if (!Array.isArray(v)) {
-        throw new TypeError(
-          `Cannot read Loom tensor "${tensor}" of model "${ctx.model}": "${field}" must be an array of numbers, got ${
-            shown(v)
-          }`,
-        );
-      }
-      if (v.length === 0) return undefined;
-      if (v.length !== count) {
-        throw new RangeError(
-          `Cannot read Loom tensor "${tensor}" of model "${ctx.model}": "${field}" needs ${count} values, got ${v.length}`,
-        );
-      }
-      const out = new Float32Array(count);
-      for (let i = 0; i < count; i++) {
-        const x = v[i];
-        if (typeof x !== "number") {
-          throw new TypeError(
-            `Cannot read Loom tensor "${tensor}" of model "${ctx.model}": "${field}"[${i}] is ${
-              shown(x)
-            }, not a number`,
-          );
-        }
-        out[i] = x;
-      }
-      return out;
-    },
-  };
-}
-
-/** Bytes per element of Loom's multi-precision dtypes (0.5 for the nibble types). */
-const LOOM_DTYPE_BYTES: Readonly<Record<string, number>> = {
-  float32: 4,
-  float64: 8,
-  float16: 2,
-  bfloat16: 2,
-  float8: 1,
-  float4: 0.5,
-  int4: 0.5,
-  int8: 1,
-  int16: 2,
-  int32: 4,
-  int64: 8,
-  uint8: 1,
-  uint16: 2,
-  uint32: 4,
-  uint64: 8,
-};
-
-/** Loom's own E4M3 decoding (no NaN code; exponent 0 read as a normal). */
-function loomFloat8(b: number): number {
-  if ((b & 0x7f) === 0) return 0;
-  const sign = b & 0x80 ? -1 : 1;
-  const e = (b >> 3) & 0x0f;
-  const m = b & 0x07;
-  return sign * 2 ** (e - 7) * (1 + m / 8);
-}
-
-/**
- * Decodes one Loom multi-precision array (little-endian bytes) to F32 with
- * the formulas of Loom's `DecodeSliceWithDType`.
- */
-function decodeLoom(
-  bytes: Uint8Array,
-  dtype: string,
-  scale: number,
-  count: number,
-): Float32Array {
-  const out = new Float32Array(count);
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const f32 = Math.fround;
-  switch (dtype) {
-    case "float32":
-      for (let i = 0; i < count; i++) out[i] = dv.getFloat32(i * 4, true);
-      break;
-    case "float64":
-      for (let i = 0; i < count; i++) out[i] = dv.getFloat64(i * 8, true);
-      break;
-    case "float16":
-      return decodeToF32("F16", bytes, count);
-    case "bfloat16":
-      return decodeToF32("BF16", bytes, count);
-    case "float8":
-      for (let i = 0; i < count; i++) out[i] = loomFloat8(bytes[i]);
-      break;
-    case "float4": {
-      const s = f32(scale);
-      for (let i = 0; i < count; i++) {
-        const q = i % 2 === 0 ? bytes[i >> 1] >> 4 : bytes[i >> 1] & 0x0f;
-        out[i] = f32(f32(q / 7.5) - 1) * s;
-      }
-      break;
-    }
-    case "int4": {
-      const k = f32(8 / scale);
-      for (let i = 0; i < count; i++) {
-        const q = i % 2 === 0 ? bytes[i >> 1] >> 4 : bytes[i >> 1] & 0x0f;
-        out[i] = (q - 8) * k;
-      }
-      break;
-    }
-    case "int8":
-      for (let i = 0; i < count; i++) out[i] = dv.getInt8(i) / scale;
-      break;
-    case "int16":
-      for (let i = 0; i < count; i++) out[i] = dv.getInt16(i * 2, true) / scale;
-      break;
-    case "int32":
-      for (let i = 0; i < count; i++) out[i] = dv.getInt32(i * 4, true) / scale;
-      break;
-    case "int64":
-      for (let i = 0; i < count; i++) {
-        out[i] = Number(dv.getBigInt64(i * 8, true)) / scale;
-      }
-      break;
-    case "uint8":
-      for (let i = 0; i < count; i++) out[i] = bytes[i] / 127.5 - 1;
-      break;
-    case "uint16":
-      for (let i = 0; i < count; i++) {
-        out[i] = dv.getUint16(i * 2, true) / 32767.5 - 1;
-      }
-      break;
-    case "uint32":
-      for (let i = 0; i < count; i++) {
-        out[i] = dv.getUint32(i * 4, true) / 2147483647.5 - 1;
-      }
-      break;
-    case "uint64":
-      for (let i = 0; i < count; i++) {
-        out[i] = Number(dv.getBigUint64(i * 8, true)) / 9.223372e18 - 1;
-      }
-      break;
-  }
-  return out;
-}
-
-function multiPrecisionSource(
-  ctx: { model: string },
-  dtype: string,
-  scale: number,
-): WeightSource {
-  return {
-    read(entry, field, count, tensor) {
-      const v = entry?.[field];
-      if (v === undefined || v === null || v === "") return undefined;
-      const where = `Loom tensor "${tensor}" of model "${ctx.model}"`;
-      if (typeof v !== "string") {
-        throw new TypeError(
-          `Cannot read ${where}: "${field}" must be a base64 string, got ${
-            shown(v)
-          }`,
-        );
-      }
-      const dt = typeof entry?.dtype === "string" && entry.dtype !== ""
-        ? entry.dtype
-        : dtype;
-      const size = LOOM_DTYPE_BYTES[dt];
-      if (size === undefined) {
-        throw new TypeError(
-          `Cannot read ${where}: unknown Loom dtype ${shown(dt)} (known: ${
-            Object.keys(LOOM_DTYPE_BYTES).join(", ")
-          })`,
-        );
-      }
-      let bytes: Uint8Array;
-      try {
-        bytes = fromBase64(v);
-      } catch (e) {
-        throw new SyntaxError(
-          `Cannot read ${where}: "${field}" is not valid base64 (${
-            (e as Error).message
-          })`,
-        );
-      }
-      const need = Math.ceil(count * size);
-      if (bytes.length !== need) {
-        throw new RangeError(
-          `Cannot read ${where}: ${count} ${dt} values need ${need} bytes, "${field}" holds ${bytes.length}`,
-        );
-      }
-      return decodeLoom(bytes, dt, scale, count);
-    },
-  };
-}
-
-function decodeBlob(model: string, data: unknown): unknown {
-  if (typeof data !== "string") {
-    throw new TypeError(
-      `Cannot read Loom model "${model}": weights.data must be a base64 string, got ${
-        shown(data)
-      }`,
-    );
-  }
-  let bytes: Uint8Array;
-  try {
-    bytes = fromBase64(data);
-  } catch (e) {
-    throw new SyntaxError(
-      `Cannot read Loom model "${model}": weights.data is not valid base64 (${
-        (e as Error).message
-      })`,
-    );
-  }
-  try {
-    return JSON.parse(new TextDecoder().decode(bytes));
-  } catch (e) {
-    throw new SyntaxError(
-      `Cannot read Loom model "${model}": weights.data does not hold JSON (${
-        (e as Error).message
-      })`,
-    );
-  }
-}
-
-/**
- * Converts one model entry of a Loom bundle (`{"id", "cfg", "weights":
- * {"fmt", "data"}}`) to a modelhost {@link Model} with F32 tensors named as
- * our layers expect. Called by `loadBundle` for entries whose weights have
- * an `fmt`.
- *
- * @param entry The model entry as parsed JSON.
- * @param id The model id.
- * @param options Conversion options.
- * @returns The model; `metadata.loom` keeps Loom's `fmt`, `dtype`,
- * `batch_size` and `seed`.
- * @throws {TypeError} On an unknown `fmt`, a layer or activation with no
- * equivalent, or a malformed entry (messages name the model and layer).
- * @throws {SyntaxError} When a blob is not base64 or not JSON.
- * @throws {RangeError} When an array's length does not match the config.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { readLoomModel } from "./loom.ts";
- * const blob = { type: "float32", dtype: "", layers: [{ kernel: [1, 2, 3, 4, 5, 6], biases: [0, 1] }] };
- * const data = btoa(JSON.stringify(blob));
- * const m = readLoomModel({
- *   id: "m",
- *   cfg: { grid_rows: 1, grid_cols: 1, layers_per_cell: 1,
- *     layers: [{ type: "dense", activation: "linear", input_height: 3, output_height: 2 }] },
- *   weights: { fmt: "jsonModelB64", data },
- * }, "m");
- * const w = await m.tensors.load("layers.0.weight");
- * // Loom's kernel is [in][out]: row i holds input i's weights to outputs 0 and 1.
- * assert(new Float32Array(w.bytes.buffer).join() === "1,3,5,2,4,6");
- * ```
- */
-export function readLoomModel(
-  entry: Record<string, unknown>,
-  id: string,
-  options: LoomReadOptions = {},
-): Model {
-  const weights = entry.weights as Obj;
-  const fmt = weights.fmt;
-  const blob = decodeBlob(id, weights.data);
-  if (!isObject(blob) || !Array.isArray(blob.layers)) {
-    throw new TypeError(
-      `Cannot read Loom model "${id}": the weights blob needs a "layers" array`,
-    );
-  }
-  let source: WeightSource;
-  const loom: Obj = { fmt };
-  if (fmt === "jsonModelB64") {
-    source = jsonSource({ model: id });
-    if (typeof blob.type === "string" && blob.type) loom.type = blob.type;
-  } else if (fmt === "multiPrecisionB64") {
-    const dtype = typeof blob.dtype === "string" && blob.dtype
-      ? blob.dtype
-      : "float32";
-    const scale = typeof blob.scale === "number" && blob.scale !== 0
-      ? blob.scale
-      : 1;
-    source = multiPrecisionSource({ model: id }, dtype, scale);
-    loom.dtype = dtype;
-    loom.scale = scale;
-  } else {
-    throw new TypeError(
-      `Cannot read Loom model "${id}": unknown weights.fmt ${
-        shown(fmt)
-      } (known: ${LOOM_WEIGHT_FORMATS.join(", ")})`,
-    );
-  }
-  const tensors = new Map<string, Tensor>();
-  const config = convert(
-    { model: id, weights: source, tensors, options },
-    entry.cfg,
-    blob.layers,
-  );
-  const cfg = entry.cfg as Obj;
-  for (const f of ["dtype", "batch_size", "seed"]) {
-    if (cfg[f] !== undefined && cfg[f] !== "" && cfg[f] !== 0) loom[f] = cfg[f];
-  }
-  return {
-    id,
-    config,
-    metadata: { converted_from: "loom", loom },
-    tensors: memoryTensorIndex(tensors.values()),
-  };
 }
