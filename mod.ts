@@ -20,7 +20,7 @@ import { LAYER_PLUGINS } from "./layers/mod.ts";
 import { safetensors } from "./formats/safetensors/mod.ts";
 import { gguf } from "./formats/gguf/mod.ts";
 import { onnx } from "./formats/onnx/mod.ts";
-import { bundleFormat } from "./formats/bundle.ts";
+import { bundleFormat } from "./formats/bundle/mod.ts";
 
 export * from "./core/mod.ts";
 export {

@@ -35,8 +35,7 @@ export interface Desc {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufTypeDescriptor } from "./_desc.ts";
- * import { GgufType } from "@modelhost/modelhost/formats/gguf";
+ * import { ggufTypeDescriptor, GgufType } from "@modelhost/modelhost/formats/gguf";
  * const d = ggufTypeDescriptor(GgufType.ARRAY, { type: GgufType.FLOAT32, items: [] });
  * assert(d === "ARRAY<FLOAT32>");
  * ```

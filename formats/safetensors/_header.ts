@@ -28,7 +28,7 @@ import {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SAFETENSORS_MAX_HEADER_BYTES } from "./_header.ts";
+ * import { SAFETENSORS_MAX_HEADER_BYTES } from "@modelhost/modelhost/formats/safetensors";
  * assert(SAFETENSORS_MAX_HEADER_BYTES === 100_000_000);
  * ```
  */

@@ -29,11 +29,11 @@ import {
   detectBundle,
   loadBundle,
   saveBundle,
-} from "../../formats/bundle.ts";
+} from "../../formats/bundle/mod.ts";
 import {
   parseJsonWithLongStrings,
   splitLongStrings,
-} from "../../formats/_json.ts";
+} from "../../formats/bundle/_json.ts";
 import { fromBase64, fromBase64Into, toBase64 } from "../../core/_base64.ts";
 import { defaultRegistry } from "../../mod.ts";
 

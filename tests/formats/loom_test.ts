@@ -2,7 +2,7 @@ import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { loadAllTensors } from "../../core/model.ts";
 import { buildNetwork } from "../../core/network.ts";
 import { floatTensor, toFloat32 } from "../../core/tensor.ts";
-import { loadBundle, saveBundle, validate } from "../../formats/bundle.ts";
+import { loadBundle, saveBundle, validate } from "../../formats/bundle/mod.ts";
 import { convertLoomConfig, readLoomModel } from "../../formats/loom/mod.ts";
 import { defaultRegistry } from "../../mod.ts";
 

@@ -7,7 +7,7 @@ import {
   saveBundle,
   validate,
   validateBundle,
-} from "../../formats/bundle.ts";
+} from "../../formats/bundle/mod.ts";
 import { memorySource } from "../../core/sources.ts";
 import { defaultRegistry } from "../../mod.ts";
 

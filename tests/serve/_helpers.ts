@@ -5,7 +5,7 @@ import { join } from "@std/path";
 import { memoryTensorIndex } from "../../core/model.ts";
 import type { NetworkConfig } from "../../core/model.ts";
 import { type Tensor, tensorFromF32 } from "../../core/tensor.ts";
-import { saveBundle } from "../../formats/bundle.ts";
+import { saveBundle } from "../../formats/bundle/mod.ts";
 import { serializeSafetensors } from "../../formats/safetensors/mod.ts";
 import { type LogEntry, type Server, startServer } from "../../serve/mod.ts";
 import type { ServeOptions } from "../../serve/mod.ts";
