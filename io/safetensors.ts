@@ -31,7 +31,7 @@ import type { ByteSource } from "../core/sources.ts";
 import {
   readSafetensors,
   readSafetensorsShards,
-  safetensors,
+  safetensorsFormat,
   type SafetensorsReport,
   type SafetensorsValidateOptions,
   type SafetensorsWriteOptions,
@@ -195,7 +195,10 @@ export async function saveSafetensors(
   // Shards are named after the file name without `.safetensors` (only that
   // suffix is stripped); writeModel renames them all into place at once.
   const baseName = basename(path).replace(/\.safetensors$/i, "");
-  return await writeModel(safetensors(), file, path, { baseName, ...options });
+  return await writeModel(safetensorsFormat(), file, path, {
+    baseName,
+    ...options,
+  });
 }
 
 /**

@@ -60,7 +60,12 @@ export {
   loadBundle,
   type LoadBundleOptions,
 } from "./read.ts";
-export { bundleBytes, bundleFormat, detectBundle } from "./plugin.ts";
+export {
+  bundleBytes,
+  bundleFormat,
+  type BundleFormatPlugin,
+  detectBundle,
+} from "./plugin.ts";
 export {
   validate,
   validateBundle,

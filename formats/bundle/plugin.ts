@@ -135,9 +135,18 @@ const OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
+/** The bundle plugin: a format plugin whose `validate` is always there. */
+export interface BundleFormatPlugin extends FormatPlugin {
+  /** Every problem of a bundle file, as {@link validateBundle} lists them. */
+  validate(src: ByteSource): Promise<string[]>;
+}
+
 /**
  * The bundle format plugin (`.bundle.json`, `.json`; detected by its
- * leading `"type": "modelhost/bundle"`).
+ * leading `"type": "modelhost/bundle"`). A factory, like every format
+ * plugin: `registry.use(bundleFormat)` calls it.
+ *
+ * @returns The plugin, named `"bundle"`.
  *
  * @example
  * ```ts
@@ -146,38 +155,40 @@ const OPTIONS: readonly OptionSpec[] = [
  * import { createRegistry } from "@modelhost/modelhost/registry";
  * const reg = createRegistry().use(bundleFormat);
  * assert(reg.formatForPath("model.bundle.json").name === "bundle");
+ * assert(bundleFormat().extensions.includes(".bundle.json"));
  * ```
  */
-export const bundleFormat: FormatPlugin & {
-  /** Every problem of a bundle file, as {@link validateBundle} lists them. */
-  validate(src: ByteSource): Promise<string[]>;
-} = {
-  kind: "format",
-  name: "bundle",
-  description:
-    "modelhost bundle: JSON with configs, metadata and base64 tensors of several models (reads Loom bundles too)",
-  extensions: [".bundle.json", ".json"],
-  detect: detectBundle,
-  async read(src: ByteSource, options?: ReadOptions): Promise<ModelFile> {
-    const bytes = await src.read(0, src.size);
-    const file = await loadBundle(bytes, str(options?.id), {
-      verify: options?.verify === false ? false : true,
-    });
-    return file;
-  },
-  write(file: ModelFile, options?: WriteOptions): AsyncIterable<Uint8Array> {
-    const opts: SaveBundleOptions = {};
-    if (typeof options?.dtype === "string" && options.dtype !== "") {
-      opts.dtype = options.dtype as DTypeName;
-    }
-    if (options?.created === true) opts.created = true;
-    if (typeof options?.producer === "string") opts.producer = options.producer;
-    return (async function* () {
-      yield* encodeChunks(await saveBundleChunks(file, opts));
-    })();
-  },
-  async validate(src: ByteSource): Promise<string[]> {
-    return await validateBundle(await src.read(0, src.size));
-  },
-  options: OPTIONS,
-};
+export function bundleFormat(): BundleFormatPlugin {
+  return {
+    kind: "format",
+    name: "bundle",
+    description:
+      "modelhost bundle: JSON with configs, metadata and base64 tensors of several models (reads Loom bundles too)",
+    extensions: [".bundle.json", ".json"],
+    detect: detectBundle,
+    async read(src: ByteSource, options?: ReadOptions): Promise<ModelFile> {
+      const bytes = await src.read(0, src.size);
+      const file = await loadBundle(bytes, str(options?.id), {
+        verify: options?.verify === false ? false : true,
+      });
+      return file;
+    },
+    write(file: ModelFile, options?: WriteOptions): AsyncIterable<Uint8Array> {
+      const opts: SaveBundleOptions = {};
+      if (typeof options?.dtype === "string" && options.dtype !== "") {
+        opts.dtype = options.dtype as DTypeName;
+      }
+      if (options?.created === true) opts.created = true;
+      if (typeof options?.producer === "string") {
+        opts.producer = options.producer;
+      }
+      return (async function* () {
+        yield* encodeChunks(await saveBundleChunks(file, opts));
+      })();
+    },
+    async validate(src: ByteSource): Promise<string[]> {
+      return await validateBundle(await src.read(0, src.size));
+    },
+    options: OPTIONS,
+  };
+}

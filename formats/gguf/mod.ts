@@ -127,4 +127,4 @@ export {
   readGguf,
   readGgufTensor,
 } from "./read.ts";
-export { gguf, isGguf } from "./plugin.ts";
+export { gguf, ggufFormat, isGguf } from "./plugin.ts";

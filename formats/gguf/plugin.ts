@@ -28,44 +28,65 @@ export function isGguf(head: Uint8Array): boolean {
 }
 
 /**
- * The `gguf` format plugin: reads GGUF v2/v3 into a lazy {@link ModelFile}.
+ * The GGUF format plugin: reads GGUF v2/v3 into a lazy `ModelFile`, writes
+ * v3 (quantizing on request).
+ *
+ * @returns The plugin, named `"gguf"`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ggufFormat } from "@modelhost/modelhost/formats/gguf";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * const reg = createRegistry().use(ggufFormat());
+ * assert(reg.formatForPath("model.gguf").name === "gguf");
+ * ```
+ */
+export function ggufFormat(): FormatPlugin {
+  return {
+    kind: "format",
+    name: "gguf",
+    description:
+      "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors, quantize on write",
+    extensions: [".gguf"],
+    detect: isGguf,
+    read: (src, options) =>
+      readGguf(src, {
+        ...(typeof options?.initialRead === "number"
+          ? { initialRead: options.initialRead }
+          : {}),
+      }),
+    write: (file, options) => writeGguf(file, options as GgufWriteOptions),
+    options: [
+      {
+        name: "quantize",
+        type: "string",
+        description:
+          "quantize 2-D weights on write (llama.cpp --pure rules; 1-D tensors and norms stay)",
+        choices: [...QUANTIZE_TYPES, "F16", "BF16", "F32"],
+      },
+      {
+        name: "alignment",
+        type: "number",
+        description: "alignment of tensor data (power of two)",
+        default: 32,
+      },
+    ],
+  };
+}
+
+/**
+ * The GGUF format plugin under its old name: one plugin object, made by
+ * {@link ggufFormat}.
+ *
+ * @deprecated Use {@link ggufFormat} (`registry.use(ggufFormat)` or
+ * `registry.use(ggufFormat())`); this alias goes in the next release.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
  * import { gguf } from "@modelhost/modelhost/formats/gguf";
- * import { createRegistry } from "@modelhost/modelhost/registry";
- * const reg = createRegistry().use(gguf);
- * assert(reg.formatForPath("model.gguf").name === "gguf");
+ * assert(gguf.name === "gguf");
  * ```
  */
-export const gguf: FormatPlugin = {
-  kind: "format",
-  name: "gguf",
-  description:
-    "GGUF v2/v3 (llama.cpp): every metadata type, quantized tensors, quantize on write",
-  extensions: [".gguf"],
-  detect: isGguf,
-  read: (src, options) =>
-    readGguf(src, {
-      ...(typeof options?.initialRead === "number"
-        ? { initialRead: options.initialRead }
-        : {}),
-    }),
-  write: (file, options) => writeGguf(file, options as GgufWriteOptions),
-  options: [
-    {
-      name: "quantize",
-      type: "string",
-      description:
-        "quantize 2-D weights on write (llama.cpp --pure rules; 1-D tensors and norms stay)",
-      choices: [...QUANTIZE_TYPES, "F16", "BF16", "F32"],
-    },
-    {
-      name: "alignment",
-      type: "number",
-      description: "alignment of tensor data (power of two)",
-      default: 32,
-    },
-  ],
-};
+export const gguf: FormatPlugin = ggufFormat();

@@ -8,7 +8,7 @@
  * - {@link exportOnnxFiles} can also move tensor data to an external
  *   `.onnx.data` file (needed past the 2 GiB protobuf limit);
  *   `io/onnx.ts` `saveOnnx` writes both files.
- * - {@link onnx} is the write-only format plugin (`convert --to onnx`): it
+ * - {@link onnxFormat} is the write-only format plugin (`convert --to onnx`): it
  *   builds the network from a model's config and tensors and exports it.
  *
  * The graph input is `input` `[batch, features]` (symbolic `batch`), or
@@ -46,6 +46,7 @@ export {
 } from "./export.ts";
 export {
   onnx,
+  onnxFormat,
   type OnnxPluginOptions,
   type OnnxWriteOptions,
 } from "./plugin.ts";

@@ -23,7 +23,7 @@ import {
   type OnnxFilesOptions,
 } from "./export.ts";
 
-/** Options of the {@link onnx} format plugin's `write` and `writeFiles`. */
+/** Options of the {@link onnxFormat} format plugin's `write` and `writeFiles`. */
 export interface OnnxWriteOptions extends OnnxFilesOptions, WriteOptions {
   /**
    * Where layer types are looked up (a registry); the plugin's own lookup
@@ -34,7 +34,7 @@ export interface OnnxWriteOptions extends OnnxFilesOptions, WriteOptions {
   modelId?: string;
 }
 
-/** Options of the {@link onnx} factory. */
+/** Options of the {@link onnxFormat} factory. */
 export interface OnnxPluginOptions {
   /** Where layer types are looked up. @default {the built-in layer plugins} */
   layers?: LayerLookup;
@@ -165,16 +165,18 @@ async function loadTensors(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { onnx } from "@modelhost/modelhost/formats/onnx";
+ * import { onnxFormat } from "@modelhost/modelhost/formats/onnx";
  * import { memoryTensorIndex, initNetwork } from "@modelhost/modelhost/core";
  * import { defaultRegistry } from "@modelhost/modelhost";
  * const config = { input_size: 2, layers: [{ type: "dense", output_size: 1 }] };
  * const tensors = memoryTensorIndex(initNetwork(defaultRegistry(), config, 1).values());
- * const bytes = await onnx().write!({ models: [{ id: "m", config, metadata: {}, tensors }] });
+ * const bytes = await onnxFormat().write!({ models: [{ id: "m", config, metadata: {}, tensors }] });
  * assert(bytes instanceof Uint8Array && bytes.length > 0);
  * ```
  */
-export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
+export function onnxFormat(
+  pluginOptions: OnnxPluginOptions = {},
+): FormatPlugin {
   return {
     kind: "format",
     name: "onnx",
@@ -214,3 +216,17 @@ export function onnx(pluginOptions: OnnxPluginOptions = {}): FormatPlugin {
     },
   };
 }
+
+/**
+ * The ONNX format plugin factory under its old name.
+ *
+ * @deprecated Use {@link onnxFormat}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { onnx, onnxFormat } from "@modelhost/modelhost/formats/onnx";
+ * assert(onnx === onnxFormat);
+ * ```
+ */
+export const onnx: typeof onnxFormat = onnxFormat;

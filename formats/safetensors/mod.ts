@@ -119,5 +119,6 @@ export {
   detectSafetensors,
   safetensors,
   safetensorsFolderEntry,
+  safetensorsFormat,
   type SafetensorsPluginOptions,
 } from "./plugin.ts";

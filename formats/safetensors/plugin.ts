@@ -60,7 +60,7 @@ export function detectSafetensors(head: Uint8Array): boolean {
   return text.includes('"weight_map"');
 }
 
-/** Options of the {@link safetensors} plugin factory. */
+/** Options of the {@link safetensorsFormat} plugin factory. */
 export interface SafetensorsPluginOptions {
   /** Write options applied under every `write` call's own options. @default {{}} */
   write?: SafetensorsWriteOptions;
@@ -132,13 +132,13 @@ export function safetensorsFolderEntry(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { safetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { safetensorsFormat } from "@modelhost/modelhost/formats/safetensors";
  * import { createRegistry } from "@modelhost/modelhost/registry";
- * const reg = createRegistry().use(safetensors());
+ * const reg = createRegistry().use(safetensorsFormat());
  * assert(reg.formatForPath("model.safetensors").name === "safetensors");
  * ```
  */
-export function safetensors(
+export function safetensorsFormat(
   options: SafetensorsPluginOptions = {},
 ): FormatPlugin {
   return {
@@ -177,3 +177,18 @@ export function safetensors(
     options: OPTIONS,
   };
 }
+
+/**
+ * The SafeTensors format plugin factory under its old name.
+ *
+ * @deprecated Use {@link safetensorsFormat}; this alias goes in the next
+ * release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { safetensors, safetensorsFormat } from "@modelhost/modelhost/formats/safetensors";
+ * assert(safetensors === safetensorsFormat);
+ * ```
+ */
+export const safetensors: typeof safetensorsFormat = safetensorsFormat;

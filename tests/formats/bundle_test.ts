@@ -576,13 +576,13 @@ Deno.test("plugin: found by extension and by content; read and write match the s
   const text = await oneTensorBundle();
   const bytes = new TextEncoder().encode(text);
   assertEquals(reg.detect(bytes.subarray(0, 64))?.name, "bundle");
-  const file = await bundleFormat.read!(memorySource(bytes, "mem"), {
+  const file = await bundleFormat().read!(memorySource(bytes, "mem"), {
     id: "enc",
   });
   assertEquals(file.models.map((m) => m.id), ["enc"]);
   const chunks: Uint8Array[] = [];
   for await (
-    const c of bundleFormat.write!(file) as AsyncIterable<Uint8Array>
+    const c of bundleFormat().write!(file) as AsyncIterable<Uint8Array>
   ) {
     chunks.push(c);
   }

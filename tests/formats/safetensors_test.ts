@@ -9,8 +9,8 @@ import {
   readSafetensors,
   readSafetensorsHeader,
   readSafetensorsShards,
-  safetensors,
   SAFETENSORS_KEYS,
+  safetensorsFormat,
   serializeSafetensors,
   typedArrayOf,
   validateSafetensors,
@@ -1029,7 +1029,7 @@ Deno.test("plugin: registered by default, detected by header shape and by index 
   );
   assert(!detectSafetensors(new Uint8Array(16).fill(0xff)));
   const written = await collect(
-    safetensors({ write: { format: null } }).write!(
+    safetensorsFormat({ write: { format: null } }).write!(
       model([tensorFromF32("a", new Float32Array(1), [1])]),
     ) as AsyncIterable<Uint8Array>,
   );

@@ -195,7 +195,7 @@ Deno.test("validateBundle / the plugin's validate hook: every model's problems, 
     ),
   );
   assertEquals(problems[1], 'model "b": missing tensor "layers.0.bias" [2]');
-  const viaPlugin = await bundleFormat.validate(
+  const viaPlugin = await bundleFormat().validate(
     memorySource(new TextEncoder().encode(JSON.stringify(doc))),
   );
   assertEquals(viaPlugin, problems);
