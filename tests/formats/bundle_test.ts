@@ -37,7 +37,7 @@ import {
 import { fromBase64, fromBase64Into, toBase64 } from "../../core/_base64.ts";
 import { defaultRegistry } from "../../mod.ts";
 
-// References written by tests/gen_bundle_vectors.py (NumPy 1.24, PyTorch 1.13).
+// References written by tests/vectors/gen/bundle.py (NumPy 1.24, PyTorch 1.13).
 interface Vectors {
   f32_bits: number[];
   f32_sha256: string;

@@ -6,7 +6,7 @@ import { loadBundle, saveBundle, validate } from "../../formats/bundle/mod.ts";
 import { convertLoomConfig, readLoomModel } from "../../formats/loom/mod.ts";
 import { defaultRegistry } from "../../mod.ts";
 
-// Loom bundles and their outputs, written by tests/gen_loom_vectors.py (NumPy).
+// Loom bundles and their outputs, written by tests/vectors/gen/loom.py (NumPy).
 interface Case {
   bundle: string;
   input: number[];

@@ -11,7 +11,7 @@ import { type LogEntry, type Server, startServer } from "../../serve/mod.ts";
 import type { ServeOptions } from "../../serve/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 
-/** The NumPy reference (tests/serve/gen_serve_vectors.py). */
+/** The NumPy reference (tests/vectors/gen/serve_predict.py). */
 export interface PredictVectors {
   config: NetworkConfig;
   weights: Record<string, { shape: number[]; data: number[] }>;

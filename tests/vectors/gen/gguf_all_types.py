@@ -2,10 +2,10 @@
 # file with every metadata value type (nested arrays included), a custom
 # alignment and two tensors, built with nothing but Python's struct module
 # (independent of modelhost's writer), plus the values it holds.
-# Run: /usr/bin/python3 tests/vectors/gen_gguf_types.py
+# Run: /usr/bin/python3 tests/vectors/gen/gguf_all_types.py
 import json, os, struct
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/vectors
 T = dict(UINT8=0, INT8=1, UINT16=2, INT16=3, UINT32=4, INT32=5, FLOAT32=6, BOOL=7,
          STRING=8, ARRAY=9, UINT64=10, INT64=11, FLOAT64=12)
 FMT = {0: '<B', 1: '<b', 2: '<H', 3: '<h', 4: '<I', 5: '<i', 6: '<f', 7: '<?',

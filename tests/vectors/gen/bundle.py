@@ -3,7 +3,7 @@
 
 Run with the reference Python (NumPy 1.24, PyTorch 1.13):
 
-    /usr/bin/python3 tests/gen_bundle_vectors.py
+    /usr/bin/python3 tests/vectors/gen/bundle.py
 
 What it holds:
 - f32_bits: 64 F32 inputs (as uint32 bits); f32_sha256 / f32_base64: Python's
@@ -186,7 +186,7 @@ y = h @ deq2.astype(np.float64).T + b2.astype(np.float32).astype(np.float64)
 out["encoder_input"] = x.reshape(-1).tolist()
 out["encoder_output"] = y.reshape(-1).tolist()
 
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors", "bundle.json")
+path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bundle.json")
 with open(path, "w") as f:
     json.dump(out, f)
     f.write("\n")

@@ -8,7 +8,7 @@ tensors of at most 128 elements, the values decoded by NumPy (BF16 by a
 16-bit shift, F8 by the OFP8 formulas written out below).
 
 Run from the repository root:
-    /usr/bin/python3 tests/conformance/gen_safetensors_reference.py
+    /usr/bin/python3 tests/vectors/gen/safetensors_fixtures.py
 It writes tests/vectors/safetensors_fixtures.json.
 """
 import hashlib
@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FIXTURES = os.environ.get("MODELHOST_FIXTURES", os.path.join(ROOT, "..", "shared", "fixtures"))
 BASE = os.path.join(FIXTURES, "safetensors")
 
@@ -114,7 +114,7 @@ def main():
     files = [describe(rel) for rel in FILES]
     index = json.load(open(os.path.join(BASE, "julia/sharded/model.safetensors.index.json")))
     result = {
-        "generator": "tests/conformance/gen_safetensors_reference.py",
+        "generator": "tests/vectors/gen/safetensors_fixtures.py",
         "numpy": np.__version__,
         "files": files,
         "julia_sharded_index": index,

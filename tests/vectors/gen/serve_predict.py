@@ -4,7 +4,7 @@ on float32 weights and inputs (independent of the TypeScript forward pass).
 
 Run from the repository root with the Debian Python that has numpy:
 
-    /usr/bin/python3 tests/serve/gen_serve_vectors.py > tests/vectors/serve_predict.json
+    /usr/bin/python3 tests/vectors/gen/serve_predict.py > tests/vectors/serve_predict.json
 
 The network: dense 6 -> 16 (tanh), dense 16 -> 4 (softmax). Weights are
 `0.1 + 0.5 * cos(k)`-style deterministic patterns stored as float32; seven

@@ -3,7 +3,7 @@
 
 Run with the reference Python (NumPy 1.24):
 
-    /usr/bin/python3 tests/gen_loom_vectors.py
+    /usr/bin/python3 tests/vectors/gen/loom.py
 
 The bundles are written here the way Loom's Go serializer lays them out
 (indented JSON; `{"type", "version", "models": [{"id", "cfg", "weights":
@@ -464,7 +464,7 @@ for dt in ["float32", "float64", "float16", "bfloat16", "float8", "float4", "int
     }
 out["multi_precision"] = {"input": x.reshape(-1).tolist(), "input_shape": [2, 6], "dtypes": mp}
 
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors", "loom.json")
+path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "loom.json")
 with open(path, "w") as fh:
     json.dump(out, fh)
     fh.write("\n")

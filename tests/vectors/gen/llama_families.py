@@ -19,7 +19,7 @@ tensor t (in the listed order), element i (row-major):
     scale * sin(0.0137 i^2 + 0.731 i + 1.31 t)   (+ 1 for norm weights)
 rounded to float32. The TypeScript test rebuilds them from the same formula.
 
-Run: /usr/bin/python3 tests/gen/llama_families_ref.py
+Run: /usr/bin/python3 tests/vectors/gen/llama_families.py
 """
 
 import json
@@ -201,7 +201,7 @@ def main():
             "tensors": [{"name": n, "shape": s} for n, s in tensors],
             "logits": [[float("%.10g" % v) for v in row] for row in logits],
         })
-    path = os.path.join(os.path.dirname(__file__), "..", "vectors", "llama_families.json")
+    path = os.path.join(os.path.dirname(__file__), "..", "llama_families.json")
     with open(path, "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")

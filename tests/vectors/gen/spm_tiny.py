@@ -5,11 +5,11 @@
 # encodings of test texts (including characters the model has never seen,
 # so byte fallback is exercised). The model is trained in a temp dir and not
 # kept; the JSON is the reference.
-# Run: /usr/bin/python3 tests/vectors/gen_spm_vectors.py
+# Run: /usr/bin/python3 tests/vectors/gen/spm_tiny.py
 import json, os, tempfile
 import sentencepiece as spm
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/vectors
 
 CORPUS = [
     "Once upon a time, there was a little girl named Lily.",
@@ -77,7 +77,7 @@ def main():
         cases = [{"text": t, "ids": sp.encode(t)} for t in CASES]
         decoded = [sp.decode(c["ids"]) for c in cases]
     out = {
-        "source": "sentencepiece %s, BPE, vocab 320, byte_fallback, trained by gen_spm_vectors.py" % spm.__version__,
+        "source": "sentencepiece %s, BPE, vocab 320, byte_fallback, trained by tests/vectors/gen/spm_tiny.py" % spm.__version__,
         "tokens": pieces,
         "scores": scores,
         "token_type": types,

@@ -16,7 +16,7 @@ modelhost's code:
 Weights and inputs are drawn as float32 (so both sides use identical values)
 and written with the shortest decimal that parses back to the same float32.
 
-Run: /usr/bin/python3 tests/gen/attention_ref.py  (writes tests/vectors/attention.json)
+Run: /usr/bin/python3 tests/vectors/gen/attention.py  (writes tests/vectors/attention.json)
 """
 
 import json
@@ -241,14 +241,13 @@ for style in ("neox", "interleaved"):
         })
 
 out = {
-    "generator": "tests/gen/attention_ref.py (PyTorch %s, float64)" % torch.__version__,
+    "generator": "tests/vectors/gen/attention.py (PyTorch %s, float64)" % torch.__version__,
     "rope": {"head_dim": 16, "heads": 2, "positions": rope_positions,
              "input": dump32(rope_x), "cases": rope_cases},
     "attention": attention_cases,
     "block": block_cases,
 }
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vectors",
-                    "attention.json")
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attention.json")
 with open(path, "w") as f:
     json.dump(out, f, separators=(",", ":"))
     f.write("\n")

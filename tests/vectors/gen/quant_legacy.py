@@ -3,11 +3,11 @@
 # float32 following ggml's reference quantizers (quantize_row_*_ref) and
 # dequantizers (dequantize_row_*). An implementation independent of
 # modelhost's (vectorized NumPy, whole blocks at a time).
-# Run: /usr/bin/python3 tests/vectors/gen_quant_vectors.py
+# Run: /usr/bin/python3 tests/vectors/gen/quant_legacy.py
 import json, os
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/vectors
 f32 = np.float32
 
 def inputs():

@@ -2,7 +2,7 @@
 """Reference vectors for the fast kernels' `_ref` twins, computed with NumPy.
 
 Run from the repository root:
-    /usr/bin/python3 tests/kernels/fast/gen_vectors.py
+    /usr/bin/python3 tests/vectors/gen/fast_kernels.py
 
 Writes tests/vectors/fast_kernels.json. The block decoders below follow the
 ggml block layouts (ggml-common.h / ggml-quants.c) written independently in
@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 rng = np.random.RandomState(20240611)
-OUT = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "fast_kernels.json")
+OUT = os.path.join(os.path.dirname(__file__), "..", "fast_kernels.json")
 
 
 def f16_bytes(values):

@@ -4,7 +4,7 @@ TypeScript code with PyTorch (float64) and NumPy.
 
 Run from the repository root with the Debian Python that has torch and numpy:
 
-    /usr/bin/python3 tests/gen/layers_ref.py > tests/vectors/layers.json
+    /usr/bin/python3 tests/vectors/gen/layers.py > tests/vectors/layers.json
 
 Each case holds a network config, its weights (float32 values), an input and
 the expected output. Inputs and weights are float32 numbers; the reference
@@ -568,7 +568,7 @@ ERF = {
 }
 
 json.dump({
-    "generator": "tests/gen/layers_ref.py",
+    "generator": "tests/vectors/gen/layers.py",
     "torch": torch.__version__,
     "numpy": np.__version__,
     "cases": CASES,
