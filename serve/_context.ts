@@ -1,15 +1,15 @@
-// What request handlers share: the registry, the cache, the limits, the
+// What request handlers share: the model folder, the cache, the limits, the
 // metrics, and the per-request context.
 
 import type { ModelCache } from "./_cache.ts";
 import type { Limiter } from "./_limiter.ts";
 import type { Metrics } from "./_metrics.ts";
-import type { ModelStore } from "./_registry.ts";
+import type { ModelFolder } from "./_model_folder.ts";
 
 /** The server's parts, as handlers see them. */
 export interface ServerParts {
   /** Models on disk. */
-  store: ModelStore;
+  folder: ModelFolder;
   /** Models in memory. */
   cache: ModelCache;
   /** Concurrent generations. */

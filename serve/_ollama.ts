@@ -19,7 +19,7 @@ import type { Transformer } from "../models/transformer.ts";
 import type { LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
 import { HttpError, jsonResponse, readJsonObject } from "./_http.ts";
-import type { ModelVersion } from "./_registry.ts";
+import type { ModelVersion } from "./_model_info.ts";
 
 /** Ollama's sampling defaults, used where neither request nor checkpoint decides. */
 const OLLAMA_DEFAULTS = {
@@ -95,7 +95,7 @@ async function loadLlm(
   ctx.log.model = name;
   let entry: ModelVersion;
   try {
-    entry = await parts.store.resolve(name, version);
+    entry = await parts.folder.resolve(name, version);
   } catch (e) {
     if (e instanceof HttpError && e.status === 404) {
       throw new HttpError(404, `model "${model}" not found`);
@@ -588,7 +588,7 @@ async function tagOf(v: ModelVersion, tag: string) {
 /** `GET /api/tags`: every Llama-family version, and `name:latest` for the newest. */
 export async function handleTags(parts: ServerParts): Promise<Response> {
   const models = [];
-  for (const versions of (await parts.store.list()).values()) {
+  for (const versions of (await parts.folder.list()).values()) {
     const llms = versions.filter((v) => v.kind === "llm");
     if (llms.length === 0) continue;
     const newest = versions[versions.length - 1];
@@ -610,7 +610,7 @@ export async function handleShow(
   ctx.log.model = name;
   let v: ModelVersion;
   try {
-    v = await parts.store.resolve(name, version);
+    v = await parts.folder.resolve(name, version);
   } catch (e) {
     if (e instanceof HttpError && e.status === 404) {
       throw new HttpError(404, `model "${model}" not found`);

@@ -30,7 +30,8 @@ import {
   handleShow,
   handleTags,
 } from "./_ollama.ts";
-import { ModelStore, type ModelVersion } from "./_registry.ts";
+import { ModelFolder } from "./_model_folder.ts";
+import type { ModelVersion } from "./_model_info.ts";
 
 /** One structured log record (written as one JSON line). */
 export interface LogEntry {
@@ -367,7 +368,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   ) => sink?.({ time: new Date().toISOString(), level, msg, ...fields });
 
   const metrics = new Metrics();
-  const store = new ModelStore(o.dir, registry, {
+  const folder = new ModelFolder(o.dir, registry, {
     rescanMs: o.rescanMs,
     warn: (msg, fields) => log("warn", msg, fields),
   });
@@ -465,7 +466,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   channel.port1.onmessage = () => waiting.shift()?.();
   let seed = o.seed;
   const parts: ServerParts = {
-    store,
+    folder,
     cache,
     generations,
     metrics,
@@ -498,7 +499,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   const loadedPaths = () => new Set(cache.entries().map((l) => l.entry.path));
 
   const listModel = async (name: string) => {
-    const versions = await store.versions(name);
+    const versions = await folder.versions(name);
     const loaded = loadedPaths();
     return {
       name,
@@ -516,7 +517,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   ): Promise<Response> => {
     const body = await readJsonObject(req, o.maxBodyBytes);
     ctx.log.model = name;
-    const entry = await store.resolve(name, version);
+    const entry = await folder.resolve(name, version);
     ctx.log.version = entry.version;
     const label = `Model ${name}@${entry.version}`;
     if (entry.kind === "llm") {
@@ -563,7 +564,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     requireToken(req);
     checkDeclaredLength(req, o.maxUploadBytes);
     ctx.log.model = name;
-    const v = await store.upload(name, req.body, {
+    const v = await folder.upload(name, req.body, {
       version: url.searchParams.get("version") ?? undefined,
       format: url.searchParams.get("format") ?? undefined,
       maxBytes: o.maxUploadBytes,
@@ -593,7 +594,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   ): Promise<Response> => {
     requireToken(req);
     ctx.log.model = name;
-    const removed = await store.remove(name, version);
+    const removed = await folder.remove(name, version);
     for (const r of removed) cache.evictPath(r.path);
     log("info", "model deleted", {
       model: name,
@@ -639,7 +640,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
           GET: async () =>
             jsonResponse({
               status: "ok",
-              models: (await store.list()).size,
+              models: (await folder.list()).size,
               loaded: cache.entries().length,
             }),
         },
@@ -667,7 +668,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
           methods: {
             GET: async () => {
               const out = [];
-              for (const k of (await store.list()).keys()) {
+              for (const k of (await folder.list()).keys()) {
                 out.push(await listModel(k));
               }
               return jsonResponse({ models: out });
@@ -696,7 +697,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
           route: "/v1/models/{name}/versions/{version}",
           methods: {
             GET: async () => {
-              const e = await store.resolve(name, v);
+              const e = await folder.resolve(name, v);
               return jsonResponse(versionJson(e, loadedPaths().has(e.path)));
             },
             DELETE: () => remove(req, ctx, name, v),
@@ -840,7 +841,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     ? `[${addr.hostname}]`
     : addr.hostname;
   const url = `http://${host}:${addr.port}`;
-  const models = await store.list();
+  const models = await folder.list();
   log("info", "listening", {
     url,
     dir: o.dir,
