@@ -1,4 +1,4 @@
-// Ollama-compatible endpoints: /api/generate and /api/chat (NDJSON
+// Ollama-compatible routes: /api/generate and /api/chat (NDJSON
 // streaming or one JSON object), /api/tags, /api/show, /api/ps,
 // /api/version. Model names are `name[:tag]`, the tag being a registry
 // version (`latest`, or none, for the newest).
@@ -20,6 +20,7 @@ import type { LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
 import { HttpError, jsonResponse, readJsonObject } from "./_http.ts";
 import type { ModelVersion } from "./_model_info.ts";
+import type { Route } from "./_router.ts";
 
 /** Ollama's sampling defaults, used where neither request nor checkpoint decides. */
 const OLLAMA_DEFAULTS = {
@@ -650,4 +651,30 @@ export async function handlePs(parts: ServerParts): Promise<Response> {
     });
   }
   return jsonResponse({ models });
+}
+
+/** The Ollama API routes under /api, answering from the server's parts. */
+export function ollamaRoutes(parts: ServerParts): Route[] {
+  return [
+    {
+      pattern: "/api/generate",
+      methods: { POST: ({ req, ctx }) => handleGenerate(req, parts, ctx) },
+    },
+    {
+      pattern: "/api/chat",
+      methods: { POST: ({ req, ctx }) => handleChat(req, parts, ctx) },
+    },
+    {
+      pattern: "/api/show",
+      methods: { POST: ({ req, ctx }) => handleShow(req, parts, ctx) },
+    },
+    { pattern: "/api/tags", methods: { GET: () => handleTags(parts) } },
+    { pattern: "/api/ps", methods: { GET: () => handlePs(parts) } },
+    {
+      pattern: "/api/version",
+      methods: {
+        GET: () => Promise.resolve(jsonResponse({ version: parts.version })),
+      },
+    },
+  ];
 }
