@@ -220,7 +220,9 @@ export async function main(
       name === undefined || name === "--help" || name === "-h" ||
       name === "help"
     ) {
-      if (name === "help" && cmdArgs[0] && COMMANDS[cmdArgs[0]]) {
+      if (
+        name === "help" && cmdArgs[0] && Object.hasOwn(COMMANDS, cmdArgs[0])
+      ) {
         io.out(commandHelp(COMMANDS[cmdArgs[0]], registry, []));
         return 0;
       }
@@ -231,7 +233,7 @@ export async function main(
       io.out(`modelhost ${denoJson.version}`);
       return 0;
     }
-    const cmd = COMMANDS[name];
+    const cmd = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!cmd) {
       const guess = closest(name, Object.keys(COMMANDS));
       throw new UsageError(

@@ -158,7 +158,9 @@ export function dispatcher(
       }
       route = m.route.pattern;
       const methods = m.route.methods;
-      const h = methods[req.method];
+      const h = Object.hasOwn(methods, req.method)
+        ? methods[req.method]
+        : undefined;
       if (!h) {
         throw new HttpError(
           405,

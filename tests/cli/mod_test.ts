@@ -239,3 +239,14 @@ Deno.test("cli: every command's help matches its snapshot, and `help NAME` says 
     assertEquals((await run(["help", name])).out + "\n", help, name);
   }
 });
+
+Deno.test("cli: names of Object.prototype members are unknown commands, not crashes", async () => {
+  for (const name of ["constructor", "toString", "__proto__"]) {
+    const r = await run([name]);
+    assertEquals(r.code, 2, name);
+    assertStringIncludes(r.err, `error: Unknown command "${name}"`);
+    const help = await run(["help", name]);
+    assertEquals(help.code, 0, name);
+    assertStringIncludes(help.out, "Commands:");
+  }
+});

@@ -119,3 +119,17 @@ Deno.test("serve router: a sane x-request-id is echoed, any other is replaced", 
     assert(!ids.includes("has space"));
   });
 });
+
+Deno.test("serve router: methods named like Object.prototype members get 405 with Allow", async () => {
+  await withServer({}, async ({ url }) => {
+    for (const method of ["toString", "constructor", "hasOwnProperty"]) {
+      const r = await call(`${url}/healthz`, { method });
+      assertEquals(r.status, 405, method);
+      assertEquals(r.res.headers.get("allow"), "GET");
+      assertEquals(
+        r.body.error,
+        `${method} is not allowed on /healthz; allowed: GET`,
+      );
+    }
+  });
+});
