@@ -5,9 +5,10 @@
 import { serveDefaults, startServer } from "../serve/server.ts";
 import type { Registry } from "../registry.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
+import type { Command } from "./_command.ts";
 
 /** Flags of `serve`. */
-export const SERVE_FLAGS: FlagSpec[] = [
+const SERVE_FLAGS: FlagSpec[] = [
   {
     name: "port",
     short: "p",
@@ -96,7 +97,7 @@ export const SERVE_FLAGS: FlagSpec[] = [
 ];
 
 /** Runs `serve DIR …`; resolves with the exit code once the server has stopped. */
-export async function runServe(
+async function runServe(
   args: string[],
   reg: Registry,
   quiet: boolean,
@@ -140,3 +141,14 @@ export async function runServe(
   }
   return 0;
 }
+
+/** `modelhost serve DIR`. */
+export const serveCommand: Command = {
+  name: "serve",
+  summary:
+    "Serve a folder of models over HTTP (registry, batched predictions, Ollama API, metrics)",
+  usage:
+    "serve DIR [--port 8080] [--host 127.0.0.1] [--token T] [--max-batch N] [--max-wait-ms N] [limits]",
+  flags: () => SERVE_FLAGS,
+  run: (args, ctx) => runServe(args, ctx.reg, ctx.quiet, ctx.io.out),
+};

@@ -1,3 +1,7 @@
+// The command line's dispatch (cli/mod.ts): version, help and usage errors
+// with their exit codes, --plugin loading a third-party format that every
+// command then uses, the CLI as a subprocess, and help snapshots.
+
 import {
   assert,
   assertEquals,
@@ -5,36 +9,13 @@ import {
   assertStringIncludes,
 } from "@std/assert";
 import { join } from "@std/path";
-import { runCli } from "./_cli.ts";
-import { memoryTensorIndex, tensorFromF32, toFloat32 } from "../../mod.ts";
-import tiny from "./_tiny_format.ts";
+import { toFloat32 } from "../../mod.ts";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
-
-const PLUGIN = join(REPO_ROOT, "tests/cli/_tiny_format.ts");
+import { makeTiny, PLUGIN, runCli } from "./_cli.ts";
+import tiny from "./_tiny_format.ts";
 
 const run = runCli;
-
-async function makeTiny(
-  dir: string,
-): Promise<{ path: string; w: Float32Array }> {
-  const w = Float32Array.from({ length: 12 }, (_, i) => 0.1 + 2 * Math.cos(i));
-  const b = Float32Array.from([0.5, -0.25, 3]);
-  const file = {
-    models: [{
-      id: "m",
-      metadata: { author: "test" },
-      tensors: memoryTensorIndex([
-        tensorFromF32("l.weight", w, [3, 4]),
-        tensorFromF32("l.bias", b, [3]),
-      ]),
-    }],
-  };
-  const bytes = await (tiny.write!(file) as Promise<Uint8Array>);
-  const path = join(dir, "a.tiny");
-  await Deno.writeFile(path, bytes);
-  return { path, w };
-}
 
 Deno.test("cli: version, help and usage errors with exit codes", async () => {
   const v = await run(["--version"]);
@@ -186,58 +167,6 @@ Deno.test("cli: --plugin registers a third-party format that formats/inspect/con
   }
 });
 
-Deno.test("cli: validate lists every problem and exits 1; missing files and bad plugins are clear", async () => {
-  const dir = await Deno.makeTempDir();
-  try {
-    const { path } = await makeTiny(dir);
-    const ok = await run(["validate", path, "--plugin", PLUGIN]);
-    assertEquals([ok.code, ok.out], [0, `${path}: valid`]);
-    const bytes = await Deno.readFile(path);
-    const cut = join(dir, "cut.tiny");
-    await Deno.writeFile(cut, bytes.subarray(0, bytes.length - 20));
-    const bad = await run([
-      "validate",
-      cut,
-      path,
-      "--json",
-      "--plugin",
-      PLUGIN,
-    ]);
-    assertEquals(bad.code, 1);
-    const res = JSON.parse(bad.out);
-    assertEquals(res.map((r: { valid: boolean }) => r.valid), [false, true]);
-    assertEquals(
-      res[0].problems.length,
-      2,
-      "both tensors past the cut are reported",
-    );
-    assertStringIncludes(res[0].problems[0], 'tensor "l.weight"');
-    const gone = await run([
-      "validate",
-      join(dir, "nope.tiny"),
-      "--plugin",
-      PLUGIN,
-    ]);
-    assertEquals(gone.code, 1);
-    assertStringIncludes(gone.out, "file not found");
-    const nf = await run(["inspect", join(dir, "nope.tiny")]);
-    assertEquals(nf.code, 1);
-    assertStringIncludes(nf.err, "error: file not found:");
-    const badPlugin = await run([
-      "formats",
-      "--plugin",
-      join(dir, "missing_plugin.ts"),
-    ]);
-    assertEquals(badPlugin.code, 1);
-    assertStringIncludes(badPlugin.err, "Cannot load plugin");
-    const unknownFmt = await run(["inspect", join(dir, "a.tiny")]);
-    assertEquals(unknownFmt.code, 1);
-    assertStringIncludes(unknownFmt.err, "No format for");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
 Deno.test("cli: runs as a subprocess (exit codes and stdout)", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -282,27 +211,42 @@ Deno.test("cli: main help matches its snapshot (UPDATE_SNAPSHOTS=1 rewrites it)"
   assertEquals(help, await Deno.readTextFile(snap));
 });
 
-Deno.test("cli: inspect and validate open a sharded SafeTensors folder as one model", async () => {
-  const { FIXTURES, fixture } = await import("../_helpers/fixtures.ts");
-  if (!FIXTURES) return;
-  const dir = fixture("safetensors/julia/sharded");
-  const ins = await run(["inspect", dir, "--json"]);
-  assertEquals(ins.code, 0, ins.err);
-  const rep = JSON.parse(ins.out);
-  assertEquals(rep.format, "safetensors");
-  const index = JSON.parse(
-    await Deno.readTextFile(join(dir, "model.safetensors.index.json")),
-  );
-  assertEquals(
-    rep.models[0].tensors.map((t: { name: string }) => t.name).sort(),
-    Object.keys(index.weight_map).sort(),
-  );
-  const val = await run(["validate", dir]);
-  assertEquals([val.code, val.out], [
-    0,
-    `${join(dir, "model.safetensors.index.json")}: valid`.replace(
-      /^.*: valid$/,
-      `${dir}: valid`,
-    ),
-  ]);
+Deno.test("cli: every command's help matches its snapshot, and `help NAME` says the same", async () => {
+  const names = [
+    "inspect",
+    "validate",
+    "convert",
+    "quantize",
+    "run",
+    "generate",
+    "serve",
+    "formats",
+    "layers",
+  ];
+  const listed = (await run(["--help"])).out.split("\n").filter((l) =>
+    /^ {2}[a-z]+ {2,}/.test(l)
+  ).map((l) => l.trim().split(" ")[0]);
+  assertEquals(listed, names);
+  for (const name of names) {
+    const snap = join(REPO_ROOT, `tests/cli/snapshots/help_${name}.txt`);
+    const r = await run([name, "--help"]);
+    assertEquals(r.code, 0, name);
+    const help = r.out + "\n";
+    if (Deno.env.get("UPDATE_SNAPSHOTS") === "1") {
+      await Deno.writeTextFile(snap, help);
+    }
+    assertEquals(help, await Deno.readTextFile(snap), name);
+    assertEquals((await run(["help", name])).out + "\n", help, name);
+  }
+});
+
+Deno.test("cli: names of Object.prototype members are unknown commands, not crashes", async () => {
+  for (const name of ["constructor", "toString", "__proto__"]) {
+    const r = await run([name]);
+    assertEquals(r.code, 2, name);
+    assertStringIncludes(r.err, `error: Unknown command "${name}"`);
+    const help = await run(["help", name]);
+    assertEquals(help.code, 0, name);
+    assertStringIncludes(help.out, "Commands:");
+  }
 });

@@ -6,7 +6,7 @@ import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "@std/path";
 import { main } from "../../cli.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
-import { bundleBytes, call, predictVectors } from "./_helpers.ts";
+import { bundleBytes, call, predictVectors } from "../serve/_helpers.ts";
 
 Deno.test(
   "cli serve: listens on the port it prints, logs JSON lines, stops on SIGTERM",

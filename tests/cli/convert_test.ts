@@ -1,121 +1,115 @@
-// The Llama-family side of the CLI on the real stories260K model: generate,
-// a Hugging Face folder converted to GGUF with an Ollama Modelfile, and the
-// architecture inspect detects.
+// `modelhost convert` (cli/convert.ts): --quant/--dtype mapped to each
+// format's option, sharded output, and a Hugging Face folder converted to
+// llama.cpp-ready GGUF with an Ollama Modelfile. Every readable → writable
+// pair is in convert_pairs_test.ts.
 
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "@std/path";
+import { defaultRegistry } from "../../mod.ts";
 import { memorySource } from "../../core/sources.ts";
 import { readGguf } from "../../formats/gguf/mod.ts";
+import { openModel } from "../../io/open.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import { ggufToHf } from "../../models/mod.ts";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";
-import { runCli } from "./_cli.ts";
+import { runCli, savedNetwork } from "./_cli.ts";
+
+const run = runCli;
 
 interface Reference {
   token_ids: number[];
   expected_text: string;
 }
 
-conformanceTest(
-  "cli generate: 200 greedy tokens of stories260K equal the reference ids and text",
-  async () => {
-    const ref: Reference = JSON.parse(
-      await Deno.readTextFile(fixture("llama/stories260K-reference.json")),
+Deno.test("cli convert: --quant/--dtype map to each format's option; choices are checked", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { path } = await savedNetwork(dir);
+    const gg = join(dir, "net.gguf");
+    const c = await run(["convert", path, "-o", gg, "--quant", "q8_0"]);
+    assertEquals(c.code, 0, c.err);
+    const reg = defaultRegistry();
+    const back = await openModel(reg, gg);
+    const types = Object.fromEntries(
+      back.file.models[0].tensors.names().map((
+        n,
+      ) => [n, back.file.models[0].tensors.info(n).dtype]),
     );
-    const r = await runCli([
-      "generate",
-      fixture("gguf/stories260K.gguf"),
-      "--prompt",
-      "",
-      "--greedy",
-      "-n",
-      "200",
-      "--json",
-    ]);
-    assertEquals(r.code, 0, r.err);
-    const out = JSON.parse(r.out);
-    assertEquals(out.promptIds, [1], "an empty prompt is BOS alone");
-    assertEquals(out.ids, ref.token_ids);
-    assertEquals(out.text, ref.expected_text);
-    // Without --json the text is printed (collected here, streamed on a terminal).
-    const plain = await runCli([
-      "generate",
-      fixture("gguf/stories260K.gguf"),
-      "-p",
-      "",
-      "--greedy",
-      "-n",
-      "200",
-    ]);
-    assertEquals(plain.out, ref.expected_text);
-    const seeded = async () =>
-      JSON.parse(
-        (await runCli([
-          "generate",
-          fixture("gguf/stories260K.gguf"),
-          "-p",
-          "Once",
-          "-t",
-          "0.9",
-          "--top-k",
-          "20",
-          "--seed",
-          "5",
-          "-n",
-          "30",
-          "--json",
-        ])).out,
-      ).ids;
-    assertEquals(await seeded(), await seeded(), "same seed, same tokens");
-    const missing = await runCli([
-      "generate",
-      fixture("gguf/stories260K.gguf"),
-    ]);
-    assertEquals([missing.code, missing.err.split("\n")[0]], [
-      2,
-      "error: missing --prompt",
-    ]);
-  },
-);
-
-conformanceTest(
-  "cli inspect: detects stories260K's architecture and every tensor's role",
-  async () => {
-    const r = await runCli([
-      "inspect",
-      fixture("gguf/stories260K.gguf"),
-      "--json",
-    ]);
-    assertEquals(r.code, 0, r.err);
-    const m = JSON.parse(r.out).models[0];
-    // dim 64, 5 layers, 8 heads / 4 KV heads, vocab 512 (the fixture MANIFEST)
-    assertEquals([m.architecture.family, m.architecture.naming], [
-      "llama",
-      "gguf",
-    ]);
-    const c = m.architecture.config;
-    assertEquals([
-      c.hiddenSize,
-      c.numLayers,
-      c.numHeads,
-      c.numKvHeads,
-      c.vocabSize,
-    ], [64, 5, 8, 4, 512]);
+    back.close();
+    // 2-D weights quantized, 1-D (biases, norm) kept, as llama.cpp does
+    assertEquals(types["layers.0.weight"], "Q8_0");
+    assertEquals(types["layers.1.weight"], "F32");
+    assertEquals(types["layers.0.bias"], "F32");
+    const st = join(dir, "half.safetensors");
     assertEquals(
-      m.tensors.find((t: { name: string }) =>
-        t.name === "blk.3.ffn_down.weight"
-      ).role,
-      "mlp_down",
+      (await run(["convert", gg, "-o", st, "--dtype", "f16"])).code,
+      0,
     );
-    assertEquals(m.architecture.roles.unknown ?? 0, 0);
-    const text =
-      (await runCli(["inspect", fixture("gguf/stories260K.gguf")])).out;
+    const half = await openModel(reg, st);
+    assertEquals(
+      half.file.models[0].tensors.info("layers.1.weight").dtype,
+      "F16",
+    );
+    half.close();
+    const bad = await run([
+      "convert",
+      path,
+      "-o",
+      join(dir, "x.safetensors"),
+      "--dtype",
+      "q4_0",
+    ]);
+    assertEquals(bad.code, 2);
     assertStringIncludes(
-      text,
-      "architecture: llama (gguf names): 5 layers, hidden 64, 8 heads (4 KV)",
+      bad.err,
+      'format "safetensors" cannot store q4_0; choices: f32, f16, bf16',
     );
-  },
-);
+    const typo = await run([
+      "convert",
+      path,
+      "-o",
+      join(dir, "x.gguf"),
+      "--quant",
+      "q8_O",
+    ]);
+    assertEquals(typo.code, 2);
+    assertStringIncludes(typo.err, "did you mean q8_0?");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("cli convert: --max-shard-size writes shards and an index that open as one model", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const { path } = await savedNetwork(dir);
+    const outDir = join(dir, "sharded");
+    await Deno.mkdir(outDir);
+    const c = await run([
+      "convert",
+      path,
+      "-o",
+      join(outDir, "model.safetensors"),
+      "--max-shard-size",
+      "4096",
+    ]);
+    assertEquals(c.code, 0, c.err);
+    const names = [...Deno.readDirSync(outDir)].map((e) => e.name).sort();
+    assert(names.includes("model.safetensors.index.json"), names.join(","));
+    assert(
+      names.filter((n) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(n))
+        .length >= 2,
+      names.join(","),
+    );
+    const a = JSON.parse((await run(["inspect", path, "--json"])).out);
+    const b = JSON.parse((await run(["inspect", outDir, "--json"])).out);
+    assertEquals(b.models[0].tensorCount, a.models[0].tensorCount);
+    assertEquals(b.models[0].params, a.models[0].params);
+    assertEquals((await run(["validate", outDir])).code, 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
 
 conformanceTest(
   "cli convert: a Hugging Face folder to llama.cpp-ready GGUF with a Modelfile; same tokens",

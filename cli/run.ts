@@ -1,17 +1,18 @@
-// `run` and `quantize`: forward passes of stored networks, and quantization
-// with a per-tensor error report.
+// `run`: a stored network's forward pass on an input given inline, as a
+// JSON or .npy file, or on stdin.
 
 import { buildNetwork } from "../core/network.ts";
-import type { Model, NetworkConfig } from "../core/model.ts";
+import type { NetworkConfig } from "../core/model.ts";
 import { loadAllTensors } from "../core/model.ts";
-import { type FloatTensor, toFloat32 } from "../core/tensor.ts";
-import { errorStats } from "../core/quantize.ts";
+import type { FloatTensor } from "../core/tensor.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { parseFlags, UsageError } from "./_args.ts";
+import { type Command, ID_FLAG, needFiles, pickModel } from "./_command.ts";
 import { readNpy } from "./_npy.ts";
 
 /** Parses `run --input` text: a nested JSON array, or `{shape, data}`. */
-export function parseInputJson(text: string, name: string): FloatTensor {
+function parseInputJson(text: string, name: string): FloatTensor {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -58,7 +59,7 @@ export function parseInputJson(text: string, name: string): FloatTensor {
 }
 
 /** Reads the input of `run` from a path, `-` (stdin) or inline JSON. */
-export async function readInput(spec: string): Promise<FloatTensor> {
+async function readInput(spec: string): Promise<FloatTensor> {
   if (spec === "-") {
     const text = await new Response(Deno.stdin.readable).text();
     return parseInputJson(text, "stdin");
@@ -68,35 +69,8 @@ export async function readInput(spec: string): Promise<FloatTensor> {
   return parseInputJson(await Deno.readTextFile(spec), spec);
 }
 
-/** Picks a model by id, or the only one. */
-export function pickModel(
-  models: Model[],
-  id: string | undefined,
-  path: string,
-): Model {
-  if (id !== undefined) {
-    const m = models.find((x) => x.id === id);
-    if (!m) {
-      throw new TypeError(
-        `No model "${id}" in ${path}; ids: ${
-          models.map((x) => x.id).join(", ")
-        }`,
-      );
-    }
-    return m;
-  }
-  if (models.length > 1) {
-    throw new TypeError(
-      `${path} holds ${models.length} models (${
-        models.map((x) => x.id).join(", ")
-      }); pick one with --id`,
-    );
-  }
-  return models[0];
-}
-
 /** Runs a stored network on an input. */
-export async function runModel(
+async function runModel(
   reg: Registry,
   path: string,
   input: FloatTensor,
@@ -118,43 +92,42 @@ export async function runModel(
   }
 }
 
-/** Error of one tensor after a lossy conversion. */
-export interface TensorError {
-  name: string;
-  from: string;
-  to: string;
-  rmse: number;
-  cosine: number;
-  maxAbs: number;
-}
-
-/** Compares every tensor of two models by name (the second read back after writing). */
-export async function compareModels(
-  a: Model,
-  b: Model,
-): Promise<TensorError[]> {
-  const rows: TensorError[] = [];
-  for (const name of a.tensors.names()) {
-    if (!b.tensors.has(name)) continue;
-    const ta = await a.tensors.load(name), tb = await b.tensors.load(name);
-    let x: Float32Array, y: Float32Array;
-    try {
-      x = toFloat32(ta);
-      y = toFloat32(tb);
-    } catch {
-      continue;
-    }
-    const e = errorStats(x, y);
-    // Two all-zero tensors agree exactly: cosine 1 rather than 0/0.
-    const cosine = Number.isNaN(e.cosine) && e.maxAbsError === 0 ? 1 : e.cosine;
-    rows.push({
-      name,
-      from: ta.dtype,
-      to: tb.dtype,
-      rmse: e.rmsError,
-      cosine,
-      maxAbs: e.maxAbsError,
+/** `modelhost run MODEL --input …`. */
+export const runCommand: Command = {
+  name: "run",
+  summary:
+    "Run a stored network's forward pass (bundle, or SafeTensors/GGUF with a network config)",
+  usage:
+    "run MODEL --input JSON|FILE.json|FILE.npy|- [--id ID] [--config FILE]",
+  flags: () => [
+    {
+      name: "input",
+      short: "i",
+      type: "string",
+      value: "INPUT",
+      description: "Inline JSON, a .json or .npy file, or - for stdin",
+    },
+    ID_FLAG,
+    {
+      name: "config",
+      type: "string",
+      value: "FILE",
+      description: "Network config JSON, when the file carries none",
+    },
+  ],
+  async run(args, ctx) {
+    const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+    needFiles(positional, "MODEL");
+    if (flags.input === undefined) throw new UsageError("missing --input");
+    const input = await readInput(flags.input as string);
+    const config = flags.config
+      ? JSON.parse(await Deno.readTextFile(flags.config as string))
+      : undefined;
+    const y = await runModel(ctx.reg, positional[0], input, {
+      id: flags.id as string | undefined,
+      config,
     });
-  }
-  return rows;
-}
+    ctx.io.out(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
+    return 0;
+  },
+};

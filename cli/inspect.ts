@@ -1,15 +1,17 @@
-// `inspect` and `validate`: read headers through the registry and report.
+// `inspect`: reads headers through the registry and reports format,
+// metadata, tensors, detected architecture and totals, as text or JSON.
 
+import { join } from "@std/path";
 import type { Model } from "../core/model.ts";
-import { byteLengthOf, dtypeInfo } from "../core/dtypes.ts";
 import { elementCount } from "../core/errors.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { detectArchitecture } from "../models/detect.ts";
-import { join } from "@std/path";
+import { parseFlags } from "./_args.ts";
+import { type Command, JSON_FLAG, needFiles } from "./_command.ts";
 
 /** One row of the tensor table. */
-export interface TensorRow {
+interface TensorRow {
   name: string;
   dtype: string;
   shape: number[];
@@ -21,7 +23,7 @@ export interface TensorRow {
 }
 
 /** The architecture `inspect` detected from tensor names, shapes and metadata. */
-export interface ArchitectureReport {
+interface ArchitectureReport {
   family: string;
   naming: string;
   /** Tensor count per role. */
@@ -33,7 +35,7 @@ export interface ArchitectureReport {
 }
 
 /** What `inspect --json` prints per file. */
-export interface InspectReport {
+interface InspectReport {
   path: string;
   format: string;
   size: number;
@@ -51,7 +53,7 @@ export interface InspectReport {
 }
 
 /** Makes metadata printable: long arrays summarized, bigints as strings, typed arrays as lists. */
-export function summarize(value: unknown, depth = 0): unknown {
+function summarize(value: unknown, depth = 0): unknown {
   if (typeof value === "bigint") return value.toString();
   if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
     value = Array.from(value as unknown as ArrayLike<number>);
@@ -77,7 +79,7 @@ export function summarize(value: unknown, depth = 0): unknown {
 }
 
 /** Compiles a `--tensors` pattern: `/regex/` or a glob with `*` and `?`. */
-export function tensorFilter(
+function tensorFilter(
   pattern: string | undefined,
 ): (name: string) => boolean {
   if (!pattern) return () => true;
@@ -192,7 +194,7 @@ async function folderConfig(
 }
 
 /** Reads one file's headers into a report. */
-export async function inspectFile(
+async function inspectFile(
   reg: Registry,
   path: string,
   pattern: string | undefined,
@@ -238,7 +240,7 @@ function table(rows: string[][]): string[] {
 }
 
 /** Human-readable lines for a report. */
-export function formatReport(r: InspectReport): string[] {
+function formatReport(r: InspectReport): string[] {
   const out = [`${r.path}: ${r.format}, ${bytesText(r.size)}`];
   for (const m of r.models) {
     if (r.models.length > 1 || m.id) out.push(`model "${m.id}"`);
@@ -306,52 +308,32 @@ export function formatReport(r: InspectReport): string[] {
   return out;
 }
 
-/** Checks one file: structure (by reading it), the format's own validation, and every tensor's bytes. */
-export async function validateFile(
-  reg: Registry,
-  path: string,
-): Promise<string[]> {
-  const problems: string[] = [];
-  let opened;
-  try {
-    opened = await openModel(reg, path);
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return [`file not found: ${path}`];
-    return [e instanceof Error ? e.message : String(e)];
-  }
-  try {
-    if (opened.format.validate) {
-      problems.push(
-        ...await opened.format.validate(opened.source, {
-          resolve: opened.resolve,
-        }),
+/** `modelhost inspect FILE…`. */
+export const inspectCommand: Command = {
+  name: "inspect",
+  summary:
+    "Show format, metadata, tensors and totals of model files (reads headers only)",
+  usage: "inspect FILE|FOLDER|URL… [--json] [--tensors PATTERN]",
+  flags: () => [JSON_FLAG, {
+    name: "tensors",
+    type: "string",
+    value: "PATTERN",
+    description: "Only list tensors matching a glob (`*.weight`) or /regex/",
+  }],
+  async run(args, ctx) {
+    const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+    needFiles(positional, "FILE to inspect");
+    const reports = [];
+    for (const p of positional) {
+      reports.push(
+        await inspectFile(ctx.reg, p, flags.tensors as string | undefined),
       );
     }
-    for (const m of opened.file.models) {
-      for (const name of m.tensors.names()) {
-        try {
-          const info = m.tensors.info(name);
-          const need = byteLengthOf(
-            dtypeInfo(info.dtype),
-            elementCount(info.shape, `tensor "${name}"`),
-          );
-          const t = await m.tensors.load(name);
-          if (t.bytes.byteLength !== need) {
-            problems.push(
-              `tensor "${name}": ${info.dtype} [${
-                info.shape.join(", ")
-              }] needs ${need} bytes, has ${t.bytes.byteLength}`,
-            );
-          }
-        } catch (e) {
-          problems.push(
-            `tensor "${name}": ${e instanceof Error ? e.message : String(e)}`,
-          );
-        }
-      }
-    }
-  } finally {
-    opened.close();
-  }
-  return [...new Set(problems)];
-}
+    if (flags.json) {
+      ctx.io.out(
+        JSON.stringify(reports.length === 1 ? reports[0] : reports, null, 2),
+      );
+    } else for (const r of reports) ctx.io.out(formatReport(r).join("\n"));
+    return 0;
+  },
+};
