@@ -123,6 +123,24 @@ export interface ForwardContext {
    * (what a `residual` layer without sub-layers adds to its input).
    */
   previousInput?: FloatTensor;
+  /**
+   * Set when the input's rows belong to several independent sequences
+   * (continuous batching): sequence i owns the next `sequences[i].rows`
+   * rows, in order, and keeps its own state (the `state` argument is then
+   * undefined). Layers that work row by row ignore it; layers that keep
+   * per-sequence state (attention's KV cache) run each sequence's rows
+   * against that sequence's state, so every row gets what it would get
+   * in a call of its own.
+   */
+  sequences?: readonly SequenceRows[];
+}
+
+/** One sequence's share of a batched call (see {@link ForwardContext.sequences}). */
+export interface SequenceRows {
+  /** How many consecutive rows of the input are this sequence's. */
+  rows: number;
+  /** This sequence's state for the layer. */
+  state: LayerState;
 }
 
 /** A built layer, bound to its weights. */

@@ -37,12 +37,14 @@
 
 import type { LayerConfig } from "../core/model.ts";
 import type {
+  ForwardContext,
   Layer,
   LayerPlugin,
   LayerState,
   OnnxBuilder,
   ParamSpec,
   Scope,
+  SequenceRows,
 } from "../core/plugin.ts";
 import type { Rng } from "../core/rng.ts";
 import { type FloatTensor, floatTensor, type Tensor } from "../core/tensor.ts";
@@ -390,8 +392,82 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
       return table;
     };
     const what = `multi_head_attention at "${weights.prefix}"`;
+    /**
+     * RoPE, cache append and attention for `seq` rows of one sequence
+     * (or `batch` sequences of `seq` rows sharing one cache).
+     */
+    const attendRows = (
+      qs: Float32Array,
+      ks: Float32Array,
+      vs: Float32Array,
+      cache: KvCache,
+      batch: number,
+      seq: number,
+    ): Float32Array => {
+      const start = cache.length;
+      if (freq) {
+        const t = tableFor(start + seq);
+        applyRope(qs, batch, seq, cfg.num_heads, t, cfg.rope_style, start);
+        applyRope(ks, batch, seq, cfg.num_kv_heads, t, cfg.rope_style, start);
+      }
+      appendKv(cache, ks, vs, seq);
+      return attend(qs, cache, {
+        heads: cfg.num_heads,
+        seq,
+        start,
+        causal: cfg.causal,
+        window: cfg.sliding_window,
+      });
+    };
+    const qDim = cfg.num_heads * cfg.head_dim;
+    const kvDim = cfg.num_kv_heads * cfg.head_dim;
+    /** Rows of several sequences, each against its own state (continuous batching). */
+    const forwardSequences = (
+      x: FloatTensor,
+      sequences: readonly SequenceRows[],
+    ): FloatTensor => {
+      const rows = x.data.length / cfg.d_model;
+      if (
+        x.shape.length !== 2 && !(x.shape.length === 3 && x.shape[0] === 1) ||
+        !Number.isInteger(rows) ||
+        sequences.reduce((a, s) => a + s.rows, 0) !== rows
+      ) {
+        throw new TypeError(
+          `Cannot run ${what} on sequences of ${
+            sequences.map((s) => s.rows).join(" + ")
+          } rows: the input has shape [${x.shape.join(", ")}]`,
+        );
+      }
+      const [qs, ks, vs] = linearMany(
+        x.data,
+        rows,
+        [q.w, k.w, v.w],
+        [q.b, k.b, v.b],
+      );
+      const heads = new Float32Array(rows * qDim);
+      let r = 0;
+      for (const s of sequences) {
+        if (s.rows === 0) continue;
+        const out = attendRows(
+          qs.subarray(r * qDim, (r + s.rows) * qDim),
+          ks.subarray(r * kvDim, (r + s.rows) * kvDim),
+          vs.subarray(r * kvDim, (r + s.rows) * kvDim),
+          cacheOf(s.state, 1, cfg, s.rows),
+          1,
+          s.rows,
+        );
+        heads.set(out, r * qDim);
+        r += s.rows;
+      }
+      return floatTensor(linear(heads, rows, o.w, o.b), [...x.shape]);
+    };
     return {
-      forward(x: FloatTensor, state?: LayerState): FloatTensor {
+      forward(
+        x: FloatTensor,
+        state?: LayerState,
+        context?: ForwardContext,
+      ): FloatTensor {
+        if (context?.sequences) return forwardSequences(x, context.sequences);
         const { batch, seq } = sequenceShape(x, cfg.d_model, what);
         const rows = batch * seq;
         const [qs, ks, vs] = linearMany(
@@ -403,20 +479,7 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
         const cache = state
           ? cacheOf(state, batch, cfg, seq)
           : createKvCache(batch, cfg.num_kv_heads, cfg.head_dim, seq);
-        const start = cache.length;
-        if (freq) {
-          const t = tableFor(start + seq);
-          applyRope(qs, batch, seq, cfg.num_heads, t, cfg.rope_style, start);
-          applyRope(ks, batch, seq, cfg.num_kv_heads, t, cfg.rope_style, start);
-        }
-        appendKv(cache, ks, vs, seq);
-        const heads = attend(qs, cache, {
-          heads: cfg.num_heads,
-          seq,
-          start,
-          causal: cfg.causal,
-          window: cfg.sliding_window,
-        });
+        const heads = attendRows(qs, ks, vs, cache, batch, seq);
         return floatTensor(linear(heads, rows, o.w, o.b), [...x.shape]);
       },
     };

@@ -38,6 +38,7 @@
 
 import type { LayerConfig } from "../core/model.ts";
 import type {
+  ForwardContext,
   Layer,
   LayerPlugin,
   LayerState,
@@ -177,7 +178,11 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
     const normPost = weights.getF32("post_attention_layernorm.weight", [d]);
     const mlp = swiglu.build(mlpConfig(cfg), weights.at("mlp"));
     return {
-      forward(x: FloatTensor, state?: LayerState): FloatTensor {
+      forward(
+        x: FloatTensor,
+        state?: LayerState,
+        context?: ForwardContext,
+      ): FloatTensor {
         const s = x.shape;
         if ((s.length !== 2 && s.length !== 3) || s[s.length - 1] !== d) {
           throw new TypeError(
@@ -190,6 +195,7 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
         const a = attn.forward(
           floatTensor(rmsNorm(x.data, rows, d, normIn, eps), [...s]),
           state,
+          context?.sequences ? { sequences: context.sequences } : undefined,
         ).data;
         const h = new Float32Array(x.data.length);
         for (let i = 0; i < h.length; i++) h[i] = x.data[i] + a[i];

@@ -35,6 +35,7 @@ import {
   encodeChat,
   pickChatTemplate,
 } from "../tokenizers/chat.ts";
+import type { TokenConstraint } from "../tokenizers/constraint.ts";
 import type { Transformer, TransformerState } from "./transformer.ts";
 
 /** What a prompt can be. */
@@ -75,6 +76,15 @@ export interface GenerateOptions {
   chatOptions?: ChatTemplateOptions;
   /** Stops generation between tokens when aborted. */
   signal?: AbortSignal;
+  /**
+   * Limits which tokens may come next (structured output, see
+   * `jsonConstraint` in `@modelhost/modelhost/tokenizers`): disallowed
+   * tokens are masked before sampling, end-of-generation tokens are
+   * allowed only once the output is complete, and generation stops when
+   * nothing may follow. One constraint serves one generation.
+   * @default {undefined} (no constraint)
+   */
+  constraint?: TokenConstraint;
 }
 
 /**
@@ -314,6 +324,233 @@ function checkOptions(o: GenerateOptions): void {
 }
 
 /**
+ * One sequence's generation taken step by step, for callers that run the
+ * model themselves (the continuous-batching engine in `models/batch.ts`
+ * feeds many of them through one batched forward pass). Feed
+ * {@link Sequence.pending} (all of it, in one call or several) to the
+ * model with {@link Sequence.state}, then hand the logits of the last fed
+ * position to {@link Sequence.next}, which picks the next token and puts
+ * it in `pending`; repeat until {@link Sequence.done}. {@link generate} is
+ * this loop with one sequence.
+ */
+export interface Sequence {
+  /** The prompt as token ids. */
+  readonly promptIds: readonly number[];
+  /** The sequence's state (KV caches, token history). */
+  readonly state: TransformerState;
+  /**
+   * Ids to feed before the next call of {@link Sequence.next}: the prompt
+   * first, then the last picked token. The caller takes them out
+   * (`pending.splice(0, n)`) as it feeds them; empty once done.
+   */
+  readonly pending: number[];
+  /** Whether generation has ended. */
+  readonly done: boolean;
+  /** Tokens generated so far (0 while the prompt is being fed). */
+  readonly generated: number;
+  /**
+   * Picks the next token from the logits of the last fed position
+   * (modified in place by penalties and constraints).
+   *
+   * @param logits `vocab` logits.
+   * @returns The token and the text it releases, or undefined when
+   * generation ends here (end-of-generation token, token limit, abort).
+   */
+  next(logits: Float32Array): GeneratedToken | undefined;
+  /** Ends generation now, as an abort does (finish reason `aborted`). */
+  abort(): void;
+  /** What generation returned; complete once {@link Sequence.done}. */
+  result(): GenerateResult;
+}
+
+/**
+ * Starts a {@link Sequence}: checks the options, encodes the prompt, and
+ * readies the sampler. Nothing runs the model yet.
+ *
+ * @param model The model.
+ * @param prompt Text, token ids, or chat messages.
+ * @param options As for {@link generate}.
+ * @returns The sequence.
+ * @throws {RangeError} On an invalid option, or an empty prompt without a state.
+ * @throws {TypeError} When a text prompt meets a model without tokenizer.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { buildTransformer, configFromHf, startSequence, transformerNetwork } from "./mod.ts";
+ * import { initNetwork } from "../core/network.ts";
+ * import { LAYER_PLUGINS } from "../layers/mod.ts";
+ * import { createRegistry } from "../registry.ts";
+ * const cfg = configFromHf({
+ *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
+ *   num_hidden_layers: 1, num_attention_heads: 2,
+ * });
+ * const model = buildTransformer(cfg, initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 7));
+ * const seq = startSequence(model, [1, 2], { maxTokens: 3, greedy: true });
+ * while (!seq.done) seq.next(model.forward(seq.pending.splice(0), seq.state));
+ * assert(seq.result().ids.length === 3);
+ * ```
+ */
+export function startSequence(
+  model: Transformer,
+  prompt: Prompt,
+  options: GenerateOptions = {},
+): Sequence {
+  checkOptions(options);
+  const d = model.generationDefaults;
+  const temperature = options.temperature ?? d.temperature ??
+    GENERATE_DEFAULTS.temperature;
+  const sampling: Sampling = {
+    greedy: options.greedy ??
+      (temperature === 0 ||
+        (options.temperature === undefined && d.doSample === false)),
+    temperature,
+    topK: options.topK ?? d.topK ?? GENERATE_DEFAULTS.topK,
+    topP: options.topP ?? d.topP ?? GENERATE_DEFAULTS.topP,
+    penalty: options.repetitionPenalty ?? d.repetitionPenalty ??
+      GENERATE_DEFAULTS.repetitionPenalty,
+    window: options.repetitionWindow ?? GENERATE_DEFAULTS.repetitionWindow,
+  };
+  const maxTokens = options.maxTokens ?? GENERATE_DEFAULTS.maxTokens;
+  const stops = (options.stop ?? []).filter((s) => s.length > 0);
+  const stopAtEos = options.stopAtEos ?? GENERATE_DEFAULTS.stopAtEos;
+  const rng = createRng(options.seed ?? GENERATE_DEFAULTS.seed);
+  const constraint = options.constraint;
+  const tok = model.tokenizer;
+  const eog = new Set<number>(
+    tok ? tok.eog : model.config.eosTokenIds,
+  );
+  if (tok?.eos !== undefined) eog.add(tok.eos);
+
+  const state = options.state ?? model.createState();
+  const continuing = state.tokens.length > 0;
+  const ids = promptIds(model, prompt, options);
+  if (ids.length === 0 && !continuing) {
+    throw new RangeError(
+      "generate: the prompt is empty (give at least BOS, or text with a tokenizer that adds it)",
+    );
+  }
+  const stripLead = !continuing && tok !== undefined &&
+    ids.every((id) => tok.tokenBytes(id).length === 0);
+  const decoder = tok?.createStreamDecoder({
+    stripLeadingSpace: stripLead && tok.addSpacePrefix,
+  });
+
+  const pending: number[] = [...ids];
+  if (ids.length === 0) {
+    // A continued state with nothing new: predict from its last token again.
+    const last = state.tokens.pop()!;
+    for (const l of state.layers) {
+      const kv = l.kv as { length: number } | undefined;
+      if (kv) kv.length--;
+    }
+    pending.push(last);
+  }
+  const out: number[] = [];
+  let text = "", held = "";
+  let finishReason: FinishReason = "length";
+  let done = false;
+  const t0 = performance.now();
+  let t1: number | undefined, t2: number | undefined;
+  const finish = (why: FinishReason) => {
+    finishReason = why;
+    done = true;
+    pending.length = 0;
+    t1 ??= performance.now();
+    t2 = performance.now();
+    if (why !== "stop") {
+      text += held + (decoder ? decoder.flush() : "");
+      held = "";
+    }
+  };
+  const seq: Sequence = {
+    promptIds: ids,
+    state,
+    pending,
+    get done() {
+      return done;
+    },
+    get generated() {
+      return out.length;
+    },
+    next(logits: Float32Array): GeneratedToken | undefined {
+      if (done) return undefined;
+      t1 ??= performance.now();
+      const step = out.length;
+      if (step >= maxTokens) return void finish("length");
+      if (options.signal?.aborted) return void finish("aborted");
+      const raw = logits.slice();
+      if (constraint) {
+        if (constraint.finished()) return void finish("stop");
+        constraint.mask(logits);
+        if (!constraint.complete()) {
+          for (const e of eog) logits[e] = -Infinity;
+        } else if (stopAtEos) {
+          // Complete: an end-of-generation token may end it here.
+          for (const e of eog) if (e < logits.length) logits[e] = raw[e];
+        }
+      }
+      const id = pick(logits, state.tokens, sampling, rng);
+      if (constraint && logits[id] === -Infinity) {
+        throw new RangeError(
+          `generate: no token of the vocabulary can continue the constrained output after ${
+            JSON.stringify(text + held)
+          }`,
+        );
+      }
+      if (stopAtEos && eog.has(id)) return void finish("eos");
+      constraint?.accept(id);
+      out.push(id);
+      held += decoder ? decoder.decodeToken(id) : "";
+      let release: string;
+      let stopped = false;
+      let cut = -1;
+      for (const s of stops) {
+        const at = held.indexOf(s);
+        if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+      }
+      if (cut >= 0) {
+        release = held.slice(0, cut);
+        held = "";
+        stopped = true;
+      } else {
+        const keep = holdBack(held, stops);
+        release = held.slice(0, held.length - keep);
+        held = held.slice(held.length - keep);
+      }
+      text += release;
+      const token = {
+        id,
+        text: release,
+        index: step,
+        logprob: logSoftmaxAt(raw, id),
+      };
+      if (stopped) finish("stop");
+      else if (step + 1 >= maxTokens) finish("length");
+      else if (constraint?.finished()) finish("stop");
+      else pending.push(id);
+      return token;
+    },
+    abort() {
+      if (!done) finish("aborted");
+    },
+    result(): GenerateResult {
+      const end = t2 ?? performance.now();
+      return {
+        ids: out,
+        text,
+        promptIds: ids,
+        finishReason,
+        prefillMs: (t1 ?? end) - t0,
+        decodeMs: end - (t1 ?? end),
+        state,
+      };
+    },
+  };
+  return seq;
+}
+
+/**
  * Generates tokens from a prompt. The prompt is fed in one batch, then one
  * token per step through the KV cache. Each yielded token carries the text
  * it releases; the iterator's return value ({@link GenerateResult}) has the
@@ -352,110 +589,12 @@ export async function* generate(
   prompt: Prompt,
   options: GenerateOptions = {},
 ): AsyncGenerator<GeneratedToken, GenerateResult, void> {
-  checkOptions(options);
-  const d = model.generationDefaults;
-  const temperature = options.temperature ?? d.temperature ??
-    GENERATE_DEFAULTS.temperature;
-  const sampling: Sampling = {
-    greedy: options.greedy ??
-      (temperature === 0 ||
-        (options.temperature === undefined && d.doSample === false)),
-    temperature,
-    topK: options.topK ?? d.topK ?? GENERATE_DEFAULTS.topK,
-    topP: options.topP ?? d.topP ?? GENERATE_DEFAULTS.topP,
-    penalty: options.repetitionPenalty ?? d.repetitionPenalty ??
-      GENERATE_DEFAULTS.repetitionPenalty,
-    window: options.repetitionWindow ?? GENERATE_DEFAULTS.repetitionWindow,
-  };
-  const maxTokens = options.maxTokens ?? GENERATE_DEFAULTS.maxTokens;
-  const stops = (options.stop ?? []).filter((s) => s.length > 0);
-  const stopAtEos = options.stopAtEos ?? GENERATE_DEFAULTS.stopAtEos;
-  const rng = createRng(options.seed ?? GENERATE_DEFAULTS.seed);
-  const tok = model.tokenizer;
-  const eog = new Set<number>(
-    tok ? tok.eog : model.config.eosTokenIds,
-  );
-  if (tok?.eos !== undefined) eog.add(tok.eos);
-
-  const state = options.state ?? model.createState();
-  const continuing = state.tokens.length > 0;
-  const ids = promptIds(model, prompt, options);
-  if (ids.length === 0 && !continuing) {
-    throw new RangeError(
-      "generate: the prompt is empty (give at least BOS, or text with a tokenizer that adds it)",
-    );
+  const seq = startSequence(model, prompt, options);
+  while (!seq.done) {
+    const t = seq.next(model.forward(seq.pending.splice(0), seq.state));
+    if (t) yield t;
   }
-  const stripLead = !continuing && tok !== undefined &&
-    ids.every((id) => tok.tokenBytes(id).length === 0);
-  const decoder = tok?.createStreamDecoder({
-    stripLeadingSpace: stripLead && tok.addSpacePrefix,
-  });
-
-  const out: number[] = [];
-  let text = "", pending = "";
-  let finishReason: FinishReason = "length";
-  const t0 = performance.now();
-  let logits: Float32Array;
-  if (ids.length > 0) logits = model.forward(ids, state);
-  else {
-    // A continued state with nothing new: predict from its last token again.
-    const last = state.tokens.pop()!;
-    for (const l of state.layers) {
-      const kv = l.kv as { length: number } | undefined;
-      if (kv) kv.length--;
-    }
-    logits = model.forward([last], state);
-  }
-  const t1 = performance.now();
-  for (let step = 0; step < maxTokens; step++) {
-    if (options.signal?.aborted) {
-      finishReason = "aborted";
-      break;
-    }
-    const raw = logits.slice();
-    const id = pick(logits, state.tokens, sampling, rng);
-    if (stopAtEos && eog.has(id)) {
-      finishReason = "eos";
-      break;
-    }
-    out.push(id);
-    pending += decoder ? decoder.decodeToken(id) : "";
-    let release: string;
-    let stopped = false;
-    let cut = -1;
-    for (const s of stops) {
-      const at = pending.indexOf(s);
-      if (at >= 0 && (cut < 0 || at < cut)) cut = at;
-    }
-    if (cut >= 0) {
-      release = pending.slice(0, cut);
-      pending = "";
-      stopped = true;
-    } else {
-      const keep = holdBack(pending, stops);
-      release = pending.slice(0, pending.length - keep);
-      pending = pending.slice(pending.length - keep);
-    }
-    text += release;
-    yield { id, text: release, index: step, logprob: logSoftmaxAt(raw, id) };
-    if (stopped) {
-      finishReason = "stop";
-      break;
-    }
-    if (step + 1 < maxTokens) logits = model.forward([id], state);
-  }
-  if (finishReason !== "stop") {
-    text += pending + (decoder ? decoder.flush() : "");
-  }
-  return {
-    ids: out,
-    text,
-    promptIds: ids,
-    finishReason,
-    prefillMs: t1 - t0,
-    decodeMs: performance.now() - t1,
-    state,
-  };
+  return seq.result();
 }
 
 /**

@@ -63,6 +63,7 @@ export {
   permuteToInterleaved,
 } from "./rotary.ts";
 export {
+  type BatchItem,
   buildTransformer,
   type ForwardOptions,
   type GenerationDefaults,
@@ -84,6 +85,8 @@ export {
   generateText,
   type Prompt,
   promptIds,
+  type Sequence,
+  startSequence,
 } from "./generate.ts";
 export {
   ggufToHf,
@@ -106,3 +109,8 @@ export {
   networkNameOf,
   type TensorShapeInfo,
 } from "./detect.ts";
+export {
+  BatchEngine,
+  type BatchEngineOptions,
+  type BatchStep,
+} from "./batch.ts";

@@ -127,6 +127,20 @@ export interface TransformerMemory {
 export interface ForwardOptions {
   /** Logits at every position (`T × vocab`) instead of the last one only. @default {false} */
   allPositions?: boolean;
+  /**
+   * What to return: `"logits"`, or `"hidden"`, the last hidden states
+   * (after the final norm, before the lm_head; `d` values per position),
+   * what decoder-model embeddings pool. @default {"logits"}
+   */
+  output?: "logits" | "hidden";
+}
+
+/** One sequence's part of {@link Transformer.forwardBatch}. */
+export interface BatchItem {
+  /** Token ids to feed (at least one). */
+  ids: ArrayLike<number>;
+  /** The sequence's state; the ids are appended to its caches. */
+  state: TransformerState;
 }
 
 /** A Llama-family model bound to its weights. */
@@ -159,6 +173,18 @@ export interface Transformer {
     state?: TransformerState,
     options?: ForwardOptions,
   ): Float32Array;
+  /**
+   * Feeds several independent sequences in one pass (continuous
+   * batching): the rows of all of them go through each projection
+   * together, so the weights are read once per call, while each
+   * sequence's attention runs against its own KV cache. Returns each
+   * sequence's logits at its last fed position, the same values
+   * {@link Transformer.forward} gives for that sequence alone.
+   *
+   * @param items The sequences: ids to feed and their states (distinct).
+   * @returns `vocab` logits per item, in order.
+   */
+  forwardBatch(items: readonly BatchItem[]): Float32Array[];
   /** Bytes and bits per weight of the stored weights. */
   memory(): TransformerMemory;
 }
@@ -284,11 +310,65 @@ export function buildTransformer(
       h = floatTensor(h.data.slice((t - 1) * d), [1, 1, d]);
     }
     h = layers[normIndex].forward(h);
-    const logits = layers[headIndex].forward(h).data;
     if (state) { for (let i = 0; i < t; i++) state.tokens.push(x[i]); }
+    if (opts.output === "hidden") return h.data;
+    const logits = layers[headIndex].forward(h).data;
     return logits.length === vocab || opts.allPositions
       ? logits
       : logits.subarray(logits.length - vocab);
+  };
+
+  const forwardBatch = (items: readonly BatchItem[]): Float32Array[] => {
+    if (items.length === 0) return [];
+    const seen = new Set<TransformerState>();
+    let t = 0;
+    for (const [i, it] of items.entries()) {
+      if (it.ids.length === 0) {
+        throw new RangeError(`forwardBatch: item ${i} has no tokens`);
+      }
+      if (it.state.layers?.length !== layers.length) {
+        throw new TypeError(
+          `forwardBatch: item ${i}'s state has ${
+            it.state.layers?.length ?? 0
+          } layer states, the model has ${layers.length}; use createState()`,
+        );
+      }
+      if (seen.has(it.state)) {
+        throw new TypeError(`forwardBatch: item ${i} repeats a state`);
+      }
+      seen.add(it.state);
+      t += it.ids.length;
+    }
+    const x = new Float32Array(t);
+    let at = 0;
+    for (const it of items) {
+      for (let i = 0; i < it.ids.length; i++) x[at++] = it.ids[i];
+    }
+    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]));
+    h = floatTensor(h.data, [t, d]);
+    for (let i = 1; i <= n; i++) {
+      h = layers[i].forward(h, undefined, {
+        sequences: items.map((it) => ({
+          rows: it.ids.length,
+          state: it.state.layers[i],
+        })),
+      });
+    }
+    // The last row of each sequence goes on through the norm and the head.
+    const last = new Float32Array(items.length * d);
+    at = 0;
+    for (const [k, it] of items.entries()) {
+      at += it.ids.length;
+      last.set(h.data.subarray((at - 1) * d, at * d), k * d);
+    }
+    at = 0;
+    for (const it of items) {
+      for (let i = 0; i < it.ids.length; i++) it.state.tokens.push(x[at++]);
+    }
+    const logits = layers[headIndex].forward(
+      layers[normIndex].forward(floatTensor(last, [1, items.length, d])),
+    ).data;
+    return items.map((_, k) => logits.subarray(k * vocab, (k + 1) * vocab));
   };
 
   const memory = (): TransformerMemory => {
@@ -328,6 +408,7 @@ export function buildTransformer(
     name: options.name ?? "model",
     createState: () => ({ ...network.createState(), tokens: [] }),
     forward,
+    forwardBatch,
     memory,
   };
 }

@@ -9,7 +9,10 @@
  *   Mistral) from `tokenizer.json` or GGUF (`"llama"`, merged by score);
  * - WordPiece (BERT) from `tokenizer.json` or GGUF (`"bert"`);
  * - chat templates (ChatML, Llama 2, Llama 3, Zephyr, Mistral) as plain
- *   functions.
+ *   functions;
+ * - structured output: JSON Schema (or plain JSON) compiled to a byte
+ *   grammar ({@link compileJsonSchema}) and lifted to a token-level
+ *   constraint for sampling ({@link jsonConstraint}).
  *
  * {@link createTokenizer} takes either a parsed `tokenizer.json` or GGUF
  * metadata and returns a {@link Tokenizer}: `encode`, `decode`, streaming
@@ -92,6 +95,19 @@ export {
   pickChatTemplate,
   zephyrChat,
 } from "./chat.ts";
+
+export {
+  type ByteGrammar,
+  compileJsonSchema,
+  IGNORED_KEYWORDS,
+  type JsonSchemaOptions,
+} from "./json_schema.ts";
+export {
+  grammarConstraint,
+  type GrammarConstraintOptions,
+  jsonConstraint,
+  type TokenConstraint,
+} from "./constraint.ts";
 
 /** Options of {@link createTokenizer}: those of both loaders. */
 export interface CreateTokenizerOptions
