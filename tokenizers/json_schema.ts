@@ -267,13 +267,13 @@ class Compiler {
         );
       }
     }
-    let compiled: Node | undefined;
+    const box: { target?: Node } = {};
     const node: Node = this.node({
       kind: "ref",
-      resolve: () => compiled!,
+      resolve: () => box.target!,
     });
     this.#refs.set(ref, node);
-    compiled = this.compile(target, ref);
+    box.target = this.compile(target, ref);
     return node;
   }
 
