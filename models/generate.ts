@@ -60,6 +60,17 @@ export interface GenerateOptions {
   repetitionPenalty?: number;
   /** How many recent tokens the penalty looks at; 0 means all. @default {0} */
   repetitionWindow?: number;
+  /**
+   * Subtracted from a token's logit once per time it was generated
+   * (OpenAI's `frequency_penalty`; the prompt does not count). @default {0}
+   */
+  frequencyPenalty?: number;
+  /** Subtracted from the logit of every token generated so far (OpenAI's `presence_penalty`). @default {0} */
+  presencePenalty?: number;
+  /** Added to the logits of these token ids before sampling (OpenAI's `logit_bias`). @default {undefined} */
+  logitBias?: Readonly<Record<number, number>>;
+  /** Report this many most likely alternatives with each token (`GeneratedToken.top`). @default {0} */
+  topLogprobs?: number;
   /** Seed of the sampling generator. @default {0} */
   seed?: number;
   /** Stop when the text contains one of these; the stop string is not returned. @default {[]} */
@@ -122,6 +133,8 @@ export interface GeneratedToken {
   index: number;
   /** Natural log of the token's probability under the model (temperature 1, no penalties). */
   logprob: number;
+  /** The most likely tokens at this step with their log-probabilities, most likely first (with `topLogprobs`). */
+  top?: { id: number; logprob: number }[];
 }
 
 /** Why generation ended. */
@@ -224,6 +237,29 @@ function logSoftmaxAt(v: Float32Array, id: number): number {
   return v[id] - m - Math.log(s);
 }
 
+/** The `k` most likely ids of `v` with their log-softmax, most likely first (lowest id on ties). */
+function topLogSoftmax(
+  v: Float32Array,
+  k: number,
+): { id: number; logprob: number }[] {
+  let m = -Infinity;
+  for (let i = 0; i < v.length; i++) if (v[i] > m) m = v[i];
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += Math.exp(v[i] - m);
+  const lse = m + Math.log(s);
+  const best: number[] = [];
+  for (let i = 0; i < v.length; i++) {
+    if (best.length === k && v[i] <= v[best[k - 1]]) continue;
+    let j = best.length < k ? best.length : k - 1;
+    best[j] = i;
+    while (j > 0 && v[best[j - 1]] < v[i]) {
+      best[j] = best[j - 1];
+      best[--j] = i;
+    }
+  }
+  return best.map((id) => ({ id, logprob: v[id] - lse }));
+}
+
 interface Sampling {
   greedy: boolean;
   temperature: number;
@@ -321,6 +357,17 @@ function checkOptions(o: GenerateOptions): void {
   if (o.repetitionPenalty !== undefined && !(o.repetitionPenalty > 0)) {
     throw bad("repetitionPenalty", "above 0", o.repetitionPenalty);
   }
+  for (const k of ["frequencyPenalty", "presencePenalty"] as const) {
+    if (o[k] !== undefined && !Number.isFinite(o[k])) {
+      throw bad(k, "a finite number", o[k]);
+    }
+  }
+  if (
+    o.topLogprobs !== undefined &&
+    (!Number.isInteger(o.topLogprobs) || o.topLogprobs < 0)
+  ) {
+    throw bad("topLogprobs", "an integer ≥ 0", o.topLogprobs);
+  }
 }
 
 /**
@@ -416,6 +463,14 @@ export function startSequence(
   const stopAtEos = options.stopAtEos ?? GENERATE_DEFAULTS.stopAtEos;
   const rng = createRng(options.seed ?? GENERATE_DEFAULTS.seed);
   const constraint = options.constraint;
+  const frequency = options.frequencyPenalty ?? 0;
+  const presence = options.presencePenalty ?? 0;
+  const counts = new Map<number, number>();
+  const bias = options.logitBias
+    ? Object.entries(options.logitBias).map(([k, v]) => [Number(k), v] as const)
+      .filter(([k, v]) => Number.isInteger(k) && k >= 0 && Number.isFinite(v))
+    : undefined;
+  const topN = options.topLogprobs ?? 0;
   const tok = model.tokenizer;
   const eog = new Set<number>(
     tok ? tok.eog : model.config.eosTokenIds,
@@ -480,6 +535,16 @@ export function startSequence(
       if (step >= maxTokens) return void finish("length");
       if (options.signal?.aborted) return void finish("aborted");
       const raw = logits.slice();
+      if (counts.size > 0) {
+        for (const [t, c] of counts) {
+          if (t < logits.length) {
+            logits[t] -= frequency * c + (presence !== 0 ? presence : 0);
+          }
+        }
+      }
+      if (bias) {
+        for (const [t, b] of bias) if (t < logits.length) logits[t] += b;
+      }
       if (constraint) {
         if (constraint.finished()) return void finish("stop");
         constraint.mask(logits);
@@ -519,12 +584,16 @@ export function startSequence(
         held = held.slice(held.length - keep);
       }
       text += release;
-      const token = {
+      const token: GeneratedToken = {
         id,
         text: release,
         index: step,
         logprob: logSoftmaxAt(raw, id),
       };
+      if (topN > 0) token.top = topLogSoftmax(raw, Math.min(topN, raw.length));
+      if (frequency !== 0 || presence !== 0) {
+        counts.set(id, (counts.get(id) ?? 0) + 1);
+      }
       if (stopped) finish("stop");
       else if (step + 1 >= maxTokens) finish("length");
       else if (constraint?.finished()) finish("stop");

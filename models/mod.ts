@@ -114,3 +114,10 @@ export {
   type BatchEngineOptions,
   type BatchStep,
 } from "./batch.ts";
+export {
+  embed,
+  type EmbedInput,
+  type EmbedOptions,
+  type EmbedResult,
+  type Pooling,
+} from "./embed.ts";

@@ -7,6 +7,7 @@ import { loadAllTensors } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { loadTransformer } from "../io/transformer.ts";
+import type { BatchEngine } from "../models/batch.ts";
 import type { Transformer } from "../models/transformer.ts";
 import { Batcher, type BatcherOptions } from "./_batcher.ts";
 import { HttpError } from "./_http.ts";
@@ -53,6 +54,8 @@ export interface LoadedLlm extends LoadedBase {
   kind: "llm";
   /** The model. */
   model: Transformer;
+  /** Its continuous-batching engine, made on first generation. */
+  engine?: BatchEngine;
 }
 
 /** Anything the cache holds. */
@@ -251,7 +254,7 @@ export class ModelCache {
     for (const e of this.#entries.values()) {
       if (e.kind === "network") {
         for (const n of e.networks) n.batcher.close();
-      }
+      } else e.engine?.close();
     }
     this.#entries.clear();
   }

@@ -1,6 +1,7 @@
 // What request handlers share: the model folder, the cache, the limits, the
 // metrics, and the per-request context.
 
+import type { Registry } from "../registry.ts";
 import type { ModelCache } from "./_cache.ts";
 import type { Limiter } from "./_limiter.ts";
 import type { Metrics } from "./_metrics.ts";
@@ -15,6 +16,8 @@ export type Log = (
 
 /** The server's parts, as handlers see them. */
 export interface ServerParts {
+  /** Format and layer plugins. */
+  registry: Registry;
   /** Models on disk. */
   folder: ModelFolder;
   /** Models in memory. */
@@ -29,6 +32,10 @@ export interface ServerParts {
   nextSeed(): number;
   /** Cap on tokens generated per request. */
   maxTokens: number;
+  /** Generations in one model's running batch at once. */
+  maxConcurrentGenerations: number;
+  /** Most prompt tokens fed per batched step while others generate. */
+  prefillChunk: number;
   /** Cap on JSON request bodies, bytes. */
   maxBodyBytes: number;
   /** Cap on model uploads, bytes. */

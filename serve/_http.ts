@@ -134,3 +134,19 @@ export function sameSecret(a: string, b: string): boolean {
   }
   return diff === 0;
 }
+
+/** Refuses (401) a request without the bearer token, when one is set. */
+export function requireToken(req: Request, token: string | undefined): void {
+  if (token === undefined) return;
+  const auth = req.headers.get("authorization") ?? "";
+  const m = auth.match(/^Bearer\s+(.+)$/i);
+  if (!m || !sameSecret(m[1], token)) {
+    throw new HttpError(
+      401,
+      m
+        ? "Invalid bearer token"
+        : "This endpoint needs an Authorization: Bearer token",
+      { "www-authenticate": 'Bearer realm="modelhost"' },
+    );
+  }
+}

@@ -162,6 +162,9 @@ export class ModelFolder {
           }
           files.sort();
           const rel = `${e.name}/${v.name}`;
+          const modelfile = files.includes("Modelfile")
+            ? { modelfile: join(vdir, "Modelfile") }
+            : {};
           if (files.includes("config.json")) {
             out.push({
               name: e.name,
@@ -170,13 +173,15 @@ export class ModelFolder {
               file: rel,
               folder: true,
               hf: true,
+              ...modelfile,
             });
             continue;
           }
-          const model = files.find((f) =>
+          const weights = files.filter((f) => f !== "Modelfile");
+          const model = weights.find((f) =>
             f.startsWith("model.") && this.#parseFileName(f).format
           ) ??
-            (files.length === 1 ? files[0] : undefined);
+            (weights.length === 1 ? weights[0] : undefined);
           out.push({
             name: e.name,
             version: v.name,
@@ -184,6 +189,7 @@ export class ModelFolder {
             file: model ? `${rel}/${model}` : rel,
             folder: !model,
             hf: false,
+            ...modelfile,
           });
         }
       }
@@ -308,18 +314,7 @@ export class ModelFolder {
       signal?: AbortSignal;
     },
   ): Promise<ModelVersion> {
-    if (!NAME_RE.test(name)) {
-      throw new HttpError(
-        400,
-        `Invalid model name "${name}": use letters, digits, ".", "_" and "-" (at most 128, starting with a letter or digit)`,
-      );
-    }
-    if (options.version !== undefined && !VERSION_RE.test(options.version)) {
-      throw new HttpError(
-        400,
-        `Invalid version "${options.version}": use letters, digits, ".", "_" and "-" (at most 64)`,
-      );
-    }
+    this.#checkNames(name, options.version);
     let forced: FormatPlugin | undefined;
     if (options.format !== undefined) {
       try {
@@ -335,7 +330,6 @@ export class ModelFolder {
       this.dir,
       `.upload-${++this.#uploadSeq}-${Date.now().toString(36)}.partial`,
     );
-    let linked = false;
     try {
       const bytes = await this.#receive(
         body,
@@ -346,23 +340,84 @@ export class ModelFolder {
       if (bytes === 0) {
         throw new HttpError(400, "Empty upload: the body holds no model");
       }
-      const format = await this.#validate(tmp, forced, name);
-      const ext = format.extensions[0] ?? `.${format.name}`;
+      return await this.#adopt(name, tmp, options.version, forced);
+    } finally {
+      await Deno.remove(tmp).catch(() => {});
+    }
+  }
+
+  /**
+   * Stores a model file that was written elsewhere in the folder (a
+   * download): validates it as an upload is validated and links it into
+   * place as `name@version.ext`; the file itself is removed either way.
+   */
+  async adoptFile(
+    name: string,
+    tmp: string,
+    options: { version?: string; format?: string } = {},
+  ): Promise<ModelVersion> {
+    this.#checkNames(name, options.version);
+    let forced: FormatPlugin | undefined;
+    if (options.format !== undefined) {
+      try {
+        forced = this.#reg.format(options.format);
+      } catch (e) {
+        throw new HttpError(400, (e as Error).message);
+      }
+    }
+    try {
+      return await this.#adopt(name, tmp, options.version, forced);
+    } finally {
+      await Deno.remove(tmp).catch(() => {});
+    }
+  }
+
+  #checkNames(name: string, version?: string): void {
+    if (!NAME_RE.test(name)) {
+      throw new HttpError(
+        400,
+        `Invalid model name "${name}": use letters, digits, ".", "_" and "-" (at most 128, starting with a letter or digit)`,
+      );
+    }
+    if (version !== undefined && !VERSION_RE.test(version)) {
+      throw new HttpError(
+        400,
+        `Invalid version "${version}": use letters, digits, ".", "_" and "-" (at most 64)`,
+      );
+    }
+  }
+
+  /** The version a new entry gets: the one asked for (409 when taken), or the next number. */
+  async #newVersion(name: string, version?: string): Promise<string> {
+    this.invalidate();
+    const existing = (await this.list()).get(name) ?? [];
+    if (version === undefined) {
+      const numbers = existing.map((v) => v.version).filter((v) =>
+        /^\d+$/.test(v)
+      ).map(Number);
+      return String(numbers.length ? Math.max(...numbers) + 1 : 1);
+    }
+    if (existing.some((v) => v.version === version)) {
+      throw new HttpError(
+        409,
+        `Model "${name}" already has version "${version}"; delete it first or use another version`,
+      );
+    }
+    return version;
+  }
+
+  async #adopt(
+    name: string,
+    tmp: string,
+    wanted: string | undefined,
+    forced: FormatPlugin | undefined,
+  ): Promise<ModelVersion> {
+    const format = await this.#validate(tmp, forced, name);
+    const ext = format.extensions[0] ?? `.${format.name}`;
+    let linked = false;
+    try {
       return await this.#exclusive(async () => {
-        this.invalidate();
-        const existing = (await this.list()).get(name) ?? [];
-        let version = options.version;
-        if (version === undefined) {
-          const numbers = existing.map((v) => v.version).filter((v) =>
-            /^\d+$/.test(v)
-          ).map(Number);
-          version = String(numbers.length ? Math.max(...numbers) + 1 : 1);
-        } else if (existing.some((v) => v.version === version)) {
-          throw new HttpError(
-            409,
-            `Model "${name}" already has version "${version}"; delete it first or upload another version`,
-          );
-        }
+        const version = await this.#newVersion(name, wanted);
         const final = join(this.dir, `${name}@${version}${ext}`);
         const taken = () =>
           new HttpError(
@@ -386,8 +441,67 @@ export class ModelFolder {
         return await this.resolve(name, version);
       });
     } finally {
-      await Deno.remove(tmp).catch(() => {});
       if (!linked) this.invalidate();
+    }
+  }
+
+  /**
+   * Adds a version as a folder `name/version/`: `fill` writes its files
+   * into a temporary folder (links to existing weights, a Modelfile, a
+   * download), `check` may refuse the result, and the folder is renamed
+   * into place. Any failure removes the temporary folder.
+   */
+  async addFolder(
+    name: string,
+    version: string | undefined,
+    fill: (dir: string) => Promise<void>,
+    check?: (dir: string) => Promise<void>,
+  ): Promise<ModelVersion> {
+    this.#checkNames(name, version);
+    const tmp = join(
+      this.dir,
+      `.add-${++this.#uploadSeq}-${Date.now().toString(36)}.partial`,
+    );
+    await Deno.mkdir(tmp);
+    try {
+      await fill(tmp);
+      await check?.(tmp);
+      return await this.#exclusive(async () => {
+        const v = await this.#newVersion(name, version);
+        const top = join(this.dir, name);
+        const st = await Deno.lstat(top).catch(() => undefined);
+        if (st && !st.isDirectory) {
+          throw new HttpError(
+            409,
+            `${name} exists in the registry folder and is no folder`,
+          );
+        }
+        if (
+          st &&
+          await Deno.lstat(join(top, "config.json")).then(
+            () => true,
+            () => false,
+          )
+        ) {
+          throw new HttpError(
+            409,
+            `${name}/ is a Hugging Face checkpoint folder; it cannot hold versions`,
+          );
+        }
+        await Deno.mkdir(top, { recursive: true });
+        const final = join(top, v);
+        if (await Deno.lstat(final).then(() => true, () => false)) {
+          throw new HttpError(
+            409,
+            `${name}/${v} already exists in the registry folder`,
+          );
+        }
+        await Deno.rename(tmp, final);
+        this.invalidate();
+        return await this.resolve(name, v);
+      });
+    } finally {
+      await Deno.remove(tmp, { recursive: true }).catch(() => {});
     }
   }
 
@@ -424,6 +538,14 @@ export class ModelFolder {
       file.close();
     }
     return total;
+  }
+
+  /**
+   * Reads a model file or folder back with the format plugins (their
+   * validate hooks included); 400 with the reason when it is no valid model.
+   */
+  async check(path: string, name: string): Promise<void> {
+    await this.#validate(path, undefined, name);
   }
 
   /** Reads the upload back; 400 with the reason when it is no valid model. */

@@ -5,6 +5,7 @@
 // checkpoint folder.
 
 import { join } from "@std/path";
+import { type Modelfile, parseModelfile } from "./_modelfile.ts";
 import { parseNetwork } from "../core/network.ts";
 import type { Model } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
@@ -81,6 +82,8 @@ export interface ModelVersion {
   llm?: LlmInfo;
   /** Why it cannot be read, for `kind: "invalid"`. */
   error?: string;
+  /** The Ollama Modelfile kept beside it (a model made by /api/create). */
+  modelfile?: Modelfile;
 }
 
 /** Turns metadata values into JSON-safe ones (bigint → number or string). */
@@ -202,6 +205,8 @@ export interface Candidate {
   file: string;
   folder: boolean;
   hf: boolean;
+  /** A `Modelfile` beside the model (version folders). */
+  modelfile?: string;
 }
 
 async function readHf(
@@ -330,9 +335,24 @@ export async function describeVersion(
     provenance: {},
     metadata: {},
   };
+  let out: ModelVersion;
   try {
-    return c.hf ? await readHf(reg, c, base) : await readFile(reg, c, base);
+    out = c.hf ? await readHf(reg, c, base) : await readFile(reg, c, base);
   } catch (e) {
-    return { ...base, error: e instanceof Error ? e.message : String(e) };
+    out = { ...base, error: e instanceof Error ? e.message : String(e) };
   }
+  if (c.modelfile) {
+    try {
+      out.modelfile = parseModelfile(await Deno.readTextFile(c.modelfile));
+    } catch (e) {
+      out = {
+        ...out,
+        kind: "invalid",
+        error: `its Modelfile cannot be read: ${
+          e instanceof Error ? e.message : e
+        }`,
+      };
+    }
+  }
+  return out;
 }

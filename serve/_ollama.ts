@@ -1,25 +1,37 @@
-// Ollama-compatible routes: /api/generate and /api/chat (NDJSON
-// streaming or one JSON object), /api/tags, /api/show, /api/ps,
-// /api/version. Model names are `name[:tag]`, the tag being a registry
-// version (`latest`, or none, for the newest).
+// Ollama-compatible routes: /api/generate and /api/chat (NDJSON streaming
+// or one JSON object, `format` for structured output), /api/embed and
+// /api/embeddings, /api/tags, /api/show, /api/ps, /api/version. Model
+// names are `name[:tag]`, the tag being a registry version; the newest
+// version of each model is listed as `name:latest` (and answers to its
+// version too). Model management (/api/create, /api/copy, /api/delete,
+// /api/pull) is in _ollama_models.ts.
 
+import { embed } from "../models/embed.ts";
+import type {
+  GeneratedToken,
+  GenerateOptions,
+  GenerateResult,
+} from "../models/generate.ts";
+import { promptIds } from "../models/generate.ts";
+import type { Transformer } from "../models/transformer.ts";
 import {
   type ChatMessage,
   type ChatTemplate,
   pickChatTemplate,
 } from "../tokenizers/chat.ts";
-import {
-  generate,
-  type GeneratedToken,
-  type GenerateOptions,
-  type GenerateResult,
-  promptIds,
-} from "../models/generate.ts";
-import type { Transformer } from "../models/transformer.ts";
+import { jsonConstraint } from "../tokenizers/constraint.ts";
+import { renderOllamaTemplate } from "../tokenizers/go_template.ts";
 import type { LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
+import {
+  errorText,
+  generateAll,
+  type GenerationJob,
+  runGeneration,
+} from "./_generate.ts";
 import { HttpError, jsonResponse, readJsonObject } from "./_http.ts";
 import type { ModelVersion } from "./_model_info.ts";
+import { ollamaModelRoutes } from "./_ollama_models.ts";
 import type { Route } from "./_router.ts";
 
 /** Ollama's sampling defaults, used where neither request nor checkpoint decides. */
@@ -30,6 +42,13 @@ const OLLAMA_DEFAULTS = {
   repeatPenalty: 1.1,
   repeatLastN: 64,
 };
+
+/**
+ * What `expires_at` reads for a loaded model: models stay loaded until the
+ * memory budget needs room (or `keep_alive: 0`), never on a timer, so the
+ * latest time RFC 3339 writes with a four-digit year.
+ */
+export const NEVER_EXPIRES = "9999-12-31T23:59:59Z";
 
 const encoder = new TextEncoder();
 
@@ -44,10 +63,6 @@ export function parseOllamaName(
   const name = colon >= 0 ? model.slice(0, colon) : model;
   const tag = colon >= 0 ? model.slice(colon + 1) : undefined;
   return { name, version: tag === "latest" ? undefined : tag };
-}
-
-function ollamaName(v: ModelVersion, tag = v.version): string {
-  return `${v.name}:${tag}`;
 }
 
 function humanCount(n: number): string {
@@ -69,7 +84,7 @@ function mainDtype(v: ModelVersion): string {
 function details(v: ModelVersion) {
   const family = v.llm?.architecture ?? v.format;
   return {
-    parent_model: "",
+    parent_model: v.modelfile?.from ?? "",
     format: v.format === "gguf" ? "gguf" : v.format,
     family,
     families: [family],
@@ -79,35 +94,63 @@ function details(v: ModelVersion) {
 }
 
 /** An identifier of a registry entry (hash of its file name, size and time; not of its content). */
-async function digestOf(v: ModelVersion): Promise<string> {
+export async function digestOf(v: ModelVersion): Promise<string> {
   const key = `${v.file}|${v.bytes}|${v.modified?.getTime() ?? 0}`;
   const h = await crypto.subtle.digest("SHA-256", encoder.encode(key));
   return Array.from(new Uint8Array(h), (b) => b.toString(16).padStart(2, "0"))
     .join("");
 }
 
-/** Resolves an Ollama model name to a loaded Llama-family model. */
-async function loadLlm(
+/** The Ollama name of a version: `name:latest` for a model's newest, `name:version` otherwise. */
+export function tagOf(v: ModelVersion, newest: boolean): string {
+  return `${v.name}:${newest ? "latest" : v.version}`;
+}
+
+/** Every language-model version with its Ollama name, one entry per version. */
+export async function llmTags(
   parts: ServerParts,
-  ctx: RequestContext,
+): Promise<{ tag: string; version: ModelVersion }[]> {
+  const out: { tag: string; version: ModelVersion }[] = [];
+  for (const versions of (await parts.folder.list()).values()) {
+    const newest = versions[versions.length - 1];
+    for (const v of versions) {
+      if (v.kind === "llm") {
+        out.push({ tag: tagOf(v, v === newest), version: v });
+      }
+    }
+  }
+  return out;
+}
+
+/** Resolves an Ollama model name to a registry version (404 with Ollama's message). */
+export async function resolveModel(
+  parts: ServerParts,
   model: unknown,
-): Promise<{ entry: ModelVersion; loaded: LoadedLlm; loadMs: number }> {
+): Promise<ModelVersion> {
   const { name, version } = parseOllamaName(model);
-  ctx.log.model = name;
-  let entry: ModelVersion;
   try {
-    entry = await parts.folder.resolve(name, version);
+    return await parts.folder.resolve(name, version);
   } catch (e) {
     if (e instanceof HttpError && e.status === 404) {
       throw new HttpError(404, `model "${model}" not found`);
     }
     throw e;
   }
+}
+
+/** Resolves an Ollama model name to a loaded Llama-family model. */
+export async function loadLlm(
+  parts: ServerParts,
+  ctx: RequestContext,
+  model: unknown,
+): Promise<{ entry: ModelVersion; loaded: LoadedLlm; loadMs: number }> {
+  const entry = await resolveModel(parts, model);
+  ctx.log.model = entry.name;
   ctx.log.version = entry.version;
   if (entry.kind !== "llm") {
     throw new HttpError(
       400,
-      `"${model}" is a ${entry.kind} model (${entry.format}), not a Llama-family language model; use POST /v1/models/${name}/predict`,
+      `"${model}" is a ${entry.kind} model (${entry.format}), not a Llama-family language model; use POST /registry/models/${entry.name}/predict`,
     );
   }
   const t0 = performance.now();
@@ -140,9 +183,37 @@ const isNum = (v: unknown): v is number =>
   typeof v === "number" && Number.isFinite(v);
 const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
 
-/** Turns Ollama `options` into {@link GenerateOptions} for one request. */
+/** The constraint for Ollama's `format`: `"json"`, a JSON schema, or none. */
+export function formatConstraint(
+  model: Transformer,
+  format: unknown,
+): GenerateOptions["constraint"] {
+  if (format === undefined || format === null || format === "") return;
+  if (
+    format !== "json" && (typeof format !== "object" || Array.isArray(format))
+  ) {
+    throw new HttpError(
+      400,
+      `"format" must be "json" or a JSON schema object, got ${
+        JSON.stringify(format)
+      }`,
+    );
+  }
+  if (!model.tokenizer) {
+    throw new HttpError(400, "Structured output needs the model's tokenizer");
+  }
+  try {
+    return jsonConstraint(model.tokenizer, format);
+  } catch (e) {
+    if (e instanceof TypeError) throw new HttpError(400, e.message);
+    throw e;
+  }
+}
+
+/** Turns Ollama `options` (over the Modelfile's parameters) into {@link GenerateOptions}. */
 function samplingOptions(
   parts: ServerParts,
+  entry: ModelVersion,
   model: Transformer,
   raw: unknown,
   promptLength: number,
@@ -150,7 +221,10 @@ function samplingOptions(
   if (raw !== undefined && raw !== null && typeof raw !== "object") {
     throw new HttpError(400, '"options" must be an object');
   }
-  const o = (raw ?? {}) as Record<string, unknown>;
+  const o = {
+    ...entry.modelfile?.parameters,
+    ...(raw ?? {}) as Record<string, unknown>,
+  };
   const d = model.generationDefaults;
   const temperature = optional(o, "temperature", isNum, "a number") ??
     d.temperature ?? OLLAMA_DEFAULTS.temperature;
@@ -196,6 +270,8 @@ function samplingOptions(
       d.repetitionPenalty ?? OLLAMA_DEFAULTS.repeatPenalty,
     repetitionWindow: lastN < 0 ? 0 : lastN,
     ...(lastN === 0 ? { repetitionPenalty: 1 } : {}),
+    frequencyPenalty: optional(o, "frequency_penalty", isNum, "a number"),
+    presencePenalty: optional(o, "presence_penalty", isNum, "a number"),
     seed: optional(o, "seed", isInt, "an integer") ?? parts.nextSeed(),
     stop: (stop as string[] | undefined) ?? [],
   };
@@ -203,13 +279,6 @@ function samplingOptions(
 
 /** Refuses request fields we cannot honour rather than ignoring them. */
 function refuseUnsupported(body: Record<string, unknown>): void {
-  const f = body.format;
-  if (f !== undefined && f !== null && f !== "") {
-    throw new HttpError(
-      400,
-      '"format" (structured output) is not supported by this server',
-    );
-  }
   if (Array.isArray(body.images) && body.images.length > 0) {
     throw new HttpError(400, "images are not supported by this server");
   }
@@ -218,12 +287,6 @@ function refuseUnsupported(body: Record<string, unknown>): void {
   }
   if (body.think === true || typeof body.think === "string") {
     throw new HttpError(400, "thinking is not supported by this server");
-  }
-  if (typeof body.template === "string" && body.template !== "") {
-    throw new HttpError(
-      400,
-      '"template" (Go templates) is not supported; send "raw": true with a rendered prompt',
-    );
   }
   if (typeof body.suffix === "string" && body.suffix !== "") {
     throw new HttpError(400, '"suffix" (fill-in-the-middle) is not supported');
@@ -235,7 +298,17 @@ const transcript: ChatTemplate = (messages, options) =>
   messages.map((m) => `${m.role}: ${m.content}\n`).join("") +
   (options?.addGenerationPrompt === false ? "" : "assistant:");
 
-function chatTemplateOf(model: Transformer): ChatTemplate {
+/**
+ * The chat template of a request: its own `template` (Go syntax), the
+ * Modelfile's `TEMPLATE`, the checkpoint's, or a plain transcript.
+ */
+export function chatTemplateOf(
+  model: Transformer,
+  goTemplate?: string,
+): ChatTemplate {
+  if (goTemplate !== undefined && goTemplate !== "") {
+    return (messages) => renderOllamaTemplate(goTemplate, messages);
+  }
   try {
     return pickChatTemplate({
       chatTemplate: model.tokenizer?.chatTemplate,
@@ -244,6 +317,34 @@ function chatTemplateOf(model: Transformer): ChatTemplate {
     });
   } catch {
     return transcript;
+  }
+}
+
+function requestTemplate(
+  body: Record<string, unknown>,
+  entry: ModelVersion,
+): string | undefined {
+  if (body.template !== undefined && typeof body.template !== "string") {
+    throw new HttpError(400, '"template" must be a string');
+  }
+  return (body.template as string | undefined) || entry.modelfile?.template;
+}
+
+/** Renders messages to ids with the request's template (400 on a template error). */
+function chatIds(
+  model: Transformer,
+  messages: ChatMessage[],
+  template: string | undefined,
+): number[] {
+  try {
+    return promptIds(model, messages, {
+      chatTemplate: chatTemplateOf(model, template),
+    });
+  } catch (e) {
+    if (e instanceof SyntaxError) {
+      throw new HttpError(400, `template: ${e.message}`);
+    }
+    throw e;
   }
 }
 
@@ -267,93 +368,10 @@ function stats(
   };
 }
 
-interface Job {
-  parts: ServerParts;
-  ctx: RequestContext;
-  entry: ModelVersion;
-  loaded: LoadedLlm;
-  ids: number[];
-  options: GenerateOptions;
-  /** Unload the model when the request ends (`keep_alive: 0`). */
-  unload: boolean;
-}
-
 /** Whether `keep_alive` asks to unload the model after the request (0, "0", "0s"). */
 function unloadAfter(keepAlive: unknown): boolean {
   return keepAlive === 0 ||
     (typeof keepAlive === "string" && /^0+(\.0*)?(ms|s|m|h)?$/.test(keepAlive));
-}
-
-/**
- * Runs one generation under the concurrency limit, handing each token to
- * `onToken`; yields to other tasks between tokens. Throws the abort reason
- * when the request times out or the client leaves.
- */
-async function runGeneration(
-  job: Job,
-  release: () => void,
-  onToken: (t: GeneratedToken) => void,
-): Promise<GenerateResult> {
-  const { parts, ctx, loaded } = job;
-  const m = parts.metrics;
-  const labels = { model: `${job.entry.name}@${job.entry.version}` };
-  try {
-    const it = generate(loaded.model, job.ids, {
-      ...job.options,
-      signal: ctx.signal,
-    });
-    let r = await it.next();
-    while (!r.done) {
-      onToken(r.value);
-      await parts.yieldNow();
-      r = await it.next();
-    }
-    const result = r.value;
-    loaded.lastUsed = Date.now();
-    m.inc(
-      "modelhost_generate_prompt_tokens_total",
-      "Prompt tokens fed to language models",
-      labels,
-      result.promptIds.length,
-    );
-    m.inc(
-      "modelhost_generate_tokens_total",
-      "Tokens generated by language models",
-      labels,
-      result.ids.length,
-    );
-    m.inc(
-      "modelhost_generate_seconds_total",
-      "Seconds spent generating, by phase (prefill: the prompt; decode: the new tokens)",
-      { ...labels, phase: "prefill" },
-      result.prefillMs / 1000,
-    );
-    m.inc(
-      "modelhost_generate_seconds_total",
-      "Seconds spent generating, by phase (prefill: the prompt; decode: the new tokens)",
-      { ...labels, phase: "decode" },
-      result.decodeMs / 1000,
-    );
-    if (result.ids.length > 0 && result.decodeMs > 0) {
-      m.set(
-        "modelhost_generate_tokens_per_second",
-        "Decode speed of the last finished generation, tokens per second",
-        labels,
-        result.ids.length / (result.decodeMs / 1000),
-      );
-    }
-    ctx.log.prompt_tokens = result.promptIds.length;
-    ctx.log.tokens = result.ids.length;
-    if (result.finishReason === "aborted") throw ctx.signal.reason;
-    return result;
-  } finally {
-    release();
-    if (job.unload) parts.cache.evictPath(job.entry.path);
-  }
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 /**
@@ -362,26 +380,25 @@ function errorText(e: unknown): string {
  * started is sent as an `{"error": …}` line, as Ollama does.
  */
 async function respond(
-  job: Job,
+  job: GenerationJob,
   stream: boolean,
-  chunk: (
-    text: string,
-    t: GeneratedToken | undefined,
-  ) => Record<string, unknown>,
+  chunk: (text: string, t: GeneratedToken) => Record<string, unknown>,
   final: (text: string, r: GenerateResult) => Record<string, unknown>,
   loadMs: number,
   collect?: (t: GeneratedToken) => void,
 ): Promise<Response> {
-  const { parts, ctx } = job;
-  const release = await parts.generations.acquire(ctx.signal);
+  const { ctx } = job;
   if (!stream) {
     let text = "";
-    const r = await runGeneration(job, release, (t) => {
+    const r = await generateAll(job, (t) => {
       text += t.text;
       collect?.(t);
     });
     return jsonResponse({ ...final(text, r), ...stats(ctx, loadMs, r) });
   }
+  // Wait for a generation slot before answering 200, so a full queue is a 503.
+  const it = runGeneration(job);
+  const first = await it.next();
   let finish!: () => void;
   ctx.finished = new Promise((r) => finish = r);
   const body = new ReadableStream<Uint8Array>({
@@ -392,11 +409,18 @@ async function respond(
         } catch { /* the client went away */ }
       };
       try {
-        const r = await runGeneration(job, release, (t) => {
-          collect?.(t);
-          if (t.text !== "") send(chunk(t.text, t));
-        });
-        send({ ...final("", r), ...stats(ctx, loadMs, r) });
+        let r = first;
+        let streamed = "";
+        while (!r.done) {
+          collect?.(r.value);
+          streamed += r.value.text;
+          if (r.value.text !== "") send(chunk(r.value.text, r.value));
+          r = await it.next();
+        }
+        // Text held back until the end (the start of a stop string that
+        // never completed, a character cut short) goes in the last line.
+        const tail = r.value.text.slice(streamed.length);
+        send({ ...final(tail, r.value), ...stats(ctx, loadMs, r.value) });
       } catch (e) {
         ctx.log.error = errorText(e);
         send({ error: errorText(e) });
@@ -420,6 +444,33 @@ function createdAt(): string {
   return new Date().toISOString();
 }
 
+/** Ollama's logprob entries for a token (with `top_logprobs` alternatives). */
+function logprobEntry(model: Transformer, t: GeneratedToken) {
+  const text = (id: number) =>
+    new TextDecoder().decode(model.tokenizer!.tokenBytes(id));
+  return {
+    token: text(t.id),
+    logprob: t.logprob,
+    ...(t.top
+      ? {
+        top_logprobs: t.top.map((x) => ({
+          token: text(x.id),
+          logprob: x.logprob,
+        })),
+      }
+      : {}),
+  };
+}
+
+function topLogprobsOf(body: Record<string, unknown>): number | undefined {
+  const n = body.top_logprobs;
+  if (n === undefined || n === null) return undefined;
+  if (!isInt(n) || n < 0 || n > 20) {
+    throw new HttpError(400, '"top_logprobs" must be an integer from 0 to 20');
+  }
+  return n;
+}
+
 /** `POST /api/generate`. */
 export async function handleGenerate(
   req: Request,
@@ -432,15 +483,15 @@ export async function handleGenerate(
   if (typeof prompt !== "string") {
     throw new HttpError(400, '"prompt" must be a string');
   }
-  const system = body.system ?? "";
-  if (typeof system !== "string") {
-    throw new HttpError(400, '"system" must be a string');
-  }
   const context = body.context ?? [];
   if (!Array.isArray(context) || !context.every(isInt)) {
     throw new HttpError(400, '"context" must be a list of token ids');
   }
   const { entry, loaded, loadMs } = await loadLlm(parts, ctx, body.model);
+  const system = body.system ?? entry.modelfile?.system ?? "";
+  if (typeof system !== "string") {
+    throw new HttpError(400, '"system" must be a string');
+  }
   const model = loaded.model;
   const name = String(body.model);
   const unload = unloadAfter(body.keep_alive);
@@ -458,8 +509,12 @@ export async function handleGenerate(
     throw new HttpError(400, `"${name}" has no tokenizer; it cannot take text`);
   }
   const continuing = context.length > 0;
+  const template = requestTemplate(body, entry);
   let ids: number[];
-  if (body.raw === true || model.tokenizer.chatTemplate === undefined) {
+  if (
+    body.raw === true ||
+    (model.tokenizer.chatTemplate === undefined && template === undefined)
+  ) {
     const text = body.raw !== true && system
       ? `${system}\n\n${prompt}`
       : prompt;
@@ -469,18 +524,23 @@ export async function handleGenerate(
       ...(system ? [{ role: "system", content: system }] : []),
       { role: "user", content: prompt },
     ];
-    ids = promptIds(model, messages, { chatTemplate: chatTemplateOf(model) });
+    ids = chatIds(model, messages, template);
     const bos = model.tokenizer.bos;
     if (continuing && bos !== undefined && ids[0] === bos) ids.shift();
   }
   ids = [...context, ...ids];
-  const options = samplingOptions(parts, model, body.options, ids.length);
+  const options = samplingOptions(
+    parts,
+    entry,
+    model,
+    body.options,
+    ids.length,
+  );
+  options.constraint = formatConstraint(model, body.format);
   const wantLogprobs = body.logprobs === true;
-  const logprob = (t: GeneratedToken) => ({
-    token: model.tokenizer!.decode([t.id]),
-    logprob: t.logprob,
-  });
-  const allLogprobs: { token: string; logprob: number }[] = [];
+  const top = topLogprobsOf(body);
+  if (wantLogprobs && top) options.topLogprobs = top;
+  const allLogprobs: unknown[] = [];
   return respond(
     { parts, ctx, entry, loaded, ids, options, unload },
     body.stream !== false,
@@ -489,7 +549,7 @@ export async function handleGenerate(
       created_at: createdAt(),
       response: text,
       done: false,
-      ...(wantLogprobs && t ? { logprobs: [logprob(t)] } : {}),
+      ...(wantLogprobs ? { logprobs: [logprobEntry(model, t)] } : {}),
     }),
     (text, r) => ({
       model: name,
@@ -500,7 +560,7 @@ export async function handleGenerate(
       ...(wantLogprobs && text !== "" ? { logprobs: allLogprobs } : {}),
     }),
     loadMs,
-    wantLogprobs ? (t) => allLogprobs.push(logprob(t)) : undefined,
+    wantLogprobs ? (t) => allLogprobs.push(logprobEntry(model, t)) : undefined,
   );
 }
 
@@ -534,7 +594,7 @@ export async function handleChat(
 ): Promise<Response> {
   const body = await readJsonObject(req, parts.maxBodyBytes);
   refuseUnsupported(body);
-  const messages = parseMessages(body.messages);
+  let messages = parseMessages(body.messages);
   const { entry, loaded, loadMs } = await loadLlm(parts, ctx, body.model);
   const model = loaded.model;
   const name = String(body.model);
@@ -552,33 +612,145 @@ export async function handleChat(
   if (!model.tokenizer) {
     throw new HttpError(400, `"${name}" has no tokenizer; it cannot chat`);
   }
-  const ids = promptIds(model, messages, {
-    chatTemplate: chatTemplateOf(model),
-  });
-  const options = samplingOptions(parts, model, body.options, ids.length);
+  const mf = entry.modelfile;
+  if (mf) {
+    if (mf.system && !messages.some((m) => m.role === "system")) {
+      messages = [{ role: "system", content: mf.system }, ...messages];
+    }
+    if (mf.messages.length > 0) {
+      const [sys, rest] = messages[0]?.role === "system"
+        ? [[messages[0]], messages.slice(1)]
+        : [[], messages];
+      messages = [...sys, ...mf.messages, ...rest];
+    }
+  }
+  const ids = chatIds(model, messages, requestTemplate(body, entry));
+  const options = samplingOptions(
+    parts,
+    entry,
+    model,
+    body.options,
+    ids.length,
+  );
+  options.constraint = formatConstraint(model, body.format);
+  const wantLogprobs = body.logprobs === true;
+  const top = topLogprobsOf(body);
+  if (wantLogprobs && top) options.topLogprobs = top;
+  const allLogprobs: unknown[] = [];
   return respond(
     { parts, ctx, entry, loaded, ids, options, unload },
     body.stream !== false,
-    (text) => ({
+    (text, t) => ({
       model: name,
       created_at: createdAt(),
       message: { role: "assistant", content: text },
       done: false,
+      ...(wantLogprobs ? { logprobs: [logprobEntry(model, t)] } : {}),
     }),
     (text) => ({
       model: name,
       created_at: createdAt(),
       message: { role: "assistant", content: text },
       done: true,
+      ...(wantLogprobs && text !== "" ? { logprobs: allLogprobs } : {}),
     }),
     loadMs,
+    wantLogprobs ? (t) => allLogprobs.push(logprobEntry(model, t)) : undefined,
   );
 }
 
-async function tagOf(v: ModelVersion, tag: string) {
+/** Embeds inputs with a loaded model; 400 for inputs it cannot take. */
+export function embedInputs(
+  model: Transformer,
+  inputs: (string | number[])[],
+  options: { normalize: boolean; truncate: boolean },
+): { embeddings: Float32Array[]; promptTokens: number } {
+  try {
+    return embed(model, inputs, options);
+  } catch (e) {
+    if (e instanceof RangeError || e instanceof TypeError) {
+      throw new HttpError(400, e.message);
+    }
+    throw e;
+  }
+}
+
+/** Keeps the first `n` values of each vector and scales them back to unit length. */
+export function shorten(v: Float32Array, n: number | undefined): Float32Array {
+  if (n === undefined || n >= v.length) return v;
+  const out = v.slice(0, n);
+  let s = 0;
+  for (const x of out) s += x * x;
+  const norm = Math.sqrt(s);
+  if (norm > 0) { for (let i = 0; i < n; i++) out[i] /= norm; }
+  return out;
+}
+
+/** `POST /api/embed`: `input` (text or a list) → normalized vectors. */
+async function handleEmbed(
+  req: Request,
+  parts: ServerParts,
+  ctx: RequestContext,
+): Promise<Response> {
+  const body = await readJsonObject(req, parts.maxBodyBytes);
+  const input = body.input ?? [];
+  const list = typeof input === "string" ? [input] : input;
+  if (!Array.isArray(list) || !list.every((x) => typeof x === "string")) {
+    throw new HttpError(400, '"input" must be a string or a list of strings');
+  }
+  const dims = body.dimensions;
+  if (dims !== undefined && (!isInt(dims) || dims < 1)) {
+    throw new HttpError(400, '"dimensions" must be a positive integer');
+  }
+  const { entry, loaded, loadMs } = await loadLlm(parts, ctx, body.model);
+  const t0 = performance.now();
+  const r = list.length === 0
+    ? { embeddings: [], promptTokens: 0 }
+    : embedInputs(loaded.model, list as string[], {
+      normalize: true,
+      truncate: body.truncate !== false,
+    });
+  ctx.log.prompt_tokens = r.promptTokens;
+  loaded.lastUsed = Date.now();
+  if (unloadAfter(body.keep_alive)) parts.cache.evictPath(entry.path);
+  return jsonResponse({
+    model: String(body.model),
+    embeddings: r.embeddings.map((v) =>
+      Array.from(shorten(v, dims as number | undefined))
+    ),
+    total_duration: nanos(performance.now() - ctx.started),
+    load_duration: nanos(loadMs),
+    prompt_eval_count: r.promptTokens,
+    prompt_eval_duration: nanos(performance.now() - t0),
+  });
+}
+
+/** `POST /api/embeddings` (the older API): `prompt` → one vector, not normalized. */
+async function handleEmbeddings(
+  req: Request,
+  parts: ServerParts,
+  ctx: RequestContext,
+): Promise<Response> {
+  const body = await readJsonObject(req, parts.maxBodyBytes);
+  const prompt = body.prompt ?? "";
+  if (typeof prompt !== "string") {
+    throw new HttpError(400, '"prompt" must be a string');
+  }
+  const { loaded } = await loadLlm(parts, ctx, body.model);
+  if (prompt === "") return jsonResponse({ embedding: [] });
+  const r = embedInputs(loaded.model, [prompt], {
+    normalize: false,
+    truncate: true,
+  });
+  ctx.log.prompt_tokens = r.promptTokens;
+  loaded.lastUsed = Date.now();
+  return jsonResponse({ embedding: Array.from(r.embeddings[0]) });
+}
+
+async function tagJson(v: ModelVersion, tag: string) {
   return {
-    name: ollamaName(v, tag),
-    model: ollamaName(v, tag),
+    name: tag,
+    model: tag,
     modified_at: (v.modified ?? new Date(0)).toISOString(),
     size: v.bytes,
     digest: await digestOf(v),
@@ -586,15 +758,11 @@ async function tagOf(v: ModelVersion, tag: string) {
   };
 }
 
-/** `GET /api/tags`: every Llama-family version, and `name:latest` for the newest. */
+/** `GET /api/tags`: every Llama-family version once (a model's newest as `name:latest`). */
 export async function handleTags(parts: ServerParts): Promise<Response> {
   const models = [];
-  for (const versions of (await parts.folder.list()).values()) {
-    const llms = versions.filter((v) => v.kind === "llm");
-    if (llms.length === 0) continue;
-    const newest = versions[versions.length - 1];
-    if (newest.kind === "llm") models.push(await tagOf(newest, "latest"));
-    for (const v of llms) models.push(await tagOf(v, v.version));
+  for (const { tag, version } of await llmTags(parts)) {
+    models.push(await tagJson(version, tag));
   }
   return jsonResponse({ models });
 }
@@ -607,46 +775,49 @@ export async function handleShow(
 ): Promise<Response> {
   const body = await readJsonObject(req, parts.maxBodyBytes);
   const model = body.model ?? body.name;
-  const { name, version } = parseOllamaName(model);
-  ctx.log.model = name;
-  let v: ModelVersion;
-  try {
-    v = await parts.folder.resolve(name, version);
-  } catch (e) {
-    if (e instanceof HttpError && e.status === 404) {
-      throw new HttpError(404, `model "${model}" not found`);
-    }
-    throw e;
-  }
+  const v = await resolveModel(parts, model);
+  ctx.log.model = v.name;
   if (v.kind !== "llm" || !v.llm) {
     throw new HttpError(
       400,
       `"${model}" is a ${v.kind} model, not a Llama-family language model`,
     );
   }
+  const mf = v.modelfile;
+  const parameters = Object.entries(mf?.parameters ?? {}).flatMap(([k, x]) =>
+    (Array.isArray(x) ? x : [x]).map((y) =>
+      `${k.padEnd(30)} ${typeof y === "string" ? JSON.stringify(y) : y}`
+    )
+  ).join("\n");
   return jsonResponse({
-    license: typeof v.provenance["general.license"] === "string"
-      ? v.provenance["general.license"]
-      : "",
+    license: mf?.license.join("\n") ||
+      (typeof v.provenance["general.license"] === "string"
+        ? v.provenance["general.license"]
+        : ""),
     modelfile: `# served by modelhost from ${v.file}\nFROM ${v.file}\n`,
-    parameters: "",
-    template: v.llm.chatTemplate ?? "{{ .Prompt }}",
-    system: "",
+    parameters,
+    template: mf?.template ?? v.llm.chatTemplate ?? "{{ .Prompt }}",
+    system: mf?.system ?? "",
     details: details(v),
     model_info: v.llm.modelInfo,
-    capabilities: ["completion"],
+    capabilities: ["completion", "embedding"],
     modified_at: (v.modified ?? new Date(0)).toISOString(),
   });
 }
 
 /** `GET /api/ps`: the Llama-family models in memory. */
 export async function handlePs(parts: ServerParts): Promise<Response> {
+  const newest = new Map<string, string>();
+  for (const [name, versions] of await parts.folder.list()) {
+    newest.set(name, versions[versions.length - 1].path);
+  }
   const models = [];
   for (const l of parts.cache.entries()) {
     if (l.kind !== "llm") continue;
+    const tag = tagOf(l.entry, newest.get(l.entry.name) === l.entry.path);
     models.push({
-      ...(await tagOf(l.entry, l.entry.version)),
-      expires_at: new Date(8.64e15).toISOString(),
+      ...(await tagJson(l.entry, tag)),
+      expires_at: NEVER_EXPIRES,
       size_vram: 0,
     });
   }
@@ -665,6 +836,14 @@ export function ollamaRoutes(parts: ServerParts): Route[] {
       methods: { POST: ({ req, ctx }) => handleChat(req, parts, ctx) },
     },
     {
+      pattern: "/api/embed",
+      methods: { POST: ({ req, ctx }) => handleEmbed(req, parts, ctx) },
+    },
+    {
+      pattern: "/api/embeddings",
+      methods: { POST: ({ req, ctx }) => handleEmbeddings(req, parts, ctx) },
+    },
+    {
       pattern: "/api/show",
       methods: { POST: ({ req, ctx }) => handleShow(req, parts, ctx) },
     },
@@ -676,5 +855,6 @@ export function ollamaRoutes(parts: ServerParts): Route[] {
         GET: () => Promise.resolve(jsonResponse({ version: parts.version })),
       },
     },
+    ...ollamaModelRoutes(parts),
   ];
 }

@@ -1,6 +1,8 @@
-// The model-registry routes under /v1/models: list the folder's models
-// and versions, upload and delete them (bearer token when one is set), and
-// predict with a stored network through its batcher.
+// The model-registry routes under /registry/models: list the folder's
+// models and versions, upload and delete them (bearer token when one is
+// set), and predict with a stored network through its batcher. Until
+// 0.2 they lived under /v1/models, which OpenAI's API now holds; the old
+// paths that OpenAI's does not use answer 308 with the new location.
 
 import type { FloatTensor } from "../core/tensor.ts";
 import type { Loaded, LoadedNetwork } from "./_cache.ts";
@@ -10,7 +12,7 @@ import {
   HttpError,
   jsonResponse,
   readJsonObject,
-  sameSecret,
+  requireToken,
 } from "./_http.ts";
 import type { ModelVersion } from "./_model_info.ts";
 import type { Route, RouteCall } from "./_router.ts";
@@ -121,7 +123,7 @@ function pickNetwork(
   if (loaded.kind !== "network") {
     throw new HttpError(
       400,
-      `${label} is a language model; use POST /api/generate or /api/chat`,
+      `${label} is a language model; use POST /api/generate, /api/chat or /v1/chat/completions`,
     );
   }
   const nets = loaded.networks;
@@ -148,22 +150,6 @@ function pickNetwork(
   return nets[0];
 }
 
-/** Refuses (401) a request without the bearer token, when one is set. */
-function requireToken(req: Request, token: string | undefined): void {
-  if (token === undefined) return;
-  const auth = req.headers.get("authorization") ?? "";
-  const m = auth.match(/^Bearer\s+(.+)$/i);
-  if (!m || !sameSecret(m[1], token)) {
-    throw new HttpError(
-      401,
-      m
-        ? "Invalid bearer token"
-        : "This endpoint needs an Authorization: Bearer token",
-      { "www-authenticate": 'Bearer realm="modelhost"' },
-    );
-  }
-}
-
 function loadedPaths(parts: ServerParts): Set<string> {
   return new Set(parts.cache.entries().map((l) => l.entry.path));
 }
@@ -178,7 +164,7 @@ async function listModel(parts: ServerParts, name: string) {
   };
 }
 
-/** `POST /v1/models/{name}[/versions/{version}]/predict`. */
+/** `POST /registry/models/{name}[/versions/{version}]/predict`. */
 async function predict(
   parts: ServerParts,
   { req, ctx, url, params }: RouteCall,
@@ -192,7 +178,7 @@ async function predict(
   if (entry.kind === "llm") {
     throw new HttpError(
       400,
-      `${label} is a language model; use POST /api/generate or /api/chat`,
+      `${label} is a language model; use POST /api/generate, /api/chat or /v1/chat/completions`,
     );
   }
   const id = typeof body.id === "string"
@@ -224,7 +210,7 @@ async function predict(
   });
 }
 
-/** `POST /v1/models/{name}[?version=V&format=F]`: the body is the model file. */
+/** `POST /registry/models/{name}[?version=V&format=F]`: the body is the model file. */
 async function upload(
   parts: ServerParts,
   { req, ctx, url, params }: RouteCall,
@@ -249,13 +235,13 @@ async function upload(
     bytes: v.bytes,
   });
   return jsonResponse(versionJson(v, false), 201, {
-    location: `/v1/models/${encodeURIComponent(name)}/versions/${
+    location: `/registry/models/${encodeURIComponent(name)}/versions/${
       encodeURIComponent(v.version)
     }`,
   });
 }
 
-/** `DELETE /v1/models/{name}[/versions/{version}]`: one version, or all. */
+/** `DELETE /registry/models/{name}[/versions/{version}]`: one version, or all. */
 async function remove(
   parts: ServerParts,
   { req, ctx, params }: RouteCall,
@@ -278,11 +264,53 @@ async function remove(
   });
 }
 
-/** The model-registry routes, answering from the server's parts. */
-export function registryRoutes(parts: ServerParts): Route[] {
+/** Where the registry routes live (they were under /v1/models until 0.2). */
+export const REGISTRY_PREFIX = "/registry/models";
+
+/**
+ * A 308 to the registry path that replaced an old /v1/models one (for one
+ * release): clients that follow redirects with the same method and body
+ * get there; the body says where the route went.
+ */
+export function movedToRegistry({ url }: RouteCall): Promise<Response> {
+  const to = REGISTRY_PREFIX + url.pathname.slice("/v1/models".length) +
+    url.search;
+  return Promise.resolve(
+    jsonResponse(
+      {
+        error:
+          `The model registry moved to ${REGISTRY_PREFIX}: use ${to} (/v1/models is OpenAI's API now; this redirect goes away in the next release)`,
+      },
+      308,
+      { location: to },
+    ),
+  );
+}
+
+/** The old registry paths that OpenAI's API does not use, redirected. */
+export function movedRegistryRoutes(): Route[] {
   return [
     {
-      pattern: "/v1/models",
+      pattern: "/v1/models/{name}/predict",
+      methods: { POST: movedToRegistry },
+    },
+    {
+      pattern: "/v1/models/{name}/versions/{version}",
+      methods: { GET: movedToRegistry, DELETE: movedToRegistry },
+    },
+    {
+      pattern: "/v1/models/{name}/versions/{version}/predict",
+      methods: { POST: movedToRegistry },
+    },
+  ];
+}
+
+/** The model-registry routes, answering from the server's parts. */
+export function registryRoutes(parts: ServerParts): Route[] {
+  const P = REGISTRY_PREFIX;
+  return [
+    {
+      pattern: P,
       methods: {
         GET: async () => {
           const out = [];
@@ -294,7 +322,7 @@ export function registryRoutes(parts: ServerParts): Route[] {
       },
     },
     {
-      pattern: "/v1/models/{name}",
+      pattern: `${P}/{name}`,
       methods: {
         GET: async ({ params }) =>
           jsonResponse(await listModel(parts, params.name)),
@@ -304,11 +332,11 @@ export function registryRoutes(parts: ServerParts): Route[] {
       uploads: ["POST"],
     },
     {
-      pattern: "/v1/models/{name}/predict",
+      pattern: `${P}/{name}/predict`,
       methods: { POST: (call) => predict(parts, call) },
     },
     {
-      pattern: "/v1/models/{name}/versions/{version}",
+      pattern: `${P}/{name}/versions/{version}`,
       methods: {
         GET: async ({ params }) => {
           const e = await parts.folder.resolve(params.name, params.version);
@@ -318,7 +346,7 @@ export function registryRoutes(parts: ServerParts): Route[] {
       },
     },
     {
-      pattern: "/v1/models/{name}/versions/{version}/predict",
+      pattern: `${P}/{name}/versions/{version}/predict`,
       methods: { POST: (call) => predict(parts, call) },
     },
   ];

@@ -37,6 +37,8 @@ export interface Route {
   methods: Record<string, RouteHandler>;
   /** Methods that run under the upload time limit instead of the request one. */
   uploads?: readonly string[];
+  /** The error answer of this route (default: `{"error": message}`); OpenAI's routes answer in OpenAI's shape. */
+  onError?: (e: unknown) => Response;
 }
 
 /**
@@ -145,6 +147,7 @@ export function dispatcher(
       log: {},
     };
     let route = "unmatched";
+    let onError: ((e: unknown) => Response) | undefined;
     let res: Response;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
@@ -157,6 +160,7 @@ export function dispatcher(
         );
       }
       route = m.route.pattern;
+      onError = m.route.onError;
       const methods = m.route.methods;
       const h = Object.hasOwn(methods, req.method)
         ? methods[req.method]
@@ -182,7 +186,7 @@ export function dispatcher(
       );
       res = await raceAbort(h({ req, url, ctx, params: m.params }), ctl.signal);
     } catch (e) {
-      res = errorResponse(e);
+      res = onError ? onError(e) : errorResponse(e);
       const status = statusOf(e);
       ctx.log.error = e instanceof Error ? e.message : String(e);
       if (status >= 500 && !(e instanceof HttpError)) {

@@ -19,7 +19,8 @@ import { Limiter } from "./_limiter.ts";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, Metrics } from "./_metrics.ts";
 import { ModelFolder } from "./_model_folder.ts";
 import { ollamaRoutes } from "./_ollama.ts";
-import { registryRoutes } from "./_registry_routes.ts";
+import { openaiRoutes } from "./_openai.ts";
+import { movedRegistryRoutes, registryRoutes } from "./_registry_routes.ts";
 import { dispatcher, type Route } from "./_router.ts";
 
 /** One structured log record (written as one JSON line). */
@@ -56,8 +57,18 @@ export interface ServeOptions {
   timeoutMs?: number;
   /** Time limit of an upload, ms. @default {3600000} */
   uploadTimeoutMs?: number;
-  /** Generations running at once; more wait in a queue. @default {1} */
+  /**
+   * Generations running at once, continuously batched per model (each
+   * step one forward pass over all of a model's running sequences); more
+   * wait in a queue. @default {8}
+   */
   maxConcurrentGenerations?: number;
+  /**
+   * Most prompt tokens a batched step feeds while other sequences
+   * generate (a newcomer's prompt is fed in chunks of this size, so it
+   * does not stall the others). @default {64}
+   */
+  prefillChunk?: number;
   /** Generations waiting at most (503 above). @default {64} */
   maxQueuedGenerations?: number;
   /** Most tokens one request may generate. @default {4096} */
@@ -98,7 +109,8 @@ export const serveDefaults = {
   maxUploadBytes: 8 * 1024 ** 3,
   timeoutMs: 120_000,
   uploadTimeoutMs: 3_600_000,
-  maxConcurrentGenerations: 1,
+  maxConcurrentGenerations: 8,
+  prefillChunk: 64,
   maxQueuedGenerations: 64,
   maxTokens: 4096,
   cacheBytes: 2 * 1024 ** 3,
@@ -162,7 +174,13 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   const log = logTo(o.log);
   const { parts, stop, release } = createParts(o, log);
   const requests = dispatcher(
-    [...serviceRoutes(parts), ...registryRoutes(parts), ...ollamaRoutes(parts)],
+    [
+      ...serviceRoutes(parts),
+      ...registryRoutes(parts),
+      ...movedRegistryRoutes(),
+      ...openaiRoutes(parts),
+      ...ollamaRoutes(parts),
+    ],
     {
       metrics: parts.metrics,
       log,
@@ -238,6 +256,7 @@ function withDefaults(options: ServeOptions): Resolved {
       "timeoutMs",
       "uploadTimeoutMs",
       "maxConcurrentGenerations",
+      "prefillChunk",
       "maxTokens",
     ] as const
   ) {
@@ -380,6 +399,7 @@ function createParts(
   channel.port1.onmessage = () => waiting.shift()?.();
   let seed = o.seed;
   const parts: ServerParts = {
+    registry,
     folder,
     cache,
     generations,
@@ -391,6 +411,8 @@ function createParts(
       }),
     nextSeed: () => seed++,
     maxTokens: o.maxTokens,
+    maxConcurrentGenerations: o.maxConcurrentGenerations,
+    prefillChunk: o.prefillChunk,
     maxBodyBytes: o.maxBodyBytes,
     maxUploadBytes: o.maxUploadBytes,
     token: o.token,

@@ -8,7 +8,9 @@
  * What is generated is always valid JSON, in a canonical shape: object
  * keys and enum strings exactly as `JSON.stringify` writes them, numbers
  * of at most 15 integer and 15 fraction digits and a 3-digit exponent,
- * at most 20 whitespace bytes in a row between tokens, no `\u` escape of a
+ * whitespace between tokens as llama.cpp's JSON grammar allows it
+ * (nothing, one space, or a newline and up to 20 spaces or tabs), no `\u`
+ * escape of a
  * surrogate (so each character counts once), nesting at most 64 deep.
  *
  * Schema keywords understood: `type` (one or a list), `enum`, `const`,
@@ -91,7 +93,7 @@ export interface ByteGrammar<S = unknown> {
 
 /** Options of {@link compileJsonSchema}. */
 export interface JsonSchemaOptions {
-  /** Most whitespace bytes in a row between tokens. @default {20} */
+  /** Most spaces or tabs after a newline between tokens. @default {20} */
   maxWhitespace?: number;
   /** Deepest nesting of objects and arrays. @default {64} */
   maxDepth?: number;
@@ -540,6 +542,17 @@ interface Stack {
 
 const isWs = (b: number) =>
   b === 0x20 || b === 0x0a || b === 0x09 || b === 0x0d;
+/**
+ * Insignificant whitespace between tokens, by llama.cpp's JSON grammar
+ * rule: nothing, one space, or a newline and up to `max` spaces or tabs.
+ * `ws` is 0 before any, −1 after the space, k ≥ 1 after the newline and
+ * k − 1 indents; undefined refuses the byte.
+ */
+function wsStep(ws: number, b: number, max: number): number | undefined {
+  if (ws === 0) return b === 0x20 ? -1 : b === 0x0a ? 1 : undefined;
+  if (ws > 0 && ws <= max && (b === 0x20 || b === 0x09)) return ws + 1;
+  return undefined;
+}
 const isDigit = (b: number) => b >= 0x30 && b <= 0x39;
 const isHex = (b: number) =>
   isDigit(b) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
@@ -555,9 +568,8 @@ class RootFrame implements Frame {
     if (this.done) return b < 0 ? DONE : REJECT;
     if (b < 0) return REJECT;
     if (isWs(b)) {
-      return this.ws < g.maxWs
-        ? new RootFrame(this.node, this.ws + 1, false)
-        : REJECT;
+      const w = wsStep(this.ws, b, g.maxWs);
+      return w === undefined ? REJECT : new RootFrame(this.node, w, false);
     }
     return { push: this.node, self: new RootFrame(this.node, 0, false) };
   }
@@ -769,7 +781,7 @@ class NumFrame implements Frame {
 
 /**
  * An array. Phases: 0 before "[", 1 after "[", 2 after an item, 3 after
- * ","; `n` items so far, `ws` whitespace bytes in a row.
+ * ","; `n` items so far, `ws` the whitespace state (see `wsStep`).
  */
 class ArrFrame implements Frame {
   constructor(
@@ -788,9 +800,10 @@ class ArrFrame implements Frame {
     }
     if (b < 0) return REJECT;
     if (isWs(b)) {
-      return this.ws < g.maxWs
-        ? new ArrFrame(this.node, this.phase, this.n, this.ws + 1)
-        : REJECT;
+      const w = wsStep(this.ws, b, g.maxWs);
+      return w === undefined
+        ? REJECT
+        : new ArrFrame(this.node, this.phase, this.n, w);
     }
     const canItem = this.n < max && this.#item(this.n) !== null;
     if (this.phase === 2) {
@@ -849,9 +862,10 @@ class ObjFrame implements Frame {
     if (this.phase === 0) return b === 0x7b ? this.#to(1) : REJECT;
     if (b < 0) return REJECT;
     if (isWs(b) && this.phase !== 2) {
-      return this.ws < g.maxWs
-        ? new ObjFrame(this.node, this.phase, this.seen, this.at, this.ws + 1)
-        : REJECT;
+      const w = wsStep(this.ws, b, g.maxWs);
+      return w === undefined
+        ? REJECT
+        : new ObjFrame(this.node, this.phase, this.seen, this.at, w);
     }
     switch (this.phase) {
       case 1:

@@ -109,6 +109,8 @@ export {
   type TokenConstraint,
 } from "./constraint.ts";
 
+export { renderGoTemplate, renderOllamaTemplate } from "./go_template.ts";
+
 /** Options of {@link createTokenizer}: those of both loaders. */
 export interface CreateTokenizerOptions
   extends HfTokenizerOptions, GgufTokenizerOptions {}
