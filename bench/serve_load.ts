@@ -129,7 +129,7 @@ async function phase(
     ? await startInProcess(dir, maxBatch, MAX_WAIT)
     : await startSubprocess(dir, maxBatch, MAX_WAIT);
   try {
-    const predict = `${server.url}/v1/models/dense/predict`;
+    const predict = `${server.url}/registry/models/dense/predict`;
     // Load, warm up (JIT, kernels, connections), then measure.
     await runLoad(server.url, predict, model, 10 * CLIENTS, CLIENTS, LIMIT_MS);
     const r = await runLoad(

@@ -40,7 +40,6 @@ export function engineOf(parts: ServerParts, loaded: LoadedLlm): BatchEngine {
   loaded.engine = new BatchEngine(loaded.model, {
     maxSequences: parts.maxConcurrentGenerations,
     prefillChunk: parts.prefillChunk,
-    yieldNow: parts.yieldNow,
     onStep(s: BatchStep) {
       m.observe(
         "modelhost_generate_batch_sequences",

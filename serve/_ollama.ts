@@ -800,7 +800,7 @@ export async function handleShow(
     system: mf?.system ?? "",
     details: details(v),
     model_info: v.llm.modelInfo,
-    capabilities: ["completion", "embedding"],
+    capabilities: ["completion"],
     modified_at: (v.modified ?? new Date(0)).toISOString(),
   });
 }

@@ -47,11 +47,11 @@ Deno.test(
       assert(url, `unexpected stdout: ${first}`);
       const health = await call(`${url}/healthz`);
       assertEquals(health.body, { status: "ok", models: 1, loaded: 0 });
-      const p = await call(`${url}/v1/models/mlp/predict`, {
+      const p = await call(`${url}/registry/models/mlp/predict`, {
         json: { inputs: v.inputs },
       });
       assertEquals(p.status, 200);
-      const del = await call(`${url}/v1/models/mlp`, { method: "DELETE" });
+      const del = await call(`${url}/registry/models/mlp`, { method: "DELETE" });
       assertEquals(del.status, 401);
       child.kill("SIGTERM");
       await out.cancel();
@@ -66,8 +66,8 @@ Deno.test(
       const requests = logs.filter((l) => l.msg === "request");
       assertEquals(requests.map((l) => [l.route, l.status]), [
         ["/healthz", 200],
-        ["/v1/models/{name}/predict", 200],
-        ["/v1/models/{name}", 401],
+        ["/registry/models/{name}/predict", 200],
+        ["/registry/models/{name}", 401],
       ]);
       assert(logs.some((l) => l.msg === "model loaded" && l.model === "mlp@1"));
       assertEquals(logs[logs.length - 1].msg, "closed");

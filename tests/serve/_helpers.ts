@@ -142,7 +142,7 @@ export function upload(
   query = "",
   headers: Record<string, string> = {},
 ): ReturnType<typeof call> {
-  return call(`${url}/v1/models/${name}${query}`, {
+  return call(`${url}/registry/models/${name}${query}`, {
     method: "POST",
     body: bytes as BodyInit,
     headers,

@@ -235,9 +235,15 @@ conformanceTest(
         ],
         [
           "/api/generate",
-          { model: "stories", prompt: "x", format: "json" },
+          { model: "stories", prompt: "x", format: "yaml" },
           400,
-          "structured output",
+          '"format" must be "json" or a JSON schema object',
+        ],
+        [
+          "/api/generate",
+          { model: "stories", prompt: "x", format: { pattern: "a+" } },
+          400,
+          'the keyword "pattern" is not supported',
         ],
         [
           "/api/generate",
@@ -269,7 +275,7 @@ conformanceTest(
         ],
         ["/api/show", { model: "mlp" }, 400, "not a Llama-family"],
         [
-          "/v1/models/stories/predict",
+          "/registry/models/stories/predict",
           { inputs: [[1]] },
           400,
           "is a language model",
@@ -385,10 +391,8 @@ conformanceTest(
     await withStories({}, async ({ url }) => {
       const ollama = new Ollama({ host: url });
       const list = await ollama.list();
-      assertEquals(list.models.map((m) => m.name), [
-        "stories:latest",
-        "stories:1",
-      ]);
+      // One entry per stored version; a model's newest answers as :latest.
+      assertEquals(list.models.map((m) => m.name), ["stories:latest"]);
       assertEquals(list.models[0].details.family, "llama");
       assertEquals(list.models[0].details.format, "gguf");
       assertEquals(list.models[0].details.parameter_size, "292.80K");
@@ -449,7 +453,12 @@ conformanceTest(
 
       assertEquals((await ollama.version()).version.length > 0, true);
       const ps = await ollama.ps();
-      assertEquals(ps.models.map((m) => m.name), ["stories:1"]);
+      assertEquals(ps.models.map((m) => m.name), ["stories:latest"]);
+      // expires_at is a real RFC 3339 time (Python's fromisoformat takes it).
+      assertEquals(
+        (ps.models[0] as unknown as { expires_at: string }).expires_at,
+        "9999-12-31T23:59:59Z",
+      );
       // keep_alive 0 with no prompt unloads, as in Ollama.
       const un = await ollama.generate({
         model: "stories",

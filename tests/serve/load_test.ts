@@ -22,7 +22,7 @@ Deno.test("serve load: 256 predictions from 32 clients, no errors, batches form 
         maxWaitMs: 2,
       });
       try {
-        const predict = `${server.url}/v1/models/dense/predict`;
+        const predict = `${server.url}/registry/models/dense/predict`;
         const r = await runLoad(server.url, predict, model, 256, 32, 60_000);
         assertEquals(r.errors, 0, r.errorSamples.join("; "));
         assertEquals(r.ok, 256);

@@ -67,11 +67,11 @@ Deno.test("metrics: /metrics counts the requests made, by route and status", asy
     const v = await predictVectors();
     await upload(url, "mlp", await bundleBytes(v));
     for (let i = 0; i < 3; i++) {
-      await call(`${url}/v1/models/mlp/predict`, {
+      await call(`${url}/registry/models/mlp/predict`, {
         json: { inputs: v.inputs },
       });
     }
-    await call(`${url}/v1/models/nope/predict`, { json: { inputs: v.inputs } });
+    await call(`${url}/registry/models/nope/predict`, { json: { inputs: v.inputs } });
     const res = await fetch(`${url}/metrics`);
     assertEquals(
       res.headers.get("content-type"),
@@ -85,9 +85,9 @@ Deno.test("metrics: /metrics counts the requests made, by route and status", asy
       requests.find((s) =>
         s.labels?.route === route && s.labels?.status === status
       )?.value;
-    assertEquals(count("/v1/models/{name}/predict", "200"), "3");
-    assertEquals(count("/v1/models/{name}/predict", "404"), "1");
-    assertEquals(count("/v1/models/{name}", "201"), "1");
+    assertEquals(count("/registry/models/{name}/predict", "200"), "3");
+    assertEquals(count("/registry/models/{name}/predict", "404"), "1");
+    assertEquals(count("/registry/models/{name}", "201"), "1");
     const rows = fams.get("modelhost_predict_rows_total")!.metrics[0];
     assertEquals(rows, { value: "21", labels: { model: "mlp@1" } });
     assertEquals(

@@ -55,7 +55,7 @@ Deno.test("serve router: an upload past uploadTimeoutMs is cut off with 504 and 
     { timeoutMs: 30_000, uploadTimeoutMs: 150 },
     async ({ url, dir, logs }) => {
       try {
-        const res = await fetch(`${url}/v1/models/slow`, {
+        const res = await fetch(`${url}/registry/models/slow`, {
           method: "POST",
           body: slowBody(st, 4, 200),
         });
@@ -72,7 +72,7 @@ Deno.test("serve router: an upload past uploadTimeoutMs is cut off with 504 and 
         await new Promise((r) => setTimeout(r, 10));
       }
       const line = logs.find((l) => l.msg === "request")!;
-      assertEquals([line.route, line.status], ["/v1/models/{name}", 504]);
+      assertEquals([line.route, line.status], ["/registry/models/{name}", 504]);
       for (let i = 0; i < 200 && (await listing(dir)).length > 0; i++) {
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -85,20 +85,20 @@ Deno.test("serve router: segments are percent-decoded and empty ones dropped; un
   await withServer({}, async ({ url }) => {
     const bytes = await bundleBytes(V);
     assertEquals((await upload(url, "mlp", bytes)).status, 201);
-    const plain = await call(`${url}/v1/models/mlp`);
+    const plain = await call(`${url}/registry/models/mlp`);
     assertEquals(plain.status, 200);
-    for (const path of ["/v1/mod%65ls/ml%70", "//v1//models///mlp/"]) {
+    for (const path of ["/regis%74ry/mod%65ls/ml%70", "//registry//models///mlp/"]) {
       const r = await call(url + path);
       assertEquals([r.status, r.body], [200, plain.body], path);
     }
-    const bad = await call(`${url}/v1/models/%E0%A4%A`);
+    const bad = await call(`${url}/registry/models/%E0%A4%A`);
     assertEquals(bad.status, 400);
-    assertEquals(bad.body.error, "Malformed path /v1/models/%E0%A4%A");
-    const none = await call(`${url}/v1/models/mlp/versions`);
+    assertEquals(bad.body.error, "Malformed path /registry/models/%E0%A4%A");
+    const none = await call(`${url}/registry/models/mlp/versions`);
     assertEquals(none.status, 404);
     assertEquals(
       none.body.error,
-      "No route for GET /v1/models/mlp/versions",
+      "No route for GET /registry/models/mlp/versions",
     );
   });
 });

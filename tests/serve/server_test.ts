@@ -45,7 +45,7 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
     assertEquals(a.body.version, "1");
     assertEquals(a.body.format, "bundle");
     assertEquals(a.body.kind, "network");
-    assertEquals(a.res.headers.get("location"), "/v1/models/mlp/versions/1");
+    assertEquals(a.res.headers.get("location"), "/registry/models/mlp/versions/1");
     assertMatch(a.res.headers.get("x-request-id")!, /^[0-9a-z]+-1$/);
     assertEquals(
       (a.body.provenance as Record<string, unknown>).git_commit,
@@ -68,7 +68,7 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
       `mlp@2.safetensors ${b.body.bytes}`,
     ]);
 
-    const list = await call(`${url}/v1/models`);
+    const list = await call(`${url}/registry/models`);
     assertEquals(list.status, 200);
     const models = list.body.models as {
       name: string;
@@ -81,8 +81,8 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
     // Latest (SafeTensors) and version 1 (bundle): NumPy's outputs.
     for (
       const path of [
-        "/v1/models/mlp/predict",
-        "/v1/models/mlp/versions/1/predict",
+        "/registry/models/mlp/predict",
+        "/registry/models/mlp/versions/1/predict",
       ]
     ) {
       const p = await call(url + path, { json: { inputs: V.inputs } });
@@ -93,7 +93,7 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
       // And exactly what the library computes for the same rows.
       assertEquals(Float32Array.from(out), libraryForward(V.inputs));
     }
-    const one = await call(`${url}/v1/models/mlp/predict`, {
+    const one = await call(`${url}/registry/models/mlp/predict`, {
       json: { inputs: V.inputs[3] },
     });
     assertEquals(one.body.shape, [1, 4]);
@@ -103,10 +103,10 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
       "one bare row",
     );
 
-    const got = await call(`${url}/v1/models/mlp/versions/2`);
+    const got = await call(`${url}/registry/models/mlp/versions/2`);
     assertEquals(got.body.loaded, true);
 
-    const del = await call(`${url}/v1/models/mlp/versions/1`, {
+    const del = await call(`${url}/registry/models/mlp/versions/1`, {
       method: "DELETE",
     });
     assertEquals(del.status, 200);
@@ -117,16 +117,16 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
     }]);
     assertEquals(await listing(dir), [`mlp@2.safetensors ${b.body.bytes}`]);
     assertEquals(
-      (await call(`${url}/v1/models/mlp/versions/1/predict`, {
+      (await call(`${url}/registry/models/mlp/versions/1/predict`, {
         json: { inputs: V.inputs },
       })).status,
       404,
     );
 
-    const all = await call(`${url}/v1/models/mlp`, { method: "DELETE" });
+    const all = await call(`${url}/registry/models/mlp`, { method: "DELETE" });
     assertEquals(all.status, 200);
     assertEquals(await listing(dir), []);
-    assertEquals((await call(`${url}/v1/models/mlp`)).status, 404);
+    assertEquals((await call(`${url}/registry/models/mlp`)).status, 404);
 
     const requests = logs.filter((l) => l.msg === "request");
     assertEquals(requests.length, 11);
@@ -135,14 +135,14 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
         typeof l.ms === "number" && typeof l.status === "number"
       ),
     );
-    assertEquals(requests[0].route, "/v1/models/{name}");
+    assertEquals(requests[0].route, "/registry/models/{name}");
     assertEquals(requests[0].status, 201);
   });
 });
 
 Deno.test("serve: version folders, unversioned files and explicit versions", async () => {
   await withServer({}, async ({ url, dir }) => {
-    const list = await call(`${url}/v1/models/net`);
+    const list = await call(`${url}/registry/models/net`);
     assertEquals(list.status, 200);
     assertEquals(
       (list.body.versions as { version: string; file: string }[]).map((
@@ -150,14 +150,14 @@ Deno.test("serve: version folders, unversioned files and explicit versions", asy
       ) => [v.version, v.file]),
       [["1", "net/1/model.bundle.json"], ["10", "net/10/model.safetensors"]],
     );
-    assertEquals((await call(`${url}/v1/models/plain`)).body.latest, "1");
+    assertEquals((await call(`${url}/registry/models/plain`)).body.latest, "1");
     // Numeric order: 10 is newer than 9 and 1.
     const up = await upload(url, "net", await bundleBytes(V), "?version=9");
     assertEquals(up.body.version, "9");
-    assertEquals((await call(`${url}/v1/models/net`)).body.latest, "10");
+    assertEquals((await call(`${url}/registry/models/net`)).body.latest, "10");
     const next = await upload(url, "net", await bundleBytes(V));
     assertEquals(next.body.version, "11");
-    const p = await call(`${url}/v1/models/net/versions/10/predict`, {
+    const p = await call(`${url}/registry/models/net/versions/10/predict`, {
       json: { inputs: V.inputs },
     });
     assertAllClose(
@@ -168,9 +168,9 @@ Deno.test("serve: version folders, unversioned files and explicit versions", asy
       1e-6,
     );
     // Deleting a folder version removes its folder; the last one removes net/.
-    await call(`${url}/v1/models/net/versions/1`, { method: "DELETE" });
+    await call(`${url}/registry/models/net/versions/1`, { method: "DELETE" });
     assert(!(await listing(dir)).some((l) => l.startsWith("net/1/")));
-    await call(`${url}/v1/models/net`, { method: "DELETE" });
+    await call(`${url}/registry/models/net`, { method: "DELETE" });
     assertEquals((await listing(dir)).filter((l) => l.startsWith("net")), []);
   }, async (dir) => {
     await Deno.mkdir(join(dir, "net/1"), { recursive: true });
@@ -277,7 +277,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         [
           "malformed JSON",
           () =>
-            call(`${url}/v1/models/mlp/predict`, {
+            call(`${url}/registry/models/mlp/predict`, {
               method: "POST",
               body: "{inputs: [1,",
             }),
@@ -286,14 +286,14 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         ],
         [
           "JSON that is no object",
-          () => call(`${url}/v1/models/mlp/predict`, { json: [1, 2] }),
+          () => call(`${url}/registry/models/mlp/predict`, { json: [1, 2] }),
           400,
           "must be an object",
         ],
         [
           "JSON body over the cap",
           () =>
-            call(`${url}/v1/models/mlp/predict`, {
+            call(`${url}/registry/models/mlp/predict`, {
               json: { inputs: [new Array(2000).fill(0.5)] },
             }),
           413,
@@ -302,7 +302,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         [
           "unknown model",
           () =>
-            call(`${url}/v1/models/nope/predict`, {
+            call(`${url}/registry/models/nope/predict`, {
               json: { inputs: V.inputs },
             }),
           404,
@@ -311,7 +311,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         [
           "unknown version",
           () =>
-            call(`${url}/v1/models/mlp/versions/7/predict`, {
+            call(`${url}/registry/models/mlp/versions/7/predict`, {
               json: { inputs: V.inputs },
             }),
           404,
@@ -320,7 +320,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         [
           "wrong feature count",
           () =>
-            call(`${url}/v1/models/mlp/predict`, {
+            call(`${url}/registry/models/mlp/predict`, {
               json: { inputs: [[1, 2, 3]] },
             }),
           400,
@@ -329,7 +329,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         [
           "ragged inputs",
           () =>
-            call(`${url}/v1/models/mlp/predict`, {
+            call(`${url}/registry/models/mlp/predict`, {
               json: { inputs: [[1, 2, 3, 4, 5, 6], [1]] },
             }),
           400,
@@ -338,7 +338,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         [
           "non-numbers",
           () =>
-            call(`${url}/v1/models/mlp/predict`, {
+            call(`${url}/registry/models/mlp/predict`, {
               json: { inputs: [[1, 2, 3, 4, 5, "6"]] },
             }),
           400,
@@ -346,20 +346,20 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
         ],
         [
           "no inputs",
-          () => call(`${url}/v1/models/mlp/predict`, { json: {} }),
+          () => call(`${url}/registry/models/mlp/predict`, { json: {} }),
           400,
           '"inputs" must be',
         ],
         ["unknown route", () => call(`${url}/v2/everything`), 404, "No route"],
         [
           "wrong method",
-          () => call(`${url}/v1/models/mlp/predict`),
+          () => call(`${url}/registry/models/mlp/predict`),
           405,
           "GET is not allowed",
         ],
         [
           "delete of an unknown model",
-          () => call(`${url}/v1/models/nope`, { method: "DELETE" }),
+          () => call(`${url}/registry/models/nope`, { method: "DELETE" }),
           404,
           "not found",
         ],
@@ -378,7 +378,7 @@ Deno.test("serve: refusals give the right status and leave the registry folder a
           `${what} changed the registry folder`,
         );
       }
-      const wrong = await call(`${url}/v1/models/mlp/predict`);
+      const wrong = await call(`${url}/registry/models/mlp/predict`);
       assertEquals(wrong.res.headers.get("allow"), "POST");
     },
   );
@@ -401,7 +401,7 @@ Deno.test("serve: an upload cut off mid-body leaves nothing behind", async () =>
     });
     let failed = false;
     try {
-      const res = await fetch(`${url}/v1/models/cut`, { method: "POST", body });
+      const res = await fetch(`${url}/registry/models/cut`, { method: "POST", body });
       await res.body?.cancel();
     } catch {
       failed = true;
@@ -411,7 +411,7 @@ Deno.test("serve: an upload cut off mid-body leaves nothing behind", async () =>
       await new Promise((r) => setTimeout(r, 10));
     }
     const line = logs.find((l) => l.msg === "request")!;
-    assertEquals(line.route, "/v1/models/{name}");
+    assertEquals(line.route, "/registry/models/{name}");
     assert((line.status as number) >= 400, `status ${line.status}`);
     assertEquals(await listing(dir), []);
   });
@@ -436,19 +436,19 @@ Deno.test("serve: a bearer token guards upload and delete, not reads", async () 
       authorization: "Bearer s3cret",
     });
     assertEquals(ok.status, 201);
-    assertEquals((await call(`${url}/v1/models`)).status, 200);
+    assertEquals((await call(`${url}/registry/models`)).status, 200);
     assertEquals(
-      (await call(`${url}/v1/models/mlp/predict`, {
+      (await call(`${url}/registry/models/mlp/predict`, {
         json: { inputs: V.inputs },
       })).status,
       200,
     );
     assertEquals(
-      (await call(`${url}/v1/models/mlp`, { method: "DELETE" })).status,
+      (await call(`${url}/registry/models/mlp`, { method: "DELETE" })).status,
       401,
     );
     assertEquals(
-      (await call(`${url}/v1/models/mlp`, {
+      (await call(`${url}/registry/models/mlp`, {
         method: "DELETE",
         headers: { authorization: "Bearer s3cret" },
       })).status,
@@ -466,12 +466,12 @@ Deno.test("serve: requests arriving together run as one batch; each gets its own
         201,
       );
       // Load (and warm up) first, so the seven requests below meet a loaded model.
-      await call(`${url}/v1/models/mlp/predict`, {
+      await call(`${url}/registry/models/mlp/predict`, {
         json: { inputs: [V.inputs[0]] },
       });
       const results = await Promise.all(
         V.inputs.map((row) =>
-          call(`${url}/v1/models/mlp/predict`, { json: { inputs: [row] } })
+          call(`${url}/registry/models/mlp/predict`, { json: { inputs: [row] } })
         ),
       );
       results.forEach((r, i) => {
@@ -503,7 +503,7 @@ Deno.test("serve: loaded models are kept up to the byte budget, least recently u
       await upload(url, "a", bytes);
       await upload(url, "b", bytes);
       const predict = (name: string) =>
-        call(`${url}/v1/models/${name}/predict`, {
+        call(`${url}/registry/models/${name}/predict`, {
           json: { inputs: V.inputs },
         });
       await predict("a");
