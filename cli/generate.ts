@@ -3,6 +3,11 @@
 
 import { loadTransformer } from "../io/transformer.ts";
 import { generate } from "../models/generate.ts";
+import type { Transformer } from "../models/transformer.ts";
+import {
+  jsonConstraint,
+  type TokenConstraint,
+} from "../tokenizers/constraint.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
 import { type Command, needFiles } from "./_command.ts";
 
@@ -74,12 +79,53 @@ const GENERATE_FLAGS: FlagSpec[] = [
   },
   { name: "no-bos", type: "boolean", description: "Do not add the BOS token" },
   {
+    name: "json-schema",
+    type: "string",
+    value: "FILE",
+    description:
+      'Constrain the output to JSON that validates against this JSON Schema file (- reads stdin; "json" alone: any JSON object)',
+  },
+  {
     name: "json",
     type: "boolean",
     description:
       "Print one JSON object with ids, text and timings instead of streaming text",
   },
 ];
+
+/** The constraint of `--json-schema FILE` (or `json`), if given. */
+async function schemaConstraint(
+  arg: string | undefined,
+  model: Transformer,
+): Promise<TokenConstraint | undefined> {
+  if (arg === undefined) return undefined;
+  let schema: unknown = "json";
+  if (arg !== "json") {
+    const text = arg === "-"
+      ? await new Response(Deno.stdin.readable).text()
+      : await Deno.readTextFile(arg);
+    try {
+      schema = JSON.parse(text);
+    } catch (e) {
+      throw new UsageError(
+        `--json-schema ${arg}: not JSON (${
+          e instanceof Error ? e.message : e
+        })`,
+      );
+    }
+  }
+  if (!model.tokenizer) {
+    throw new UsageError("--json-schema needs a model with a tokenizer");
+  }
+  try {
+    return jsonConstraint(model.tokenizer, schema);
+  } catch (e) {
+    if (e instanceof TypeError) {
+      throw new UsageError(`--json-schema ${arg}: ${e.message}`);
+    }
+    throw e;
+  }
+}
 
 /** `modelhost generate MODEL --prompt TEXT`. */
 export const generateCommand: Command = {
@@ -117,6 +163,10 @@ export const generateCommand: Command = {
       seed: flags.seed as number,
       stop: flags.stop as string[] | undefined,
       addBos: flags["no-bos"] ? false : undefined,
+      constraint: await schemaConstraint(
+        flags["json-schema"] as string | undefined,
+        model,
+      ),
     };
     const ids: number[] = [];
     let text = "";

@@ -7,6 +7,9 @@ import type { Registry } from "../registry.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
 import type { Command } from "./_command.ts";
 
+/** The port Ollama listens on, taken with `--ollama`. */
+const OLLAMA_PORT = 11434;
+
 /** Flags of `serve`. */
 const SERVE_FLAGS: FlagSpec[] = [
   {
@@ -23,6 +26,12 @@ const SERVE_FLAGS: FlagSpec[] = [
     value: "ADDR",
     description: "Interface to listen on (0.0.0.0 for every one)",
     default: serveDefaults.hostname,
+  },
+  {
+    name: "ollama",
+    type: "boolean",
+    description:
+      "Stand in for Ollama: port 11434 (Ollama's) unless --port says otherwise",
   },
   {
     name: "token",
@@ -70,8 +79,17 @@ const SERVE_FLAGS: FlagSpec[] = [
     name: "max-concurrent-generations",
     type: "number",
     value: "N",
-    description: "Generations running at once; more wait in a queue",
+    description:
+      "Generations running at once, batched per model (one forward pass per step for all); more wait in a queue",
     default: serveDefaults.maxConcurrentGenerations,
+  },
+  {
+    name: "prefill-chunk",
+    type: "number",
+    value: "N",
+    description:
+      "Most prompt tokens fed per step while other generations run (long prompts go in chunks)",
+    default: serveDefaults.prefillChunk,
   },
   {
     name: "max-queued-generations",
@@ -108,10 +126,15 @@ async function runServe(
     throw new UsageError("serve takes one registry folder: serve DIR");
   }
   const num = (name: string) => flags[name] as number;
+  const portGiven = args.some((a) =>
+    a === "--port" || a.startsWith("--port=") || a === "-p" ||
+    /^-p\d/.test(a)
+  );
+  const port = flags.ollama && !portGiven ? OLLAMA_PORT : num("port");
   const stop = new AbortController();
   const server = await startServer({
     dir: positional[0],
-    port: num("port"),
+    port,
     hostname: flags.host as string,
     token: (flags.token as string | undefined) ??
       Deno.env.get("MODELHOST_TOKEN"),
@@ -121,6 +144,7 @@ async function runServe(
     maxUploadBytes: num("max-upload-bytes"),
     timeoutMs: num("timeout-ms"),
     maxConcurrentGenerations: num("max-concurrent-generations"),
+    prefillChunk: num("prefill-chunk"),
     maxQueuedGenerations: num("max-queued-generations"),
     maxTokens: num("max-tokens"),
     cacheBytes: num("cache-bytes"),
@@ -148,7 +172,7 @@ export const serveCommand: Command = {
   summary:
     "Serve a folder of models over HTTP (registry, batched predictions, Ollama API, metrics)",
   usage:
-    "serve DIR [--port 8080] [--host 127.0.0.1] [--token T] [--max-batch N] [--max-wait-ms N] [limits]",
+    "serve DIR [--port 8080 | --ollama] [--host 127.0.0.1] [--token T] [--max-batch N] [--max-wait-ms N] [limits]",
   flags: () => SERVE_FLAGS,
   run: (args, ctx) => runServe(args, ctx.reg, ctx.quiet, ctx.io.out),
 };
