@@ -51,7 +51,9 @@ Deno.test(
         json: { inputs: v.inputs },
       });
       assertEquals(p.status, 200);
-      const del = await call(`${url}/registry/models/mlp`, { method: "DELETE" });
+      const del = await call(`${url}/registry/models/mlp`, {
+        method: "DELETE",
+      });
       assertEquals(del.status, 401);
       child.kill("SIGTERM");
       await out.cancel();

@@ -71,7 +71,9 @@ Deno.test("metrics: /metrics counts the requests made, by route and status", asy
         json: { inputs: v.inputs },
       });
     }
-    await call(`${url}/registry/models/nope/predict`, { json: { inputs: v.inputs } });
+    await call(`${url}/registry/models/nope/predict`, {
+      json: { inputs: v.inputs },
+    });
     const res = await fetch(`${url}/metrics`);
     assertEquals(
       res.headers.get("content-type"),

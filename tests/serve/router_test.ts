@@ -87,7 +87,9 @@ Deno.test("serve router: segments are percent-decoded and empty ones dropped; un
     assertEquals((await upload(url, "mlp", bytes)).status, 201);
     const plain = await call(`${url}/registry/models/mlp`);
     assertEquals(plain.status, 200);
-    for (const path of ["/regis%74ry/mod%65ls/ml%70", "//registry//models///mlp/"]) {
+    for (
+      const path of ["/regis%74ry/mod%65ls/ml%70", "//registry//models///mlp/"]
+    ) {
       const r = await call(url + path);
       assertEquals([r.status, r.body], [200, plain.body], path);
     }

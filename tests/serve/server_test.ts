@@ -45,7 +45,10 @@ Deno.test("serve: upload a bundle and a SafeTensors file, list them with provena
     assertEquals(a.body.version, "1");
     assertEquals(a.body.format, "bundle");
     assertEquals(a.body.kind, "network");
-    assertEquals(a.res.headers.get("location"), "/registry/models/mlp/versions/1");
+    assertEquals(
+      a.res.headers.get("location"),
+      "/registry/models/mlp/versions/1",
+    );
     assertMatch(a.res.headers.get("x-request-id")!, /^[0-9a-z]+-1$/);
     assertEquals(
       (a.body.provenance as Record<string, unknown>).git_commit,
@@ -401,7 +404,10 @@ Deno.test("serve: an upload cut off mid-body leaves nothing behind", async () =>
     });
     let failed = false;
     try {
-      const res = await fetch(`${url}/registry/models/cut`, { method: "POST", body });
+      const res = await fetch(`${url}/registry/models/cut`, {
+        method: "POST",
+        body,
+      });
       await res.body?.cancel();
     } catch {
       failed = true;
@@ -471,7 +477,9 @@ Deno.test("serve: requests arriving together run as one batch; each gets its own
       });
       const results = await Promise.all(
         V.inputs.map((row) =>
-          call(`${url}/registry/models/mlp/predict`, { json: { inputs: [row] } })
+          call(`${url}/registry/models/mlp/predict`, {
+            json: { inputs: [row] },
+          })
         ),
       );
       results.forEach((r, i) => {
