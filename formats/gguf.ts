@@ -90,7 +90,7 @@ import {
   type GgufValue,
 } from "./_gguf_types.ts";
 import { readGgufHeader, type ReadGgufHeaderOptions } from "./_gguf_read.ts";
-import { QUANTIZE_TYPES } from "../kernels/quants.ts";
+import { QUANTIZE_TYPES } from "../core/quants/mod.ts";
 import { ggufTypeDescriptor } from "./_gguf_desc.ts";
 import { type GgufWriteOptions, writeGguf } from "./_gguf_write.ts";
 export { ggufTypeDescriptor } from "./_gguf_desc.ts";
@@ -126,9 +126,11 @@ export {
 export {
   dequantize,
   DEQUANTIZE_TYPES,
+  dequantizeGguf,
   quantize,
   QUANTIZE_TYPES,
-} from "../kernels/quants.ts";
+  quantizeGguf,
+} from "../core/quants/mod.ts";
 export {
   parseGgufHeader,
   readGgufHeader,
