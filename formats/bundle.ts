@@ -60,7 +60,7 @@ import type {
   ReadOptions,
   WriteOptions,
 } from "../core/plugin.ts";
-import { quantize } from "../core/quantize.ts";
+import { quantizeAffine } from "../core/quantize.ts";
 import type { ByteSource } from "../core/sources.ts";
 import {
   buildNetwork,
@@ -371,7 +371,7 @@ function convert(
       quantized &&
       (target.name === "I8" || target.name === "U8" || target.name === "F4")
     ) {
-      return quantize(name, values, [...t.shape], {
+      return quantizeAffine(name, values, [...t.shape], {
         dtype: target.name,
         granularity: storage.granularity,
         symmetric: storage.symmetric,
