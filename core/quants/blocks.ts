@@ -2,7 +2,7 @@
  * Block facts of the ggml quantized types: elements per block, bytes per
  * block and the `ggml_type` id GGUF stores. This is the one table of them;
  * the dtype table (`core/dtypes.ts`), the block codecs beside this file and
- * the fast kernels' references (`kernels/fast/quant_ref.ts`) read it.
+ * the fast kernels' references (`kernels/quant_ref.ts`) read it.
  *
  * Layouts (little-endian, as ggml's block structs):
  *

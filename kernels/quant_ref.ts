@@ -6,20 +6,22 @@
  * codecs of `core/quants/`, checked against gguf-py). Beside them, the reference of how a
  * quantized weight is multiplied (llama.cpp's CPU rules): activations
  * quantized to Q8_0 / Q8_K blocks ({@link quantizeActivationsRef}) and
- * integer dot products per block ({@link quantizedDotRef}). These are the
- * `_ref` twins the fast kernels are tested against; they are themselves
- * checked against NumPy (`tests/kernels/fast/gen_vectors.py`).
+ * integer dot products per block ({@link quantizedDotRef}). Together they
+ * are the quantized part of `linearRef` (`kernels/linear.ts`), the
+ * reference the fast kernels are tested against; they are themselves
+ * checked against NumPy (`tests/kernels/fast/gen_vectors.py`). Exported to
+ * users from `kernels/fast` (`BLOCKS` as `FAST_BLOCKS`).
  *
  * Block sizes and layouts: `core/quants/blocks.ts`.
  *
  * @module
  */
 
-import { dtypeInfo } from "../../core/dtypes.ts";
-import { UnsupportedDTypeError } from "../../core/errors.ts";
-import { halfToFloat } from "../../core/quants/f16.ts";
+import { dtypeInfo } from "../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../core/errors.ts";
+import { halfToFloat } from "../core/quants/f16.ts";
 
-export { halfToFloat } from "../../core/quants/f16.ts";
+export { halfToFloat } from "../core/quants/f16.ts";
 
 /**
  * Weight dtypes with fast kernels (and these reference decoders).
@@ -27,7 +29,7 @@ export { halfToFloat } from "../../core/quants/f16.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { FAST_DTYPES } from "./quant_ref.ts";
+ * import { FAST_DTYPES } from "@modelhost/modelhost/kernels/fast";
  * assert(FAST_DTYPES.includes("Q4_0"));
  * ```
  */
@@ -51,8 +53,8 @@ export type FastDType = typeof FAST_DTYPES[number];
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { BLOCKS } from "./quant_ref.ts";
- * assert(BLOCKS.Q8_0.elems === 32 && BLOCKS.Q8_0.bytes === 34);
+ * import { FAST_BLOCKS } from "@modelhost/modelhost/kernels/fast";
+ * assert(FAST_BLOCKS.Q8_0.elems === 32 && FAST_BLOCKS.Q8_0.bytes === 34);
  * ```
  */
 export const BLOCKS: Readonly<
@@ -73,7 +75,7 @@ export const BLOCKS: Readonly<
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { isFastDType } from "./quant_ref.ts";
+ * import { isFastDType } from "@modelhost/modelhost/kernels/fast";
  * assert(isFastDType("Q4_K") && !isFastDType("Q5_0"));
  * ```
  */
@@ -92,7 +94,7 @@ export function isFastDType(dtype: string): dtype is FastDType {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rowBytes } from "./quant_ref.ts";
+ * import { rowBytes } from "@modelhost/modelhost/kernels/fast";
  * assert(rowBytes("Q4_0", 64) === 36);
  * ```
  */
@@ -123,7 +125,7 @@ export function rowBytes(dtype: FastDType, cols: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dequantizeRowRef } from "./quant_ref.ts";
+ * import { dequantizeRowRef } from "@modelhost/modelhost/kernels/fast";
  * // One Q8_0 block: d = 0.5 (f16 0x3800), codes 0..31.
  * const b = new Uint8Array(34);
  * b[0] = 0x00; b[1] = 0x38;
@@ -169,7 +171,7 @@ export type ActivationBlocks = "Q8_0" | "Q8_K";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { activationBlocksOf } from "./quant_ref.ts";
+ * import { activationBlocksOf } from "@modelhost/modelhost/kernels/fast";
  * assert(activationBlocksOf("Q4_0") === "Q8_0");
  * assert(activationBlocksOf("Q6_K") === "Q8_K");
  * ```
@@ -215,7 +217,7 @@ export interface QuantizedActivations {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeActivationsRef } from "./quant_ref.ts";
+ * import { quantizeActivationsRef } from "@modelhost/modelhost/kernels/fast";
  * const x = new Float32Array(32);
  * x[0] = 1.27; x[1] = -0.5; x[2] = 0.005;
  * const q = quantizeActivationsRef(x, "Q8_0");
@@ -283,7 +285,7 @@ export function quantizeActivationsRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeActivationsRef, quantizedDotRef } from "./quant_ref.ts";
+ * import { quantizeActivationsRef, quantizedDotRef } from "@modelhost/modelhost/kernels/fast";
  * // One Q8_0 block: d = 0.5 (f16 0x3800), all codes 2: each weight is 1.
  * const w = new Uint8Array(34).fill(2);
  * w[0] = 0x00; w[1] = 0x38;
@@ -396,7 +398,7 @@ export function quantizedDotRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { roundToF16 } from "./quant_ref.ts";
+ * import { roundToF16 } from "@modelhost/modelhost/kernels/fast";
  * assert(roundToF16(new Float32Array([0.1]))[0] === 0.0999755859375);
  * ```
  */
