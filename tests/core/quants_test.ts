@@ -10,6 +10,11 @@ import { dtypeInfo, DTYPES } from "../../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { nearestInt, roundAway } from "../../core/quants/_common.ts";
+import {
+  F16_TO_F32_BITS,
+  HALF_TO_F32,
+  halfToFloat,
+} from "../../core/quants/f16.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 
 const vectors = JSON.parse(
@@ -247,4 +252,28 @@ Deno.test("quants: formats/gguf keeps the old names quantize / dequantize for on
   assertStrictEquals(gguf.quantizeGguf, quantizeGguf);
   const x = Float32Array.from({ length: 32 }, (_, i) => i - 16);
   assertEquals(gguf.quantize("Q8_0", x), quantizeGguf("Q8_0", x));
+});
+
+Deno.test("quants: the one F16 table equals the platform's Float16Array on all 65536 codes, NaN payloads kept", () => {
+  const codes = Uint16Array.from({ length: 65536 }, (_, i) => i);
+  const platform = new Float32Array(new Float16Array(codes.buffer));
+  const bits = new Uint32Array(HALF_TO_F32.buffer);
+  let nan = 0;
+  for (let h = 0; h < 65536; h++) {
+    const v = platform[h];
+    if (Number.isNaN(v)) {
+      nan++;
+      assertEquals(Number.isNaN(halfToFloat(h)), true);
+      // sign, all-ones exponent, the 10 payload bits moved up by 13
+      assertEquals(
+        bits[h],
+        (((h & 0x8000) << 16) | 0x7f800000 | ((h & 0x3ff) << 13)) >>> 0,
+      );
+    } else {
+      assertStrictEquals(HALF_TO_F32[h], v, `code ${h}`);
+      assertStrictEquals(halfToFloat(h), v);
+    }
+  }
+  assertEquals(nan, 2 * 1023);
+  assertStrictEquals(HALF_TO_F32.buffer, F16_TO_F32_BITS.buffer); // one table
 });
