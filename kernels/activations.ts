@@ -2,12 +2,13 @@
  * Element-wise activation functions (scalar reference versions). Each works
  * in double precision and rounds once when it stores to the Float32Array.
  * The SwiGLU product {@link siluMul} runs the WebAssembly SIMD kernel of
- * `kernels/fast` where available (twin: {@link siluMulRef}).
+ * `kernels/fast` where available (twin: {@link siluMulRef}, the one SwiGLU
+ * reference, which `fastSwiglu` is tested against too).
  *
  * @module
  */
 
-import { fastSwiglu } from "./fast/ops.ts";
+import { engineSwiglu } from "./fast/_ops_engine.ts";
 import { softmax } from "./softmax.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
@@ -253,6 +254,7 @@ export function siluMulRef(gate: Float32Array, up: Float32Array): Float32Array {
  */
 export function siluMul(gate: Float32Array, up: Float32Array): Float32Array {
   checkGateUp(gate, up);
-  if (gate.length > 0 && getEngine()) return fastSwiglu(gate, up);
+  const e = gate.length > 0 ? getEngine() : null;
+  if (e) return engineSwiglu(e, gate, up);
   return siluMulRef(gate, up);
 }

@@ -2,12 +2,13 @@
  * Normalization kernels, per row of a `rows × cols` array. `layerNorm` and
  * the `Ref` twins compute their statistics in double precision; `rmsNorm`
  * runs the WebAssembly SIMD kernel of `kernels/fast` (F32 statistics)
- * where it is available and falls back to {@link rmsNormRef}.
+ * where it is available and falls back to {@link rmsNormRef}, the one RMSNorm
+ * reference (`fastRmsNorm` is tested against it too).
  *
  * @module
  */
 
-import { fastRmsNorm } from "./fast/ops.ts";
+import { engineRmsNorm } from "./fast/_ops_engine.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
 /**
@@ -104,11 +105,10 @@ export function rmsNorm(
   epsilon: number,
 ): Float32Array {
   check(x, rows, cols, "RMS norm");
-  if (
-    cols >= FAST_MIN_COLS && rows > 0 && weight.length === cols && getEngine()
-  ) {
-    return fastRmsNorm(x, cols, weight, epsilon);
-  }
+  const e = cols >= FAST_MIN_COLS && rows > 0 && weight.length === cols
+    ? getEngine()
+    : null;
+  if (e) return engineRmsNorm(e, x, cols, weight, epsilon);
   return rmsNormRef(x, rows, cols, weight, epsilon);
 }
 

@@ -6,12 +6,13 @@
  * Sums and thresholds are computed in double precision, except in
  * `softmax` itself, which runs the WebAssembly SIMD kernel of
  * `kernels/fast` where it applies (see {@link softmax}); its scalar twin is
- * {@link softmaxRef}.
+ * {@link softmaxRef}, the one softmax reference (`fastSoftmax` is tested
+ * against it too).
  *
  * @module
  */
 
-import { fastSoftmax } from "./fast/ops.ts";
+import { engineSoftmax } from "./fast/_ops_engine.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
 /**
@@ -69,11 +70,10 @@ export function softmax(
 ): Float32Array {
   checkShape(x, rows, cols, "softmax");
   checkTemperature(temperature, "softmax");
-  if (
-    temperature === 1 && cols >= FAST_MIN_COLS && rows > 0 && getEngine()
-  ) {
-    return fastSoftmax(x, cols);
-  }
+  const e = temperature === 1 && cols >= FAST_MIN_COLS && rows > 0
+    ? getEngine()
+    : null;
+  if (e) return engineSoftmax(e, x, cols);
   return softmaxRef(x, rows, cols, temperature);
 }
 

@@ -119,11 +119,11 @@ export interface KMeansConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { kmeans } from "./kmeans.ts";
- * assert(kmeans.type === "kmeans");
+ * import { kmeansLayer } from "./kmeans.ts";
+ * assert(kmeansLayer.type === "kmeans");
  * ```
  */
-export const kmeans: LayerPlugin<KMeansConfig> = {
+export const kmeansLayer: LayerPlugin<KMeansConfig> = {
   kind: "layer",
   type: "kmeans",
   description:
@@ -369,3 +369,17 @@ export const kmeans: LayerPlugin<KMeansConfig> = {
     return cfg.outputMode === "probabilities" ? p : g.op("MatMul", [p, c]);
   },
 };
+
+/**
+ * Old name of {@link kmeansLayer}.
+ *
+ * @deprecated Use {@link kmeansLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { kmeans, kmeansLayer } from "@modelhost/modelhost/layers";
+ * assert(kmeans === kmeansLayer);
+ * ```
+ */
+export const kmeans: LayerPlugin<KMeansConfig> = kmeansLayer;

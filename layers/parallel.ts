@@ -340,11 +340,11 @@ function gatherRows(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parallel } from "./parallel.ts";
- * assert(parallel.type === "parallel");
+ * import { parallelLayer } from "./parallel.ts";
+ * assert(parallelLayer.type === "parallel");
  * ```
  */
-export const parallel: LayerPlugin<ParallelConfig> = {
+export const parallelLayer: LayerPlugin<ParallelConfig> = {
   kind: "layer",
   type: "parallel",
   description:
@@ -734,3 +734,17 @@ export const parallel: LayerPlugin<ParallelConfig> = {
     return acc!;
   },
 };
+
+/**
+ * Old name of {@link parallelLayer}.
+ *
+ * @deprecated Use {@link parallelLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { parallel, parallelLayer } from "@modelhost/modelhost/layers";
+ * assert(parallel === parallelLayer);
+ * ```
+ */
+export const parallel: LayerPlugin<ParallelConfig> = parallelLayer;

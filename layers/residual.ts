@@ -67,11 +67,11 @@ function sameShape(a: FloatTensor, b: FloatTensor): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { residual } from "./residual.ts";
- * assert(residual.type === "residual");
+ * import { residualLayer } from "./residual.ts";
+ * assert(residualLayer.type === "residual");
  * ```
  */
-export const residual: LayerPlugin<ResidualConfig> = {
+export const residualLayer: LayerPlugin<ResidualConfig> = {
   kind: "layer",
   type: "residual",
   description:
@@ -205,3 +205,17 @@ export const residual: LayerPlugin<ResidualConfig> = {
     return g.op("Add", [input, ctx.previousInput]);
   },
 };
+
+/**
+ * Old name of {@link residualLayer}.
+ *
+ * @deprecated Use {@link residualLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { residual, residualLayer } from "@modelhost/modelhost/layers";
+ * assert(residual === residualLayer);
+ * ```
+ */
+export const residual: LayerPlugin<ResidualConfig> = residualLayer;

@@ -49,11 +49,11 @@ export interface SequentialConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { sequential } from "./sequential.ts";
- * assert(sequential.type === "sequential");
+ * import { sequentialLayer } from "./sequential.ts";
+ * assert(sequentialLayer.type === "sequential");
  * ```
  */
-export const sequential: LayerPlugin<SequentialConfig> = {
+export const sequentialLayer: LayerPlugin<SequentialConfig> = {
   kind: "layer",
   type: "sequential",
   description: "Sub-layers run one after another, as one layer",
@@ -116,3 +116,17 @@ export const sequential: LayerPlugin<SequentialConfig> = {
   toOnnx: (g, cfg, weights, input, ctx) =>
     lowerChain(g, "layers", "layers", cfg.layers, weights, input, ctx),
 };
+
+/**
+ * Old name of {@link sequentialLayer}.
+ *
+ * @deprecated Use {@link sequentialLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { sequential, sequentialLayer } from "@modelhost/modelhost/layers";
+ * assert(sequential === sequentialLayer);
+ * ```
+ */
+export const sequential: LayerPlugin<SequentialConfig> = sequentialLayer;

@@ -55,7 +55,7 @@ import {
   type Tensor,
   toFloat32,
 } from "../core/tensor.ts";
-import { isFastDType } from "../kernels/fast/quant_ref.ts";
+import { isFastDType } from "../kernels/quant_ref.ts";
 import {
   allocateKernelBytes,
   kernelCopyBytes,

@@ -123,8 +123,8 @@ function sameTensors(
  * ```ts
  * import { assert } from "@std/assert";
  * import { assertLayerPlugin } from "./mod.ts";
- * import { dense } from "../layers/dense.ts";
- * const { output } = assertLayerPlugin(dense, { type: "dense", output_size: 3 }, {
+ * import { denseLayer } from "../layers/dense.ts";
+ * const { output } = assertLayerPlugin(denseLayer, { type: "dense", output_size: 3 }, {
  *   inputShape: [2, 4],
  *   outputShape: [2, 3],
  * });

@@ -78,7 +78,7 @@ export interface OnnxCheck {
  * ```ts
  * import { assert } from "@std/assert";
  * import { assertLayerMatchesOnnx, type OnnxRunner } from "./mod.ts";
- * import { dense } from "../layers/dense.ts";
+ * import { denseLayer } from "../layers/dense.ts";
  * import * as ort from "onnxruntime-node";
  *
  * const run: OnnxRunner = async (model, input) => {
@@ -91,7 +91,7 @@ export interface OnnxCheck {
  *   return { data: y.data as Float32Array, shape: y.dims };
  * };
  * const check = await assertLayerMatchesOnnx(
- *   dense,
+ *   denseLayer,
  *   { type: "dense", output_size: 3, activation: "gelu" },
  *   { inputShape: [2, 4], run },
  * );
