@@ -246,7 +246,7 @@ Deno.test("quants: plain types decode through the same entry point (F16, BF16, F
 });
 
 Deno.test("quants: formats/gguf keeps the old names quantize / dequantize for one release", async () => {
-  const gguf = await import("../../formats/gguf.ts");
+  const gguf = await import("../../formats/gguf/mod.ts");
   assertStrictEquals(gguf.quantize, quantizeGguf);
   assertStrictEquals(gguf.dequantize, dequantizeGguf);
   assertStrictEquals(gguf.quantizeGguf, quantizeGguf);
