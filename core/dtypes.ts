@@ -75,7 +75,7 @@ export interface DTypeInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { alignedView } from "./dtypes.ts";
+ * import { alignedView } from "@modelhost/modelhost/core";
  * const odd = new Uint8Array(9).subarray(1);
  * const view = alignedView(odd, 4);
  * assert(view.byteOffset % 4 === 0 && view.length === 8);
@@ -110,7 +110,7 @@ function checkBytes(name: string, src: Uint8Array, need: number): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { roundHalfEven } from "./dtypes.ts";
+ * import { roundHalfEven } from "@modelhost/modelhost/core";
  * assert(roundHalfEven(2.5) === 2 && roundHalfEven(3.5) === 4 && roundHalfEven(-1.5) === -2);
  * ```
  */
@@ -314,7 +314,7 @@ function quantRow(b: QuantBlock): DTypeInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
+ * import { decodeToF32, encodeFromF32 } from "@modelhost/modelhost/core";
  * const back = decodeToF32("F8_E4M3", encodeFromF32("F8_E4M3", new Float32Array([300, 500])), 2);
  * assert(back[0] === 288 && Number.isNaN(back[1]));
  * ```
@@ -488,7 +488,7 @@ const BY_GGUF = new Map<number, DTypeInfo>(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeInfo } from "./dtypes.ts";
+ * import { dtypeInfo } from "@modelhost/modelhost/core";
  * assert(dtypeInfo("Q8_0").blockBytes === 34);
  * ```
  */
@@ -512,7 +512,7 @@ export function dtypeInfo(name: string): DTypeInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeFromSafetensors } from "./dtypes.ts";
+ * import { dtypeFromSafetensors } from "@modelhost/modelhost/core";
  * assert(dtypeFromSafetensors("F8_E4M3")?.blockBytes === 1);
  * ```
  */
@@ -529,7 +529,7 @@ export function dtypeFromSafetensors(code: string): DTypeInfo | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeFromGguf } from "./dtypes.ts";
+ * import { dtypeFromGguf } from "@modelhost/modelhost/core";
  * assert(dtypeFromGguf(2)?.name === "Q4_0");
  * ```
  */
@@ -548,7 +548,7 @@ export function dtypeFromGguf(id: number): DTypeInfo | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { byteLengthOf } from "./dtypes.ts";
+ * import { byteLengthOf } from "@modelhost/modelhost/core";
  * assert(byteLengthOf("Q4_0", 64) === 36);
  * assert(byteLengthOf("F4", 6) === 3);
  * ```
@@ -578,7 +578,7 @@ export function byteLengthOf(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { decodeToF32 } from "./dtypes.ts";
+ * import { decodeToF32 } from "@modelhost/modelhost/core";
  * const bytes = new Uint8Array(new Int16Array([-3, 7]).buffer);
  * assert(decodeToF32("I16", bytes, 2)[0] === -3);
  * ```
@@ -606,7 +606,7 @@ export function decodeToF32(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
+ * import { decodeToF32, encodeFromF32 } from "@modelhost/modelhost/core";
  * const bytes = encodeFromF32("BF16", new Float32Array([1.5, -2]));
  * assert(decodeToF32("BF16", bytes, 2)[1] === -2);
  * ```

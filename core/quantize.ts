@@ -300,7 +300,7 @@ export interface ErrorStats {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { errorStats } from "./quantize.ts";
+ * import { errorStats } from "@modelhost/modelhost/core";
  * const s = errorStats(new Float32Array([1, 0]), new Float32Array([1, 0.5]));
  * assert(s.maxAbsError === 0.5 && Math.abs(s.cosine - 0.894427) < 1e-6);
  * ```

@@ -64,7 +64,7 @@ export interface LinearRefOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { linearRef } from "@modelhost/modelhost/kernels/fast";
+ * import { linearRef } from "@modelhost/modelhost/kernels";
  * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * const y = linearRef(new Float32Array([1, 1]), 1, w, new Float32Array([0.5, 0]));
@@ -131,7 +131,7 @@ export function linearRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { matmulTransposedRef } from "./linear.ts";
+ * import { matmulTransposedRef } from "@modelhost/modelhost/kernels";
  * const y = matmulTransposedRef(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4, 5, 6]), 2);
  * assert(y[0] === 11 && y[1] === 17);
  * ```
@@ -177,8 +177,8 @@ export function matmulTransposedRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { linear } from "./linear.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { linear } from "@modelhost/modelhost/kernels";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const w = tensorFromF32("w", new Float32Array([1, 0, 0, 1]), [2, 2]);
  * const y = linear(new Float32Array([5, 7]), 1, w);
  * assert(y[0] === 5 && y[1] === 7);
@@ -234,8 +234,8 @@ export function linear(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { linearMany } from "./linear.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { linearMany } from "@modelhost/modelhost/kernels";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const a = tensorFromF32("a", new Float32Array([1, 0, 0, 1]), [2, 2]);
  * const b = tensorFromF32("b", new Float32Array([2, 2]), [1, 2]);
  * const [ya, yb] = linearMany(new Float32Array([5, 7]), 1, [a, b]);

@@ -41,7 +41,7 @@ function check(x: Float32Array, rows: number, cols: number, what: string) {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { layerNorm } from "./norms.ts";
+ * import { layerNorm } from "@modelhost/modelhost/kernels";
  * const y = layerNorm(new Float32Array([1, 3]), 1, 2, new Float32Array([1, 1]), undefined, 0);
  * assert(y[0] === -1 && y[1] === 1);
  * ```
@@ -91,7 +91,7 @@ export function layerNorm(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rmsNorm } from "./norms.ts";
+ * import { rmsNorm } from "@modelhost/modelhost/kernels";
  * const x = new Float32Array(32).fill(2);
  * const y = rmsNorm(x, 1, 32, new Float32Array(32).fill(0.5), 0);
  * assert(Math.abs(y[31] - 0.5) < 1e-6);
@@ -126,7 +126,7 @@ export function rmsNorm(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rmsNormRef } from "./norms.ts";
+ * import { rmsNormRef } from "@modelhost/modelhost/kernels";
  * const y = rmsNormRef(new Float32Array([3, 4]), 1, 2, new Float32Array([1, 2]), 0);
  * assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
  * ```

@@ -57,7 +57,7 @@ export type RopeScaling =
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ropeFrequencies } from "./rope.ts";
+ * import { ropeFrequencies } from "@modelhost/modelhost/kernels";
  * const f = ropeFrequencies(4, 10000);
  * assert(f[0] === 1 && Math.abs(f[1] - 0.01) < 1e-15);
  * ```
@@ -124,7 +124,7 @@ export interface RopeTable {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { ropeFrequencies, ropeTable } from "@modelhost/modelhost/kernels";
  * const t = ropeTable(ropeFrequencies(2), 3);
  * assert(t.cos[0] === 1 && Math.abs(t.sin[2] - Math.sin(2)) < 1e-7);
  * ```
@@ -223,7 +223,7 @@ function checkRope(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { applyRope, ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { applyRope, ropeFrequencies, ropeTable } from "@modelhost/modelhost/kernels";
  * const x = new Float32Array(8).fill(1); // one head of size 8, position 2
  * applyRope(x, 1, 1, 1, ropeTable(ropeFrequencies(8), 3), "neox", 2);
  * assert(Math.abs(x[0] - (Math.cos(2) - Math.sin(2))) < 1e-6);
@@ -321,7 +321,7 @@ export function applyRope(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { applyRopeRef, ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { applyRopeRef, ropeFrequencies, ropeTable } from "@modelhost/modelhost/kernels";
  * const x = new Float32Array([1, 0]); // one head of size 2, position 1
  * applyRopeRef(x, 1, 1, 1, ropeTable(ropeFrequencies(2), 2), "neox", 1);
  * assert(Math.abs(x[0] - Math.cos(1)) < 1e-7 && Math.abs(x[1] - Math.sin(1)) < 1e-7);

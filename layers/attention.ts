@@ -18,8 +18,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { multiHeadAttentionLayer } from "./attention.ts";
- * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
+ * import { multiHeadAttentionLayer } from "@modelhost/modelhost/layers";
+ * import { createRng, createScope, floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
  * const cfg = multiHeadAttentionLayer.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
  * const init = multiHeadAttentionLayer.init!(cfg, createRng(1));
@@ -203,7 +203,7 @@ function ropeOnnx(
  * ```ts
  * import { assert } from "@std/assert";
  * import { attentionOnnx, multiHeadAttentionLayer } from "./attention.ts";
- * import { createRng, createScope, tensorFromF32 } from "../core/mod.ts";
+ * import { createRng, createScope, tensorFromF32 } from "@modelhost/modelhost/core";
  * import { GraphBuilder } from "../formats/onnx/_graph.ts";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
  * const cfg = multiHeadAttentionLayer.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
@@ -317,7 +317,7 @@ export function attentionOnnx(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { multiHeadAttentionLayer } from "./attention.ts";
+ * import { multiHeadAttentionLayer } from "@modelhost/modelhost/layers";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
  * const cfg = multiHeadAttentionLayer.parse(
  *   { type: "multi_head_attention", d_model: 64, num_heads: 8, num_kv_heads: 2 },

@@ -10,10 +10,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { denseLayer } from "./dense.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { denseLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(denseLayer);
  * const cfg = { input_size: 3, layers: [{ type: "dense", output_size: 2, activation: "tanh" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
@@ -78,7 +78,7 @@ const FIELDS = [
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { denseLayer } from "./dense.ts";
+ * import { denseLayer } from "@modelhost/modelhost/layers";
  * assert(denseLayer.type === "dense");
  * ```
  */

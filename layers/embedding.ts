@@ -10,10 +10,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork } from "../core/network.ts";
- * import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { embeddingLayer } from "./embedding.ts";
+ * import { buildNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { embeddingLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(embedding);
  * const w = tensorFromF32("layers.0.weight", new Float32Array([0, 0, 1, 2, 3, 4]), [3, 2]);
  * const net = buildNetwork(reg, { layers: [{ type: "embedding", vocab_size: 3, embedding_dim: 2 }] }, new Map([[w.name, w]]));
@@ -65,7 +65,7 @@ function rowReader(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { embeddingLayer } from "./embedding.ts";
+ * import { embeddingLayer } from "@modelhost/modelhost/layers";
  * assert(embeddingLayer.type === "embedding");
  * ```
  */

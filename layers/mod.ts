@@ -9,9 +9,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork, LAYER_PLUGINS } from "./mod.ts";
- * import { createRegistry } from "../registry.ts";
- * import { floatTensor } from "../core/tensor.ts";
+ * import { buildNetwork, initNetwork, LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { floatTensor } from "@modelhost/modelhost/core";
  * const reg = createRegistry().use(LAYER_PLUGINS);
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2, activation: "softmax" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 42));
@@ -108,7 +108,7 @@ export {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { LAYER_PLUGINS } from "./mod.ts";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
  * assert(LAYER_PLUGINS.some((p) => p.type === "dense"));
  * ```
  */

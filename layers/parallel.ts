@@ -31,9 +31,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = {
  *   type: "parallel",
@@ -87,7 +87,7 @@ import { ints, reduce, sliceLast, zerosLast } from "./_onnx.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { COMBINE_MODES } from "./parallel.ts";
+ * import { COMBINE_MODES } from "@modelhost/modelhost/layers";
  * assert(COMBINE_MODES.includes("filter"));
  * ```
  */
@@ -340,7 +340,7 @@ function gatherRows(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parallelLayer } from "./parallel.ts";
+ * import { parallelLayer } from "@modelhost/modelhost/layers";
  * assert(parallelLayer.type === "parallel");
  * ```
  */

@@ -15,9 +15,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 2, layers: [{ type: "residual", layers: [{ type: "softmax" }] }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
@@ -67,7 +67,7 @@ function sameShape(a: FloatTensor, b: FloatTensor): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { residualLayer } from "./residual.ts";
+ * import { residualLayer } from "@modelhost/modelhost/layers";
  * assert(residualLayer.type === "residual");
  * ```
  */

@@ -9,8 +9,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { parseNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const spec = parseNetwork(defaultRegistry(), {
  *   input_size: 4,
  *   layers: [{ type: "sequential", layers: [{ type: "dense", output_size: 8 }, { type: "dense", output_size: 2 }] }],
@@ -49,7 +49,7 @@ export interface SequentialConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { sequentialLayer } from "./sequential.ts";
+ * import { sequentialLayer } from "@modelhost/modelhost/layers";
  * assert(sequentialLayer.type === "sequential");
  * ```
  */

@@ -11,10 +11,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { swigluLayer } from "./swiglu.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { swigluLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(swigluLayer);
  * const cfg = { input_size: 4, layers: [{ type: "swiglu", intermediate_size: 8 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
@@ -59,7 +59,7 @@ const PROJ = ["gate_proj", "up_proj", "down_proj"] as const;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { swigluLayer } from "./swiglu.ts";
+ * import { swigluLayer } from "@modelhost/modelhost/layers";
  * assert(swigluLayer.type === "swiglu");
  * ```
  */

@@ -17,8 +17,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { transformerBlockLayer } from "./transformer_block.ts";
- * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
+ * import { transformerBlockLayer } from "@modelhost/modelhost/layers";
+ * import { createRng, createScope, floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
  * const ctx = { path: "layers[1]", parseChild: () => { throw new Error(); } };
  * const cfg = transformerBlockLayer.parse(
  *   { type: "transformer_block", d_model: 8, num_heads: 2, intermediate_size: 16 },
@@ -99,7 +99,7 @@ function mlpConfig(cfg: TransformerBlockConfig): SwigluConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { transformerBlockLayer } from "./transformer_block.ts";
+ * import { transformerBlockLayer } from "@modelhost/modelhost/layers";
  * const ctx = { path: "layers[1]", inputSize: 64, parseChild: () => { throw new Error(); } };
  * const cfg = transformerBlockLayer.parse(
  *   { type: "transformer_block", num_heads: 8, num_kv_heads: 4, intermediate_size: 172, rms_norm_eps: 1e-5 },

@@ -77,8 +77,8 @@ export interface OnnxCheck {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { assertLayerMatchesOnnx, type OnnxRunner } from "./mod.ts";
- * import { denseLayer } from "../layers/dense.ts";
+ * import { assertLayerMatchesOnnx, type OnnxRunner } from "@modelhost/modelhost/testing";
+ * import { denseLayer } from "@modelhost/modelhost/layers";
  * import * as ort from "onnxruntime-node";
  *
  * const run: OnnxRunner = async (model, input) => {

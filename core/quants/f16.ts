@@ -59,7 +59,7 @@ export const HALF_TO_F32: Float32Array = new Float32Array(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { halfToFloat } from "./f16.ts";
+ * import { halfToFloat } from "@modelhost/modelhost/kernels/fast";
  * assert(halfToFloat(0x3c00) === 1 && halfToFloat(0xc000) === -2);
  * ```
  */

@@ -354,7 +354,7 @@ function quantLinear(
  * import { assert } from "@std/assert";
  * import { engineLinear } from "./_linear_engine.ts";
  * import { getEngine } from "../wasm/_engine.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const e = getEngine();
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * if (e) assert(engineLinear(e, new Float32Array([1, 1]), 1, w, 2, 2)[1] === 7);
@@ -399,7 +399,7 @@ export function engineLinear(
  * import { assert } from "@std/assert";
  * import { engineLinearMany } from "./_linear_engine.ts";
  * import { getEngine } from "../wasm/_engine.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const e = getEngine();
  * const w = tensorFromF32("w", new Float32Array(4), [2, 2]);
  * if (e) assert(engineLinearMany(e, new Float32Array(2), 1, [w, w]) === null); // F32: one by one

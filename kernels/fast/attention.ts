@@ -108,7 +108,7 @@ const FINALIZER = new FinalizationRegistry<
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createKvCache } from "./attention.ts";
+ * import { createKvCache } from "@modelhost/modelhost/kernels/fast";
  * const cache = createKvCache({ kvHeads: 2, headDim: 8, capacity: 16 });
  * assert(cache.length === 0 && cache.k.length === 2 * 16 * 8);
  * ```
@@ -305,7 +305,7 @@ export function fastAttentionRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createKvCache, fastAttention } from "./attention.ts";
+ * import { createKvCache, fastAttention } from "@modelhost/modelhost/kernels/fast";
  * const cache = createKvCache({ kvHeads: 1, headDim: 4, capacity: 8 });
  * const q = new Float32Array([1, 0, 0, 0, 0, 1, 0, 0]); // two positions
  * const k = q.slice(), v = new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]);

@@ -72,8 +72,8 @@ export { linearRef, type LinearRefOptions } from "../linear.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastLinear } from "./matmul.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { fastLinear } from "@modelhost/modelhost/kernels/fast";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4, 5, 6]), [3, 2]);
  * const y = fastLinear(new Float32Array([1, 1]), 1, w);
  * assert(y[0] === 3 && y[1] === 7 && y[2] === 11);
@@ -116,8 +116,8 @@ export function fastLinear(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastLinearMany } from "./matmul.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { fastLinearMany } from "@modelhost/modelhost/kernels/fast";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const a = tensorFromF32("a", new Float32Array([1, 2]), [1, 2]);
  * const b = tensorFromF32("b", new Float32Array([3, 4, 5, 6]), [2, 2]);
  * const [ya, yb] = fastLinearMany(new Float32Array([1, 1]), 1, [a, b]);
@@ -153,7 +153,7 @@ export function fastLinearMany(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastMatmulF32 } from "./matmul.ts";
+ * import { fastMatmulF32 } from "@modelhost/modelhost/kernels/fast";
  * const y = fastMatmulF32(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4, 5, 6]), 2);
  * assert(y[0] === 11 && y[1] === 17);
  * ```
@@ -195,8 +195,8 @@ export function fastMatmulF32(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastLinear, forgetWeight } from "./matmul.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { fastLinear, forgetWeight } from "@modelhost/modelhost/kernels/fast";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const data = new Float32Array([1, 0, 0, 1]);
  * const w = tensorFromF32("w", data, [2, 2]);
  * fastLinear(new Float32Array([2, 3]), 1, w);

@@ -21,8 +21,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configureKernels, fastLinear, shutdownKernels } from "./mod.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { configureKernels, fastLinear, shutdownKernels } from "@modelhost/modelhost/kernels/fast";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * await configureKernels({ threads: 2 });
  * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * const y = fastLinear(new Float32Array([1, 1]), 1, w);
