@@ -14,10 +14,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { BatchEngine, buildTransformer, configFromHf, generateText, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { BatchEngine, buildTransformer, configFromHf, generateText, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,
@@ -146,6 +146,8 @@ export class BatchEngine {
   #closed = false;
 
   /**
+   * An engine for one model; its loop runs while it has sequences.
+   *
    * @param model The model.
    * @param options Limits and hooks.
    */

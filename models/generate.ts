@@ -424,10 +424,10 @@ export interface Sequence {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, startSequence, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, startSequence, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,
