@@ -84,6 +84,13 @@ const SERVE_FLAGS: FlagSpec[] = [
     default: serveDefaults.maxConcurrentGenerations,
   },
   {
+    name: "threads",
+    type: "number",
+    value: "N",
+    description: "Threads the kernels split large matrix products over",
+    default: serveDefaults.threads,
+  },
+  {
     name: "prefill-chunk",
     type: "number",
     value: "N",
@@ -145,6 +152,7 @@ async function runServe(
     timeoutMs: num("timeout-ms"),
     maxConcurrentGenerations: num("max-concurrent-generations"),
     prefillChunk: num("prefill-chunk"),
+    threads: num("threads"),
     maxQueuedGenerations: num("max-queued-generations"),
     maxTokens: num("max-tokens"),
     cacheBytes: num("cache-bytes"),

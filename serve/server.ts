@@ -11,6 +11,7 @@
 
 import denoJson from "../deno.json" with { type: "json" };
 import { defaultRegistry } from "../mod.ts";
+import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import type { Registry } from "../registry.ts";
 import { ModelCache } from "./_cache.ts";
 import type { Log, ServerParts } from "./_context.ts";
@@ -69,6 +70,12 @@ export interface ServeOptions {
    * does not stall the others). @default {64}
    */
   prefillChunk?: number;
+  /**
+   * Threads the kernels use (the calling one included): large matrix
+   * products are split across them (`configureKernels`, process-wide).
+   * @default {1}
+   */
+  threads?: number;
   /** Generations waiting at most (503 above). @default {64} */
   maxQueuedGenerations?: number;
   /** Most tokens one request may generate. @default {4096} */
@@ -111,6 +118,7 @@ export const serveDefaults = {
   uploadTimeoutMs: 3_600_000,
   maxConcurrentGenerations: 8,
   prefillChunk: 64,
+  threads: 1,
   maxQueuedGenerations: 64,
   maxTokens: 4096,
   cacheBytes: 2 * 1024 ** 3,
@@ -172,6 +180,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     throw new TypeError(`startServer: ${o.dir} is not a folder`);
   }
   const log = logTo(o.log);
+  if (o.threads > 1) await configureKernels({ threads: o.threads });
   const { parts, stop, release } = createParts(o, log);
   const requests = dispatcher(
     [
@@ -224,6 +233,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       stop();
       await httpServer.shutdown();
       release();
+      if (o.threads > 1) await shutdownKernels();
       log("info", "closed", { url });
     })();
     return closed;
@@ -257,6 +267,7 @@ function withDefaults(options: ServeOptions): Resolved {
       "uploadTimeoutMs",
       "maxConcurrentGenerations",
       "prefillChunk",
+      "threads",
       "maxTokens",
     ] as const
   ) {
