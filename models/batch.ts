@@ -131,6 +131,25 @@ function channelYield(): { yieldNow: () => Promise<void>; close(): void } {
  * Runs generations on one model as a continuously batched whole (see the
  * module notes). Each {@link BatchEngine.generate} call behaves like
  * {@link generate} with the same arguments.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BatchEngine, buildTransformer, configFromHf, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * const cfg = configFromHf({
+ *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
+ *   num_hidden_layers: 1, num_attention_heads: 2,
+ * });
+ * const model = buildTransformer(cfg, initNetwork(createRegistry().use(LAYER_PLUGINS), transformerNetwork(cfg), 3));
+ * const steps: number[] = [];
+ * const engine = new BatchEngine(model, { onStep: (s) => steps.push(s.sequences) });
+ * await Promise.all([[1], [2, 3]].map((p) => Array.fromAsync(engine.generate(p, { maxTokens: 4, greedy: true }))));
+ * assert(steps.includes(2)); // both sequences in one forward pass
+ * engine.close();
+ * ```
  */
 export class BatchEngine {
   /** The model. */

@@ -53,7 +53,17 @@
  * @module
  */
 
-/** Keywords that describe a schema without constraining values; ignored. */
+/**
+ * Keywords that describe a schema without constraining values; ignored.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { compileJsonSchema, IGNORED_KEYWORDS } from "@modelhost/modelhost/tokenizers";
+ * assert(IGNORED_KEYWORDS.includes("description"));
+ * compileJsonSchema({ type: "string", description: "a name" }); // fine
+ * ```
+ */
 export const IGNORED_KEYWORDS: readonly string[] = [
   "$schema",
   "$id",
