@@ -29,7 +29,7 @@ export type RouteHandler = (call: RouteCall) => Promise<Response>;
 export interface Route {
   /**
    * Path pattern, also the route's label in metrics and logs
-   * (`/v1/models/{name}/predict`); a `{placeholder}` matches any one
+   * (`/registry/models/{name}/predict`); a `{placeholder}` matches any one
    * segment.
    */
   pattern: string;

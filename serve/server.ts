@@ -1,8 +1,9 @@
 /**
  * The inference server: a model registry on disk, predictions for networks
- * with adaptive batching, Ollama-compatible generation for Llama-family
- * models, Prometheus metrics and JSON request logs, on `Deno.serve`. The
- * routes live one group per file (`_registry_routes.ts`, `_ollama.ts`) and
+ * with adaptive batching, OpenAI- and Ollama-compatible generation for
+ * Llama-family models (continuously batched), Prometheus metrics and JSON
+ * request logs, on `Deno.serve`. The routes live one group per file
+ * (`_registry_routes.ts`, `_openai.ts`, `_ollama.ts`, `_ollama_models.ts`) and
  * are answered by `_router.ts`; this file holds the options and wires the
  * parts together.
  *
@@ -149,11 +150,12 @@ export interface Server {
  *
  * | endpoint | what |
  * | --- | --- |
- * | `GET /v1/models`, `GET /v1/models/{name}[/versions/{v}]` | list the registry |
- * | `POST /v1/models/{name}[?version=V&format=F]` | upload a model file (bearer token when set) |
- * | `DELETE /v1/models/{name}[/versions/{v}]` | delete (bearer token when set) |
- * | `POST /v1/models/{name}[/versions/{v}]/predict` | `{"inputs": [[…], …]}` → `{"outputs": …}` |
- * | `POST /api/generate`, `/api/chat`, `/api/show`; `GET /api/tags`, `/api/ps`, `/api/version` | Ollama API |
+ * | `GET /registry/models`, `GET /registry/models/{name}[/versions/{v}]` | list the registry |
+ * | `POST /registry/models/{name}[?version=V&format=F]` | upload a model file (bearer token when set) |
+ * | `DELETE /registry/models/{name}[/versions/{v}]` | delete (bearer token when set) |
+ * | `POST /registry/models/{name}[/versions/{v}]/predict` | `{"inputs": [[…], …]}` → `{"outputs": …}` |
+ * | `GET /v1/models`; `POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings` | OpenAI API |
+ * | `POST /api/generate`, `/api/chat`, `/api/embed`, `/api/show`, `/api/create`, …; `GET /api/tags`, `/api/ps` | Ollama API |
  * | `GET /metrics`, `GET /healthz` | Prometheus metrics, health |
  *
  * @param options The registry folder, address, limits and logging.
@@ -167,7 +169,7 @@ export interface Server {
  * import { assertEquals } from "@std/assert";
  * const dir = await Deno.makeTempDir();
  * const server = await startServer({ dir, port: 0, log: false });
- * const res = await fetch(`${server.url}/v1/models`);
+ * const res = await fetch(`${server.url}/registry/models`);
  * assertEquals(await res.json(), { models: [] });
  * await server.close();
  * await Deno.remove(dir);

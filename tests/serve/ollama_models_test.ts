@@ -186,7 +186,7 @@ conformanceTest(
 );
 
 /** A loopback file server with Range requests, a SHA-256 ETag and a first response cut short. */
-async function fileServer(root: string) {
+function fileServer(root: string) {
   const log: { path: string; range: string | null; status: number }[] = [];
   let cutNext = true;
   const server = Deno.serve(
@@ -240,7 +240,7 @@ conformanceTest(
   "serve: ollama pull of a GGUF URL (resumed after a cut, SHA-256 checked) and of a Hugging Face-style folder",
   async () => {
     const files = await Deno.makeTempDir({ prefix: "modelhost-files-" });
-    const fs = await fileServer(files);
+    const fs = fileServer(files);
     try {
       const gguf = await Deno.readFile(fixture("gguf/stories260K.gguf"));
       await Deno.writeFile(join(files, "stories260K.gguf"), gguf);
