@@ -37,6 +37,11 @@ export const state = {
   /** Tests only: whether Q8_0 may use the `q8_0u` kernels where the engine allows them. */
   u8Dot: true,
   /**
+   * Tests and benchmarks only: whether Q8_0 jobs of several x rows prepare
+   * each weight row once for all of them (`PREP_MIN_ROWS` in kernels/wasm).
+   */
+  prep: true,
+  /**
    * Bytes of the predicted next job's weights a worker reads through once
    * its part is done (0: none; see {@link touchAfter}). SmolLM-135M-shaped
    * Q8_0 decode on 2 threads measured 72 tok/s with none, 77 with 256 KiB,

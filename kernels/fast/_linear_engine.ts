@@ -27,9 +27,11 @@ import {
 import {
   activationRule,
   META_ARRAYS,
+  PREP_MIN_ROWS,
   READ_MARGIN,
   SEGMENT_BYTES,
 } from "../wasm/_kernels_quant.ts";
+import { preparedBytes } from "../wasm/_kernels_quant_prep.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -269,6 +271,12 @@ function quantJob(
 ): Float32Array[] {
   const n = ptrs.length;
   const total = outs.reduce((a, b) => a + b, 0);
+  // Q8_0 with several x rows: each thread prepares weight rows in its own
+  // scratch (see PREP_MIN_ROWS).
+  const prepStride = (preparedBytes(inF / 32) + 63) & ~63;
+  const prep = kind === "q8_0" && rows >= PREP_MIN_ROWS && state.prep
+    ? e.scratch("qprep", prepStride * ((e.pool?.size ?? 0) + 1))
+    : 0;
   const y = e.scratch("y", rows * total * 4 + 64);
   const bp = e.scratch("bias", total * 4 + 64);
   const desc = e.scratch("qdesc", n * SEGMENT_BYTES + 64);
@@ -310,6 +318,7 @@ function quantJob(
       : 0,
     part > 0 ? 1 : 0,
     WEIGHT_STREAMS,
+    prep === 0 ? 0 : prep + part * prepStride,
   ], () => touchAfter(e, ptrs[0], ranges));
   off = 0;
   return outs.map((o) => {

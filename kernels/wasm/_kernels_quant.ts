@@ -52,6 +52,7 @@ import {
   type ModuleBuilder,
   ret,
   select,
+  seq,
   set,
   T,
   type ValType,
@@ -66,6 +67,14 @@ import {
 } from "./_kernels_quant_util.ts";
 
 import { quantizeX } from "./_kernels_quant_x.ts";
+import { prepKernels } from "./_kernels_quant_prep.ts";
+
+/**
+ * Least x rows for which `name_mm` prepares each Q8_0 weight row once
+ * (`name_prep`) and dots the prepared row with every x row
+ * (`name_pdot`), instead of dotting the stored row with each.
+ */
+export const PREP_MIN_ROWS = 2;
 
 export { META_ARRAYS } from "./_kernels_quant_util.ts";
 export { U8_DOT_PROBE } from "./_kernels_quant_q8_q4.ts";
@@ -337,7 +346,7 @@ export const SEGMENT_BYTES = 16;
  * `NR`) and
  * the threaded driver
  * `name_mm(desc, nseg, q8, q16, meta, rows, kp, counter, chunk, total, lim,
- * top, streams)`.
+ * top, streams, prep)`.
  *
  * A job multiplies one quantized x (`rows` rows of `kp` inputs) by `nseg`
  * weights whose output rows, concatenated, number `total`. Segment `s` is
@@ -359,7 +368,10 @@ export const SEGMENT_BYTES = 16;
  * of weight bytes; formats with a `name_dot2` take those rows `NR`
  * at a time. `lim`: touch loads (see {@link PREFETCH_BYTES}) read only below it, so
  * it must be at most the memory's size less {@link READ_MARGIN} (0 turns
- * them off).
+ * them off). `prep`: for Q8_0 with at least {@link PREP_MIN_ROWS} x rows,
+ * this thread's own scratch of `preparedBytes(kp / 32)` bytes, where each
+ * weight row is prepared once and dotted with every x row (0: not used;
+ * other formats ignore it).
  */
 export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   touchKernel(m);
@@ -370,6 +382,10 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
     const dot = dotFunction(m, ctx, q);
     const dotN = q.main8 && q.single && q.elems === 32
       ? dotFunction(m, ctx, q, NR)
+      : undefined;
+    // Q8_0 rows prepared once for several x rows (see PREP_MIN_ROWS)
+    const prepared = q.name === "q8_0" || q.name === "q8_0u"
+      ? prepKernels(m, ctx, q.name, q.name === "q8_0u")
       : undefined;
     const f = m.func(`${q.name}_mm`, [
       ["desc", I],
@@ -385,6 +401,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
       ["lim", I],
       ["top", I],
       ["streams", I],
+      ["prep", I],
     ]);
     const P = f.params;
     const [o, r, nblk, rowBytes, ms, start, end, seg, base, stop] = f
@@ -542,6 +559,48 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
               ),
             ),
             set(kEnd, i32.mul(get(hh), get(P.streams))),
+            prepared
+              ? if_(
+                i32.and(
+                  i32.ne(get(P.prep), c(0)),
+                  i32.ge_u(get(P.rows), c(PREP_MIN_ROWS)),
+                ),
+                [
+                  forLoop(
+                    "o",
+                    k,
+                    c(0),
+                    get(kEnd),
+                    c(1),
+                    set(row, perm(get(k))),
+                    if_(i32.lt_u(get(row), get(nn)), [
+                      set(row, i32.add(get(row), get(s0))),
+                      call(prepared.prep, rowAddr(row), get(nblk), get(P.prep)),
+                      forLoop(
+                        "r",
+                        r,
+                        c(0),
+                        get(P.rows),
+                        c(1),
+                        store(
+                          row,
+                          call(
+                            prepared.pdot,
+                            get(P.prep),
+                            ...xArgs().slice(0, 5),
+                          ),
+                        ),
+                      ),
+                    ]),
+                  ),
+                  set(o, get(stop)),
+                  set(base, i32.add(get(base), get(outF))),
+                  set(seg, i32.add(get(seg), c(1))),
+                  brIf("span", i32.lt_s(get(o), get(end))),
+                  br("grab"),
+                ],
+              )
+              : seq(),
             dotN
               ? forLoop(
                 "o",

@@ -57,7 +57,7 @@ const I = T.i32;
  * side). The i16 pair sums of its x86 lowering stay below 2^15 (|w·x7|
  * pairs ≤ 2·128·127 = 32512), so the sums are exact.
  */
-function q8SplitDot(
+export function q8SplitDot(
   d: Dot,
   codes: [Code, Code],
   xoff: number,
