@@ -104,6 +104,21 @@ export interface PhaseResult {
   tokensPerSecond: number;
   /** Median time to first token, ms. */
   p50TtftMs: number;
+  /** Generated tokens per second of the server's CPU time (when its process is known). */
+  tokensPerCpuSecond?: number;
+}
+
+/** User + system CPU seconds of a process so far (Linux /proc), or undefined. */
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // fields 14 and 15 (utime, stime) are the 12th and 13th after the name
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 function median(xs: number[]): number {
@@ -121,7 +136,9 @@ export async function phase(
   tokens: number,
   eos: number,
   together: boolean,
+  pid?: number,
 ): Promise<PhaseResult> {
+  const c0 = cpuSeconds(pid);
   const t0 = performance.now();
   let streams: StreamResult[];
   if (together) {
@@ -135,12 +152,24 @@ export async function phase(
     }
   }
   const seconds = (performance.now() - t0) / 1000;
+  const c1 = cpuSeconds(pid);
   const total = streams.reduce((a, s) => a + s.tokens, 0);
   return {
     streams,
     tokensPerSecond: total / seconds,
     p50TtftMs: median(streams.map((s) => s.ttftMs)),
+    ...(c0 !== undefined && c1 !== undefined && c1 > c0
+      ? { tokensPerCpuSecond: total / (c1 - c0) }
+      : {}),
   };
+}
+
+/** ` | per CPU second a → b tok (×r)` when the server's CPU time is known. */
+function cpuNote(one: PhaseResult, many: PhaseResult): string {
+  if (!one.tokensPerCpuSecond || !many.tokensPerCpuSecond) return "";
+  return ` | per CPU second ${one.tokensPerCpuSecond.toFixed(1)} → ${
+    many.tokensPerCpuSecond.toFixed(1)
+  } tok (×${(many.tokensPerCpuSecond / one.tokensPerCpuSecond).toFixed(2)})`;
 }
 
 /** Seeded prompts of `length` token ids, away from the special and byte tokens. */
@@ -159,6 +188,7 @@ export function prompts(
 
 interface Running {
   url: string;
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -198,6 +228,7 @@ async function startModelhost(
   if (!url) throw new Error(`unexpected serve output: ${text}`);
   return {
     url,
+    pid: child.pid,
     async stop() {
       child.kill("SIGTERM");
       await reader.cancel();
@@ -247,6 +278,7 @@ async function startLlamaServer(
   }
   return {
     url,
+    pid: child.pid,
     async stop() {
       child.kill("SIGTERM");
       await child.status;
@@ -362,10 +394,10 @@ if (import.meta.main) {
     }
     for (let r = 0; r < ROUNDS; r++) {
       for (const s of sides) {
-        const url = running.get(s.name)!.url;
+        const { url, pid } = running.get(s.name)!;
         const res = results.get(s.name)!;
-        const one = await phase(url, "smol", ps, TOKENS, EOS, false);
-        const many = await phase(url, "smol", ps, TOKENS, EOS, true);
+        const one = await phase(url, "smol", ps, TOKENS, EOS, false, pid);
+        const many = await phase(url, "smol", ps, TOKENS, EOS, true, pid);
         res.one.push(one);
         res.many.push(many);
         const same = many.streams.every((x, i) =>
@@ -381,9 +413,9 @@ if (import.meta.main) {
             many.tokensPerSecond.toFixed(1)
           } tok/s, p50 TTFT ${many.p50TtftMs.toFixed(0)} ms | ×${
             (many.tokensPerSecond / one.tokensPerSecond).toFixed(2)
-          } tok/s, ×${
-            (many.p50TtftMs / one.p50TtftMs).toFixed(2)
-          } TTFT | every stream as alone: ${same ? "yes" : "NO"}`,
+          } tok/s, ×${(many.p50TtftMs / one.p50TtftMs).toFixed(2)} TTFT${
+            cpuNote(one, many)
+          } | every stream as alone: ${same ? "yes" : "NO"}`,
         );
       }
     }
@@ -396,6 +428,16 @@ if (import.meta.main) {
       r.many.map((m, i) => m.tokensPerSecond / r.one[i].tokensPerSecond),
     );
     const ttft = median(r.many.map((m, i) => m.p50TtftMs / r.one[i].p50TtftMs));
+    const cpu = r.one.every((x) => x.tokensPerCpuSecond) &&
+        r.many.every((x) => x.tokensPerCpuSecond)
+      ? `; tokens per CPU second ×${
+        median(
+          r.many.map((m, i) =>
+            m.tokensPerCpuSecond! / r.one[i].tokensPerCpuSecond!
+          ),
+        ).toFixed(2)
+      }`
+      : "";
     console.log(
       `${name}: median over ${r.one.length} rounds: one stream ${
         median(r.one.map((x) => x.tokensPerSecond)).toFixed(1)
@@ -405,7 +447,7 @@ if (import.meta.main) {
         median(r.one.map((x) => x.p50TtftMs)).toFixed(0)
       } → ${median(r.many.map((x) => x.p50TtftMs)).toFixed(0)} ms (×${
         ttft.toFixed(2)
-      })`,
+      })${cpu}`,
     );
   }
   if (results.size === 2) {

@@ -134,13 +134,6 @@ export async function* runGeneration(
     ctx.log.tokens = (ctx.log.tokens as number ?? 0) + result.ids.length;
     if (result.finishReason === "aborted") throw ctx.signal.reason;
     return result;
-  } catch (e) {
-    // A model error (a constraint with no way on, a failed step) is the
-    // request's fault or the model's: 400 for bad input, 500 otherwise.
-    if (e instanceof RangeError && !(e instanceof HttpError)) {
-      throw new HttpError(500, `Generation failed: ${e.message}`);
-    }
-    throw e;
   } finally {
     release();
     if (job.unload) parts.cache.evictPath(job.entry.path);
