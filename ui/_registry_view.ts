@@ -105,8 +105,7 @@ export function initRegistry(app: App): void {
       );
       document.body.dataset.registryModels = String(j.models.length);
     } catch (e) {
-      fill(memory, (e as Error).message);
-      app.status((e as Error).message, true);
+      fill(memory, `Cannot list ${base}: ${(e as Error).message}`);
     }
   };
 

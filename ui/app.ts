@@ -94,6 +94,15 @@ function main(): void {
     show(VIEWS.includes(v) ? v : "open", focus);
   };
   addEventListener("hashchange", () => fromHash(true));
+  // The current view's link moves focus to its heading too.
+  for (const a of document.querySelectorAll<HTMLAnchorElement>("nav a")) {
+    a.addEventListener("click", (e) => {
+      if (a.hash === location.hash) {
+        e.preventDefault();
+        show(a.dataset.view as View, true);
+      }
+    });
+  }
   fromHash(false);
 
   // ---- Open ----
@@ -123,6 +132,9 @@ function main(): void {
       app.status(openStatus.textContent);
       document.body.dataset.transferBytes = String(r.transfer.bytes);
       for (const fn of listeners) fn(s);
+      document.body.dataset.opens = String(
+        Number(document.body.dataset.opens ?? 0) + 1,
+      );
       app.go("explore");
     } catch (e) {
       if (mine !== opening) return;
@@ -199,6 +211,8 @@ function main(): void {
   initRegistry(app);
 
   client.ready.then((kernels) => {
+    // Time from navigation start to a page whose worker answers (docs/ui.md).
+    document.body.dataset.readyMs = performance.now().toFixed(0);
     document.body.dataset.ready = "1";
     document.body.dataset.kernels = kernels;
   }, (e) => app.status((e as Error).message, true));
