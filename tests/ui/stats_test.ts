@@ -1,7 +1,7 @@
 /**
  * The page's statistics and quantization preview (ui/_stats.ts,
  * ui/_quant.ts), run in Deno against NumPy, PyTorch and llama.cpp numbers
- * (tests/vectors/ui.json, written by tests/vectors/gen/ui_vectors.py from
+ * (tests/vectors/ui.json, written by tests/vectors/gen/ui.py from
  * the shared fixtures).
  */
 

@@ -14,7 +14,8 @@ tests/vectors/ui.json.
   for symmetric per-row I8 (scale = max|row| / 127 as float32, codes
   rint(x / scale) clipped to +-127) written out in NumPy.
 
-Run: /work/refpy/bin/python tests/vectors/gen/ui_vectors.py
+Run: /work/refpy/bin/python tests/vectors/gen/ui.py (a venv with gguf-py 0.19,
+safetensors 0.8, PyTorch 2.13, NumPy 2.4; Debian's python3 lacks gguf-py).
 """
 
 import json
@@ -81,7 +82,7 @@ def i8_rows(x, shape):
 
 
 def main():
-    out = {"generator": "tests/vectors/gen/ui_vectors.py", "bins": BINS, "stats": {}, "quant": {}}
+    out = {"generator": "tests/vectors/gen/ui.py", "bins": BINS, "stats": {}, "quant": {}}
 
     stories = GGUFReader(os.path.join(FIX, "gguf", "stories260K.gguf"))
     tiny = GGUFReader(os.path.join(FIX, "gguf", "llama-2-tiny-random.gguf"))
