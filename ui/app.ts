@@ -209,6 +209,8 @@ function main(): void {
   initQuantize(app);
   initChat(app);
   initRegistry(app);
+  // The controls answer from here on; opening a model waits for the worker.
+  document.body.dataset.appMs = performance.now().toFixed(0);
 
   client.ready.then((kernels) => {
     // Time from navigation start to a page whose worker answers (docs/ui.md).
