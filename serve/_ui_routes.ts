@@ -13,6 +13,7 @@ const FILES: Record<string, string> = {
   "style.css": "text/css; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
   "worker.js": "text/javascript; charset=utf-8",
+  "kernel_worker.js": "text/javascript; charset=utf-8",
 };
 
 /**
@@ -93,6 +94,9 @@ export function uiRoutes(): Route[] {
           "cache-control": "no-cache",
           "x-content-type-options": "nosniff",
           "referrer-policy": "no-referrer",
+          // Cross-origin isolation: shared memory, so the kernels run on threads.
+          "cross-origin-opener-policy": "same-origin",
+          "cross-origin-embedder-policy": "require-corp",
           ...(name === "index.html" ? { "content-security-policy": CSP } : {}),
         },
       })

@@ -1,8 +1,9 @@
 /**
  * Builds the web page into `ui/dist/` (static files any web server can
  * serve, and what `modelhost serve --ui` serves at `/ui`): `app.js` (the
- * page) and `worker.js` (the library, bundled with `deno bundle` for
- * browsers, minified), plus `index.html` and `style.css` as they are.
+ * page), `worker.js` (the library, bundled with `deno bundle` for
+ * browsers, minified) and `kernel_worker.js` (the kernels' thread-pool
+ * worker), plus `index.html` and `style.css` as they are.
  *
  * Run with `deno task build:ui`; `--check` rebuilds into a temporary folder
  * and exits 1 when `ui/dist/` differs (the files are committed, so that
@@ -16,7 +17,21 @@ const UI = join(ROOT, "ui");
 const DIST = join(UI, "dist");
 
 /** The files of ui/dist, in the order they are built. */
-export const DIST_FILES = ["index.html", "style.css", "app.js", "worker.js"];
+export const DIST_FILES = [
+  "index.html",
+  "style.css",
+  "app.js",
+  "worker.js",
+  "kernel_worker.js",
+];
+
+/**
+ * The kernels' thread-pool worker: the pool starts it from
+ * `new URL("./_worker.ts", import.meta.url)`, a file a bundle does not
+ * carry, so it is bundled on its own and the bundle's URL points at it.
+ */
+const KERNEL_WORKER = join(ROOT, "kernels", "wasm", "_worker.ts");
+const KERNEL_WORKER_URL = '"./_worker.ts"';
 
 async function bundle(entry: string, out: string): Promise<void> {
   const r = await new Deno.Command(Deno.execPath(), {
@@ -28,7 +43,7 @@ async function bundle(entry: string, out: string): Promise<void> {
       "--minify",
       "-o",
       out,
-      join(UI, entry),
+      entry,
     ],
     cwd: ROOT,
     stdout: "piped",
@@ -50,8 +65,20 @@ export async function buildUi(dir: string): Promise<void> {
   await Deno.mkdir(dir, { recursive: true });
   await Deno.copyFile(join(UI, "index.html"), join(dir, "index.html"));
   await Deno.copyFile(join(UI, "style.css"), join(dir, "style.css"));
-  await bundle("app.ts", join(dir, "app.js"));
-  await bundle("worker.ts", join(dir, "worker.js"));
+  await bundle(join(UI, "app.ts"), join(dir, "app.js"));
+  await bundle(join(UI, "worker.ts"), join(dir, "worker.js"));
+  await bundle(KERNEL_WORKER, join(dir, "kernel_worker.js"));
+  const worker = await Deno.readTextFile(join(dir, "worker.js"));
+  const uses = worker.split(KERNEL_WORKER_URL).length - 1;
+  if (uses !== 1) {
+    throw new Error(
+      `worker.js names the kernel pool's worker ${uses} times (${KERNEL_WORKER_URL}), expected once: has kernels/wasm/_pool.ts changed how it starts workers?`,
+    );
+  }
+  await Deno.writeTextFile(
+    join(dir, "worker.js"),
+    worker.replace(KERNEL_WORKER_URL, '"./kernel_worker.js"'),
+  );
 }
 
 /**

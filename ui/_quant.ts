@@ -192,7 +192,7 @@ async function ggufHeaderBytes(
  * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
  * import { previewQuantization } from "./_quant.ts";
  * const w = Float32Array.from({ length: 64 * 32 }, (_, i) => Math.sin(i));
- * const file = { models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([tensorFromF32("w", w, [32, 64])]) }] };
+ * const file = { models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([tensorFromF32("blk.0.ffn_up.weight", w, [32, 64])]) }] };
  * const p = await previewQuantization(file, "Q8_0");
  * assert(p.rows[0].to === "Q8_0" && p.rows[0].rmse > 0 && p.rows[0].rmse < 0.01);
  * assert(p.rows[0].bytesAfter === 64 * 34);

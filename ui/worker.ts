@@ -53,7 +53,9 @@ function yieldNow(): Promise<void> {
 
 function kernelsText(): string {
   const k = kernelInfo();
-  return `${k.backend}, ${k.threads} thread${k.threads === 1 ? "" : "s"}`;
+  return `${k.backend}, ${k.threads} thread${k.threads === 1 ? "" : "s"}${
+    k.note ? ` (${k.note})` : ""
+  }`;
 }
 
 function need(): Opened {

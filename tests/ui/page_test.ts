@@ -440,7 +440,10 @@ Deno.test({
           await page.click("#chat-load");
           await page.waitForSelector("body[data-model-loaded]");
           await page.check('input[name="chat-mode"][value="complete"]');
-          await page.click("#chat-settings summary");
+          await page.evaluate(() =>
+            (document.getElementById("chat-settings") as HTMLDetailsElement)
+              .open = true
+          );
           await page.check("#s-greedy");
           await page.uncheck("#s-eos");
           await page.fill("#s-max", String(ref.steps));

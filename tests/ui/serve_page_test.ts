@@ -105,7 +105,15 @@ Deno.test({
         const appMs = Number(await page.getAttribute("body", "data-app-ms"));
         // What travels: each file gzip-compressed (Content-Length as sent).
         const sizes: [string, number, number][] = [];
-        for (const f of ["", "style.css", "app.js", "worker.js"]) {
+        for (
+          const f of [
+            "",
+            "style.css",
+            "app.js",
+            "worker.js",
+            "kernel_worker.js",
+          ]
+        ) {
           const res = await fetch(`${server.url}/ui/${f}`, {
             headers: { "accept-encoding": "gzip" },
           });
@@ -123,6 +131,19 @@ Deno.test({
           }); controls live ${appMs} ms, worker ready ${ms} ms after navigation start`,
         );
         assert(ms > 0);
+        // Served cross-origin isolated, the kernels run on worker threads.
+        const [isolated, cores] = await page.evaluate(() =>
+          [crossOriginIsolated, navigator.hardwareConcurrency] as const
+        );
+        assert(isolated, "the page is not cross-origin isolated");
+        const kernels = (await page.getAttribute("body", "data-kernels"))!;
+        console.log(`ui page via serve: kernels ${kernels}`);
+        if (cores > 1) {
+          assertEquals(
+            kernels,
+            `wasm-relaxed-simd, ${Math.min(4, cores)} threads`,
+          );
+        }
       });
 
       await t.step("upload with the token", async () => {
@@ -181,7 +202,10 @@ Deno.test({
           );
           await page.selectOption("#chat-source", value);
           await page.check('input[name="chat-mode"][value="complete"]');
-          await page.click("#chat-settings summary");
+          await page.evaluate(() =>
+            (document.getElementById("chat-settings") as HTMLDetailsElement)
+              .open = true
+          );
           await page.check("#s-greedy");
           await page.fill("#s-max", "24");
           await page.fill("#chat-input", prompt);
@@ -200,6 +224,53 @@ Deno.test({
             path: join(SHOTS, "playground-server.png"),
             fullPage: true,
           });
+        },
+      );
+
+      await t.step(
+        "playground in the page on kernel threads: the library's tokens",
+        async () => {
+          // Its 32,000-row output matrix is large enough to be split over the threads.
+          const path = join(FIXTURES!, "gguf/llama-2-tiny-random.gguf");
+          const lib = await transformerFromGguf(
+            await readGguf(await fileSource(path)),
+          );
+          const prompt = "Once upon a time";
+          const want = await generateText(lib, prompt, {
+            greedy: true,
+            maxTokens: 12,
+            stopAtEos: false,
+          });
+          await page.goto(`${server.url}/ui/#open`);
+          const opens = Number(
+            await page.getAttribute("body", "data-opens") ?? 0,
+          );
+          await page.setInputFiles("#file-input", path);
+          await page.waitForFunction(
+            (n) => Number(document.body.dataset.opens ?? 0) > n,
+            opens,
+          );
+          await page.goto(`${server.url}/ui/#chat`);
+          await page.selectOption("#chat-source", "page");
+          await page.click("#chat-load");
+          await page.waitForSelector("body[data-model-loaded]");
+          assertMatch((await page.textContent("#chat-model"))!, /\d threads/);
+          await page.check('input[name="chat-mode"][value="complete"]');
+          await page.evaluate(() =>
+            (document.getElementById("chat-settings") as HTMLDetailsElement)
+              .open = true
+          );
+          await page.check("#s-greedy");
+          await page.uncheck("#s-eos");
+          await page.fill("#s-max", "12");
+          await page.fill("#chat-input", prompt);
+          await page.click("#chat-send");
+          const done = await page.waitForSelector("#chat-log li[data-done]");
+          assertEquals(await done.getAttribute("data-ids"), want.ids.join(","));
+          assertEquals(
+            await done.$eval(".text", (e) => e.textContent),
+            want.text,
+          );
         },
       );
 
