@@ -14,12 +14,16 @@ import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
 import { join } from "@std/path";
 import type { Page } from "playwright-core";
 import {
+  initNetwork,
   memorySource,
   memoryTensorIndex,
   type ModelFile,
   tensorFromF32,
 } from "@modelhost/modelhost/core";
+import { defaultRegistry } from "@modelhost/modelhost";
+import { loadBundle, saveBundle } from "@modelhost/modelhost/formats/bundle";
 import { readGguf } from "@modelhost/modelhost/formats/gguf";
+import { ggufToHf } from "@modelhost/modelhost/models";
 import {
   readSafetensors,
   serializeSafetensors,
@@ -465,6 +469,113 @@ Deno.test({
           await shot(page, "playground");
         },
       );
+
+      await t.step("Stop ends a generation in the page", async () => {
+        await page.goto(server.url + "#chat");
+        await page.fill("#s-max", "2000");
+        await page.fill("#chat-input", "");
+        await page.click("#chat-send");
+        await page.waitForFunction(() =>
+          /^\d+ tokens/.test(
+            document.getElementById("chat-stats")!.textContent!,
+          )
+        );
+        await page.click("#chat-stop");
+        const done = await page.waitForSelector(
+          "#chat-log li[data-done]:last-child",
+        );
+        assertEquals(await done.getAttribute("data-done"), "aborted");
+        const n = (await done.getAttribute("data-ids"))!.split(",").length;
+        assert(n < 2000, `${n} tokens`);
+      });
+
+      await t.step(
+        "a Hugging Face folder: summary, and stories260K's text in the page",
+        async () => {
+          const ref = JSON.parse(
+            await Deno.readTextFile(fx("llama/stories260K-reference.json")),
+          );
+          const hf = await ggufToHf(
+            await libraryFile(fx("gguf/stories260K.gguf")),
+          );
+          const dir = join(tmp, "stories-hf");
+          await Deno.mkdir(dir);
+          const json: [string, unknown][] = [
+            ["config.json", hf.config],
+            ["tokenizer.json", hf.tokenizer],
+            ["tokenizer_config.json", hf.tokenizerConfig],
+            ["generation_config.json", hf.generationConfig],
+          ];
+          for (const [name, v] of json) {
+            if (v) await Deno.writeTextFile(join(dir, name), JSON.stringify(v));
+          }
+          await Deno.writeFile(
+            join(dir, "model.safetensors"),
+            await serializeSafetensors(hf.model),
+          );
+          const count = await openAndCount(page, { folder: dir });
+          assertEquals(count, hf.model.models[0].tensors.names().length);
+          assertEquals(
+            await page.textContent("#model-name"),
+            "stories-hf · hf",
+          );
+          const summary = (await page.textContent("#summary"))!;
+          assert(summary.includes("Familyllama"), summary);
+          assert(summary.includes("Layers5"), summary);
+          await page.goto(server.url + "#chat");
+          await page.click("#chat-load");
+          await page.waitForFunction(() =>
+            /loaded in/.test(
+              document.getElementById("chat-model")!.textContent!,
+            )
+          );
+          await page.check('input[name="chat-mode"][value="complete"]');
+          await page.evaluate(() =>
+            (document.getElementById("chat-settings") as HTMLDetailsElement)
+              .open = true
+          );
+          await page.check("#s-greedy");
+          await page.uncheck("#s-eos");
+          await page.fill("#s-max", String(ref.steps));
+          await page.fill("#chat-input", "");
+          await page.click("#chat-send");
+          const done = await page.waitForSelector(
+            '#chat-log li[data-done="length"]:last-child',
+          );
+          assertEquals(
+            await done.$eval(".text", (e) => e.textContent),
+            ref.expected_text,
+          );
+        },
+      );
+
+      await t.step("a bundle: its network's layers and tensors", async () => {
+        const config = {
+          input_size: 6,
+          layers: [
+            { type: "dense", output_size: 16, activation: "gelu" },
+            { type: "layer_norm" },
+            { type: "dense", output_size: 4, activation: "softmax" },
+          ],
+        };
+        const reg = defaultRegistry();
+        const text = await saveBundle([
+          { id: "net", config, tensors: initNetwork(reg, config, 3) },
+        ]);
+        const lib = await loadBundle(text);
+        const path = join(tmp, "net.bundle.json");
+        await Deno.writeTextFile(path, text);
+        assertEquals(
+          await openAndCount(page, { file: path }),
+          lib.models[0].tensors.names().length,
+        );
+        const blocks = await page.$$eval(
+          "#diagram > li strong",
+          (e) => e.map((x) => x.textContent),
+        );
+        assertEquals(blocks, ["0: dense", "1: layer_norm", "2: dense"]);
+        await shot(page, "explore-bundle");
+      });
 
       await t.step(
         "hostile metadata and names are shown as text, never run",
