@@ -155,7 +155,7 @@ function tokenText(t: HfTokenText | undefined): string | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { tokenizerFromJson } from "./hf.ts";
+ * import { tokenizerFromJson } from "@modelhost/modelhost/tokenizers";
  * const tok = tokenizerFromJson({
  *   model: { type: "BPE", vocab: { "h": 0, "i": 1, "hi": 2, "Ġ": 3, "Ġhi": 4 }, merges: ["h i", "Ġ hi"] },
  *   pre_tokenizer: { type: "ByteLevel", add_prefix_space: false },

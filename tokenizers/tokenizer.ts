@@ -17,7 +17,7 @@ export type TokenizerKind = "bpe" | "spm" | "wordpiece";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { TokenAttr } from "./tokenizer.ts";
+ * import { TokenAttr } from "@modelhost/modelhost/tokenizers";
  * assert(TokenAttr.NORMAL === 1);
  * ```
  */
