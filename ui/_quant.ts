@@ -26,8 +26,8 @@ import {
 import {
   type GgufQuantType,
   planGguf,
-  quantize as quantizeBlocks,
   QUANTIZE_TYPES,
+  quantizeGguf,
   writeGguf,
   writeGgufBytes,
 } from "@modelhost/modelhost/formats/gguf";
@@ -231,7 +231,7 @@ export async function previewQuantization(
       } else {
         const values = toFloat32(await model.tensors.load(p.name));
         const bytes = (QUANTIZE_TYPES as readonly string[]).includes(p.to)
-          ? quantizeBlocks(p.to, values)
+          ? quantizeGguf(p.to, values)
           : encodeFromF32(p.to, values);
         const back = decodeToF32(p.to, bytes, n);
         r = row(
