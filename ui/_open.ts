@@ -263,6 +263,19 @@ async function openFolder(
  * @param input The files or the URL.
  * @returns The opened model.
  * @throws {TypeError} When no reader fits, and the readers' own errors.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
+ * import { serializeSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { openInput } from "./_open.ts";
+ * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {},
+ *   tensors: memoryTensorIndex([tensorFromF32("w", new Float32Array(6), [2, 3])]) }] });
+ * const opened = await openInput({ kind: "files", files: [{ path: "m.safetensors", blob: new Blob([bytes.slice()]) }] });
+ * assert(opened.format === "safetensors" && opened.name === "m");
+ * assert(opened.transfer().requests === 3); // first bytes, header length, header: no tensor data
+ * ```
  */
 export async function openInput(input: OpenInput): Promise<Opened> {
   const meter = new Meter();
@@ -588,6 +601,19 @@ function chatAbility(opened: Opened, model: Model): string | undefined {
  *
  * @param opened The opened model.
  * @returns The summary.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
+ * import { serializeSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { openInput, summarize } from "./_open.ts";
+ * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {},
+ *   tensors: memoryTensorIndex([tensorFromF32("layers.0.w", new Float32Array(6), [2, 3])]) }] });
+ * const s = summarize(await openInput({ kind: "files", files: [{ path: "m.safetensors", blob: new Blob([bytes.slice()]) }] }));
+ * assert(s.tensors[0].bytes === 24 && s.dtypes[0].dtype === "F32" && s.arch.parameters === 6);
+ * assert(s.metadata.some((m) => m.key === "format" && m.value === "pt"));
+ * ```
  */
 export function summarize(opened: Opened): ModelSummary {
   const model = opened.file.models[0];

@@ -243,6 +243,22 @@ Deno.test({
           (await libraryFile(path)).models[0].tensors.names().length,
         );
         await shot(page, "explore-gguf");
+        // Sorting by bytes (largest first), then filtering by dtype and name.
+        await page.click('#tensor-table th button[data-sort="bytes"]');
+        const lib = (await libraryFile(path)).models[0].tensors;
+        const sizes = lib.names().map((x) => lib.info(x).byteLength);
+        const firstShown = await page.getAttribute(
+          "#tensor-table tbody tr:first-child button",
+          "data-name",
+        );
+        assertEquals(lib.info(firstShown!).byteLength, Math.max(...sizes));
+        assertEquals(
+          await page.getAttribute("#tensor-table th:nth-child(5)", "aria-sort"),
+          "descending",
+        );
+        await page.fill("#tensor-filter", "ffn_down");
+        assertEquals(await page.textContent("#tensor-count"), "5 of 48");
+        await page.fill("#tensor-filter", "");
         const refs = VECTORS.stats["gguf/stories260K.gguf"];
         for (const name of ["blk.0.attn_q.weight", "token_embd.weight"]) {
           assertStats(await tensorStatsShown(page, name), refs[name], name);
