@@ -24,6 +24,7 @@ import { ollamaRoutes } from "./_ollama.ts";
 import { openaiRoutes } from "./_openai.ts";
 import { movedRegistryRoutes, registryRoutes } from "./_registry_routes.ts";
 import { dispatcher, type Route } from "./_router.ts";
+import { uiRoutes } from "./_ui_routes.ts";
 
 /** One structured log record (written as one JSON line). */
 export interface LogEntry {
@@ -89,6 +90,12 @@ export interface ServeOptions {
   seed?: number;
   /** Format and layer plugins. @default {defaultRegistry()} */
   registry?: Registry;
+  /**
+   * Serves the web page (model explorer, quantization preview, playground,
+   * registry view) at `/ui`, from the build committed in `ui/dist`.
+   * @default {false}
+   */
+  ui?: boolean;
   /**
    * Where log records go: `true` writes JSON lines to stderr, `false`
    * silences them, a function receives each record. @default {true}
@@ -157,6 +164,7 @@ export interface Server {
  * | `GET /v1/models`; `POST /v1/chat/completions`, `/v1/completions`, `/v1/embeddings` | OpenAI API |
  * | `POST /api/generate`, `/api/chat`, `/api/embed`, `/api/show`, `/api/create`, …; `GET /api/tags`, `/api/ps` | Ollama API |
  * | `GET /metrics`, `GET /healthz` | Prometheus metrics, health |
+ * | `GET /ui/` | the web page, with `ui: true` (see docs/ui.md) |
  *
  * @param options The registry folder, address, limits and logging.
  * @returns The running server; `close()` it when done.
@@ -191,6 +199,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       ...movedRegistryRoutes(),
       ...openaiRoutes(parts),
       ...ollamaRoutes(parts),
+      ...(o.ui ? uiRoutes() : []),
     ],
     {
       metrics: parts.metrics,
