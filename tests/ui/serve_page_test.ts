@@ -190,7 +190,7 @@ Deno.test({
           await page.goto(`${server.url}/ui/#chat`);
           await page.click("#chat-refresh");
           await page.waitForSelector(
-            '#chat-source option[value="server:stories:1"], #chat-source option[value="server:stories"]',
+            '#chat-source option[value="server:stories:latest"], #chat-source option[value="server:stories:1"]',
             { state: "attached" },
           );
           const value = await page.$eval(
