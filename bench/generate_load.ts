@@ -403,7 +403,9 @@ if (import.meta.main) {
         const same = many.streams.every((x, i) =>
           x.text === one.streams[i].text
         );
-        if (!same) failed = true;
+        // Only our side promises it (llama.cpp's batched kernels differ
+        // from its single-sequence ones).
+        if (!same && s.name === "modelhost") failed = true;
         console.log(
           `${s.name.padEnd(13)} round ${r + 1}: one stream ${
             one.tokensPerSecond.toFixed(1)
