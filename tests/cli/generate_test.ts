@@ -1,7 +1,8 @@
 // `modelhost generate` (cli/generate.ts) on the real stories260K model:
 // greedy tokens equal the reference, seeds repeat, usage errors.
 
-import { assertEquals } from "@std/assert";
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import { Ajv2020 } from "ajv/dist/2020";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";
 import { runCli } from "./_cli.ts";
 
@@ -69,5 +70,73 @@ conformanceTest(
       2,
       "error: missing --prompt",
     ]);
+  },
+);
+
+conformanceTest(
+  "cli generate --json-schema: the text validates (Ajv); bad schemas are usage errors",
+  async () => {
+    const dir = await Deno.makeTempDir();
+    try {
+      const schema = {
+        type: "object",
+        properties: {
+          hero: { type: "string", maxLength: 12 },
+          age: { type: "integer" },
+          pets: { type: "array", items: { enum: ["cat", "dog"] }, maxItems: 3 },
+        },
+        required: ["hero", "age", "pets"],
+      };
+      await Deno.writeTextFile(`${dir}/s.json`, JSON.stringify(schema));
+      for (const seed of ["1", "2", "3"]) {
+        const r = await runCli([
+          "generate",
+          fixture("gguf/stories260K.gguf"),
+          "-p",
+          "Once upon a time",
+          "--json-schema",
+          `${dir}/s.json`,
+          "-t",
+          "1",
+          "--seed",
+          seed,
+          "-n",
+          "300",
+          "--json",
+        ]);
+        assertEquals(r.code, 0, r.err);
+        const out = JSON.parse(r.out);
+        assertEquals(out.finishReason, "stop");
+        assert(new Ajv2020().validate(schema, JSON.parse(out.text)), out.text);
+      }
+      const json = await runCli([
+        "generate",
+        fixture("gguf/stories260K.gguf"),
+        "-p",
+        "Once",
+        "--json-schema",
+        "json",
+        "-n",
+        "400",
+        "--greedy",
+      ]);
+      assertEquals(json.code, 0, json.err);
+      await Deno.writeTextFile(
+        `${dir}/bad.json`,
+        '{"type": "string", "pattern": "a"}',
+      );
+      const bad = await runCli([
+        "generate",
+        fixture("gguf/stories260K.gguf"),
+        "-p",
+        "x",
+        "--json-schema",
+        `${dir}/bad.json`,
+      ]);
+      assertEquals(bad.code, 2);
+      assertMatch(bad.err, /"pattern" is not supported/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   },
 );
