@@ -68,11 +68,13 @@ export {
   tokenizerFromJson,
   type TokenizerJson,
 } from "./hf.ts";
+export { UNK_PENALTY, UnigramModel, type UnigramSpec } from "./unigram.ts";
 export {
   GGUF_PRE_NAMES,
   type GgufPreTokenizer,
   ggufPreTokenizer,
   toJsPattern,
+  type ToJsPatternOptions,
   toJsRegExp,
 } from "./pre_tokenize.ts";
 export {

@@ -18,6 +18,17 @@
 const WS =
   "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 
+/** Options of {@link toJsPattern} and {@link toJsRegExp}. */
+export interface ToJsPatternOptions {
+  /**
+   * `^` and `$` match at line starts and ends and `.` matches anything but
+   * `\n`, as in Oniguruma's Ruby syntax (what `tokenizer.json` patterns
+   * use); false keeps JavaScript's meanings (llama.cpp's patterns).
+   * @default {true}
+   */
+  lineAnchors?: boolean;
+}
+
 /** Characters that keep a backslash in a JavaScript `u`-mode pattern. */
 const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
 
@@ -31,6 +42,7 @@ const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
  * `\u{HH}`, and escapes JavaScript rejects in `u` mode become literals.
  *
  * @param pattern The pattern as written in `tokenizer.json`.
+ * @param options Which meaning `^`, `$` and `.` have.
  * @returns The JavaScript pattern source.
  *
  * @example
@@ -40,7 +52,11 @@ const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
  * assert(toJsPattern("(?i:'s)") === "(?:'[sS])");
  * ```
  */
-export function toJsPattern(pattern: string): string {
+export function toJsPattern(
+  pattern: string,
+  options: ToJsPatternOptions = {},
+): string {
+  const lines = options.lineAnchors ?? true;
   let out = "";
   let inClass = false;
   let classStart = false; // just after '[' or '[^'
@@ -52,8 +68,16 @@ export function toJsPattern(pattern: string): string {
   const letterBoth = (ch: string) => {
     const lo = ch.toLowerCase();
     const up = ch.toUpperCase();
-    return lo === up ? ch : inClass ? lo + up : `[${lo}${up}]`;
+    if (
+      lo === up || Array.from(lo).length !== 1 || Array.from(up).length !== 1
+    ) {
+      return ch;
+    }
+    const both = ch === lo ? lo + up : up + lo;
+    return inClass ? both : `[${both}]`;
   };
+  const folds = (ch: string) =>
+    caseless > 0 && ch.toLowerCase() !== ch.toUpperCase();
   for (let i = 0; i < cps.length; i++) {
     const ch = cps[i];
     const wasQuantifier: boolean = afterQuantifier;
@@ -148,7 +172,7 @@ export function toJsPattern(pattern: string): string {
         default:
           if (SYNTAX.has(c) || (c === "-" && inClass)) out += "\\" + c;
           else if (/[0-9]/.test(c)) out += "\\" + c; // back reference
-          else out += caseless && /[A-Za-z]/.test(c) ? letterBoth(c) : lit(c);
+          else out += folds(c) ? letterBoth(c) : lit(c);
       }
       continue;
     }
@@ -164,7 +188,7 @@ export function toJsPattern(pattern: string): string {
       } else if (ch === "]") {
         out += "\\]"; // a ']' right after '[' is literal in Oniguruma
       } else {
-        out += caseless && /[A-Za-z]/.test(ch) ? letterBoth(ch) : ch;
+        out += folds(ch) ? letterBoth(ch) : ch;
       }
       classStart = false;
       continue;
@@ -231,8 +255,17 @@ export function toJsPattern(pattern: string): string {
       case "]":
         out += "\\]";
         break;
+      case "^":
+        out += lines ? "(?<![^\\n])" : "^";
+        break;
+      case "$":
+        out += lines ? "(?![^\\n])" : "$";
+        break;
+      case ".":
+        out += lines ? "[^\\n]" : ".";
+        break;
       default:
-        out += caseless && /[A-Za-z]/.test(ch) ? letterBoth(ch) : ch;
+        out += folds(ch) ? letterBoth(ch) : ch;
     }
   }
   if (inClass) throw new SyntaxError(`Unclosed [ in pattern ${pattern}`);
@@ -244,6 +277,7 @@ export function toJsPattern(pattern: string): string {
  * global JavaScript Unicode regular expression.
  *
  * @param pattern The pattern.
+ * @param options Which meaning `^`, `$` and `.` have.
  * @returns The compiled expression (flags `gu`).
  * @throws {SyntaxError} When the pattern cannot be compiled; the message
  * quotes it.
@@ -256,8 +290,11 @@ export function toJsPattern(pattern: string): string {
  * assert("12345".match(re)!.join(",") === "123,45");
  * ```
  */
-export function toJsRegExp(pattern: string): RegExp {
-  const src = toJsPattern(pattern);
+export function toJsRegExp(
+  pattern: string,
+  options: ToJsPatternOptions = {},
+): RegExp {
+  const src = toJsPattern(pattern, options);
   try {
     return new RegExp(src, "gu");
   } catch (e) {
@@ -550,7 +587,9 @@ export function ggufPreTokenizer(pre: string | undefined): GgufPreTokenizer {
 
 /** Splits text with a list of patterns, each isolating its matches. */
 export function patternSteps(patterns: readonly string[]): PreTokenizeStep[] {
-  return patterns.map((p) => splitStep(toJsRegExp(p), "Isolated"));
+  return patterns.map((p) =>
+    splitStep(toJsRegExp(p, { lineAnchors: false }), "Isolated")
+  );
 }
 
 /** Runs pre-tokenization steps over one text fragment. */
