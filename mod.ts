@@ -14,16 +14,23 @@
  * @module
  */
 
-import type { Plugin } from "./core/plugin.ts";
-import { createRegistry, type Registry } from "./registry.ts";
+import {
+  createRegistry,
+  type PluginSource,
+  type Registry,
+} from "./registry.ts";
 import { LAYER_PLUGINS } from "./layers/mod.ts";
-import { safetensors } from "./formats/safetensors.ts";
-import { gguf } from "./formats/gguf.ts";
-import { onnx } from "./formats/onnx.ts";
-import { bundleFormat } from "./formats/bundle.ts";
+import { safetensorsFormat } from "./formats/safetensors/mod.ts";
+import { ggufFormat } from "./formats/gguf/mod.ts";
+import { onnxFormat } from "./formats/onnx/mod.ts";
+import { bundleFormat } from "./formats/bundle/mod.ts";
 
 export * from "./core/mod.ts";
-export { createRegistry, type Registry } from "./registry.ts";
+export {
+  createRegistry,
+  type PluginSource,
+  type Registry,
+} from "./registry.ts";
 
 /**
  * A fresh registry holding every built-in format and layer plugin. Each call
@@ -44,10 +51,11 @@ export function defaultRegistry(): Registry {
 }
 
 // Built-in plugins, in listing order. Each format/layer issue adds its plugin here.
-const BUILTIN_PLUGINS: Plugin[] = [
+// Format plugins are factories: each registry gets its own plugin objects.
+const BUILTIN_PLUGINS: PluginSource[] = [
   bundleFormat,
-  safetensors(),
-  gguf,
-  onnx(),
+  safetensorsFormat,
+  ggufFormat,
+  onnxFormat,
   ...LAYER_PLUGINS,
 ];

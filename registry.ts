@@ -9,13 +9,24 @@
 
 import type { FormatPlugin, LayerPlugin, Plugin } from "./core/plugin.ts";
 
+/**
+ * What {@link Registry.use} takes: a plugin, or a function of no arguments
+ * that returns one. Format plugins are factories (`bundleFormat`,
+ * `safetensorsFormat`, ...), so `registry.use(bundleFormat)` and
+ * `registry.use(bundleFormat())` register the same plugin; a factory with
+ * options is called by hand (`registry.use(onnxFormat({ ... }))`).
+ */
+export type PluginSource = Plugin | (() => Plugin);
+
 /** A set of format and layer plugins. */
 export interface Registry {
   /**
-   * Adds one plugin or a list of plugins; chains.
-   * @throws {TypeError} When a name, layer type or alias is already taken.
+   * Adds one plugin or a list of plugins; chains. A zero-argument function
+   * in place of a plugin is called once and its result registered.
+   * @throws {TypeError} When a name, layer type or alias is already taken,
+   * or a factory needs arguments or returns no plugin.
    */
-  use(plugin: Plugin | readonly Plugin[]): Registry;
+  use(plugin: PluginSource | readonly PluginSource[]): Registry;
   /** The format plugin of this name; throws `TypeError` listing known formats. */
   format(name: string): FormatPlugin;
   /** Every format plugin, in registration order. */
@@ -51,11 +62,43 @@ function extensionOf(pathOrExt: string): string {
  * });
  * assert(reg.formatForPath("model.raw").name === "raw");
  * ```
+ *
+ * @example A format factory, passed without calling it
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import type { FormatPlugin } from "@modelhost/modelhost/core";
+ * const rawFormat = (): FormatPlugin => ({ kind: "format", name: "raw", extensions: [".raw"] });
+ * const reg = createRegistry().use(rawFormat);
+ * assert(reg.format("raw").name === "raw");
+ * ```
  */
 export function createRegistry(): Registry {
   const formats = new Map<string, FormatPlugin>();
   const layers = new Map<string, LayerPlugin<unknown>>();
   const layerNames = new Map<string, LayerPlugin<unknown>>();
+
+  const resolveOne = (source: PluginSource): Plugin => {
+    if (typeof source !== "function") return source;
+    if (source.length !== 0) {
+      throw new TypeError(
+        `Cannot register plugin factory ${
+          source.name || "(anonymous)"
+        }: it takes ${source.length} argument(s); pass its result instead, e.g. use(${
+          source.name || "factory"
+        }(options))`,
+      );
+    }
+    const p = source() as unknown;
+    if (p === null || typeof p !== "object") {
+      throw new TypeError(
+        `Cannot register plugin factory ${
+          source.name || "(anonymous)"
+        }: it returned ${p === null ? "null" : typeof p}, not a plugin object`,
+      );
+    }
+    return p as Plugin;
+  };
 
   const addOne = (p: Plugin): void => {
     if (p.kind === "format") {
@@ -92,8 +135,10 @@ export function createRegistry(): Registry {
 
   const reg: Registry = {
     use(plugin) {
-      const list = Array.isArray(plugin) ? plugin : [plugin as Plugin];
-      for (const p of list) addOne(p);
+      const list: readonly PluginSource[] = Array.isArray(plugin)
+        ? plugin
+        : [plugin as PluginSource];
+      for (const p of list) addOne(resolveOne(p));
       return reg;
     },
     format(name) {

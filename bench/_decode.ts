@@ -15,7 +15,7 @@ import {
   GgufType,
   readGguf,
   writeGgufBytes,
-} from "../formats/gguf.ts";
+} from "../formats/gguf/mod.ts";
 import { defaultRegistry } from "../mod.ts";
 import { keep } from "../models/transformer.ts";
 

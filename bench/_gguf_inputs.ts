@@ -6,7 +6,7 @@
  */
 
 import { FIXTURES } from "../tests/_helpers/fixtures.ts";
-import { writeGgufBytes } from "../formats/gguf.ts";
+import { writeGgufBytes } from "../formats/gguf/mod.ts";
 import { memoryTensorIndex } from "../core/model.ts";
 
 /** The vocab file: name and bytes. */

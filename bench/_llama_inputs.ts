@@ -6,7 +6,7 @@ import { fromFileUrl, join, resolve } from "@std/path";
 import { memoryTensorIndex } from "../core/model.ts";
 import { memorySource } from "../core/sources.ts";
 import { tensorFromF32 } from "../core/tensor.ts";
-import { readGguf, writeGgufBytes } from "../formats/gguf.ts";
+import { readGguf, writeGgufBytes } from "../formats/gguf/mod.ts";
 import {
   configFromHf,
   hfToGguf,

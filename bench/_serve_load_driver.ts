@@ -6,7 +6,7 @@
 
 import { buildNetwork, initNetwork } from "../core/network.ts";
 import type { Tensor } from "../core/tensor.ts";
-import { saveBundle } from "../formats/bundle.ts";
+import { saveBundle } from "../formats/bundle/mod.ts";
 import { defaultRegistry } from "../mod.ts";
 
 /** The benchmark network: dense 256 → 1024 (relu) → 256, where a batched forward pays. */

@@ -10,7 +10,7 @@
 
 import { loadAllTensors } from "../core/model.ts";
 import { type Tensor, tensorFromF32 } from "../core/tensor.ts";
-import { loadBundle, saveBundle } from "../formats/bundle.ts";
+import { loadBundle, saveBundle } from "../formats/bundle/mod.ts";
 import { loadBundleFile, saveBundleFile } from "../io/bundle.ts";
 
 const TENSORS = 64;

@@ -27,7 +27,7 @@
 import { parseArgs } from "@std/cli";
 import { buildNetwork } from "../core/network.ts";
 import { tensorFromF32 } from "../core/tensor.ts";
-import { exportOnnx } from "../formats/onnx.ts";
+import { exportOnnx } from "../formats/onnx/mod.ts";
 import { fastLinear, forgetWeight } from "../kernels/fast/matmul.ts";
 import { defaultRegistry } from "../mod.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";

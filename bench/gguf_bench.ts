@@ -7,7 +7,7 @@
  */
 
 import { gguf as hfGguf } from "@huggingface/gguf";
-import { parseGgufHeader, readGgufHeader } from "../formats/gguf.ts";
+import { parseGgufHeader, readGgufHeader } from "../formats/gguf/mod.ts";
 import { memorySource } from "../core/sources.ts";
 import { dequantize, quantize } from "../kernels/quants.ts";
 import { encodeFromF32 } from "../core/dtypes.ts";

@@ -22,7 +22,7 @@ import { basename, join } from "@std/path";
 import { memoryTensorIndex } from "../core/model.ts";
 import { memorySource } from "../core/sources.ts";
 import { tensorFromF32 } from "../core/tensor.ts";
-import { readGguf, writeGgufBytes } from "../formats/gguf.ts";
+import { readGguf, writeGgufBytes } from "../formats/gguf/mod.ts";
 import {
   configureKernels,
   kernelInfo,

@@ -11,8 +11,8 @@
 import { encodeVarint } from "@std/encoding";
 import * as ort from "onnxruntime-node";
 import { floatTensor } from "../core/tensor.ts";
-import { writeVarint } from "../formats/_protobuf.ts";
-import { exportOnnx } from "../formats/onnx.ts";
+import { writeVarint } from "../formats/onnx/_protobuf.ts";
+import { exportOnnx } from "../formats/onnx/mod.ts";
 import { B, D, mlpInput, mlpNetwork } from "./_onnx_mlp.ts";
 
 const values = Array.from(
@@ -28,9 +28,13 @@ Deno.bench("varint: @std/encoding encodeVarint", {
   for (const v of values) encodeVarint(v, buf);
 });
 
-Deno.bench("varint: formats/_protobuf writeVarint", { group: "varint" }, () => {
-  for (const v of values) writeVarint(buf, 0, v);
-});
+Deno.bench(
+  "varint: formats/onnx/_protobuf writeVarint",
+  { group: "varint" },
+  () => {
+    for (const v of values) writeVarint(buf, 0, v);
+  },
+);
 
 const net = mlpNetwork();
 const weights = [...net.tensors!.values()].map((t) => t.bytes);

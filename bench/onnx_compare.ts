@@ -13,7 +13,7 @@
 import { parseArgs } from "@std/cli";
 import * as ort from "onnxruntime-node";
 import { floatTensor } from "../core/tensor.ts";
-import { exportOnnx } from "../formats/onnx.ts";
+import { exportOnnx } from "../formats/onnx/mod.ts";
 import { B, D, H, mlpInput, mlpNetwork } from "./_onnx_mlp.ts";
 
 const args = parseArgs(Deno.args, {

@@ -11,7 +11,7 @@ import { type Tensor, tensorFromF32, toFloat32 } from "../core/tensor.ts";
 import {
   readSafetensorsHeader,
   serializeSafetensors,
-} from "../formats/safetensors.ts";
+} from "../formats/safetensors/mod.ts";
 import { openSafetensors } from "../io/safetensors.ts";
 
 // 64 MiB file of 16 F32 tensors, in a temporary folder removed at exit.

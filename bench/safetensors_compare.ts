@@ -17,7 +17,7 @@ import { parseArgs } from "@std/cli";
 import type { TensorIndex, TensorInfo } from "../core/model.ts";
 import { httpSource } from "../core/sources.ts";
 import { toFloat32 } from "../core/tensor.ts";
-import { readSafetensors } from "../formats/safetensors.ts";
+import { readSafetensors } from "../formats/safetensors/mod.ts";
 import { openSafetensors, saveSafetensors } from "../io/safetensors.ts";
 
 const args = parseArgs(Deno.args, { string: ["mib", "runs"] });

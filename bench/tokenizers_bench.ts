@@ -17,7 +17,7 @@
  */
 
 import { createRng } from "../core/rng.ts";
-import { ggufMetadataRecord, readGgufHeader } from "../formats/gguf.ts";
+import { ggufMetadataRecord, readGgufHeader } from "../formats/gguf/mod.ts";
 import { fileSource } from "../io/file.ts";
 import { createTokenizer, type Tokenizer } from "../tokenizers/mod.ts";
 import {

@@ -314,7 +314,7 @@ export interface OnnxWeightOptions {
  * Builds an ONNX graph while layers lower themselves: it names values and
  * nodes, stores weights as initializers (in their stored dtype, with the
  * `Cast` / `DequantizeLinear` that turns them into F32), and lowers child
- * layers for containers. The exporter in `formats/onnx.ts` implements it;
+ * layers for containers. The exporter in `formats/onnx/export.ts` implements it;
  * layer plugins only see this interface.
  */
 export interface OnnxBuilder {

@@ -24,7 +24,7 @@ import {
   toFloat32,
 } from "../mod.ts";
 import { openModel, writeModel } from "../io/mod.ts";
-import { exportOnnx } from "../formats/onnx.ts";
+import { exportOnnx } from "../formats/onnx/mod.ts";
 
 const N = 1 << 20;
 const SHAPE = [1024, 1024];

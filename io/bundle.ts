@@ -28,7 +28,7 @@ import {
   type LoadBundleOptions,
   saveBundleChunks,
   type SaveBundleOptions,
-} from "../formats/bundle.ts";
+} from "../formats/bundle/mod.ts";
 import { writeFileAtomic } from "./file.ts";
 
 /**

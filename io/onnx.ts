@@ -25,7 +25,7 @@
 
 import { basename, dirname, join } from "@std/path";
 import type { Network } from "../core/network.ts";
-import { exportOnnxFiles, type OnnxFilesOptions } from "../formats/onnx.ts";
+import { exportOnnxFiles, type OnnxFilesOptions } from "../formats/onnx/mod.ts";
 import { writeFileAtomic } from "./file.ts";
 
 /** Options of {@link saveOnnx}: the export options and where data goes. */

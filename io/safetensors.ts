@@ -31,12 +31,12 @@ import type { ByteSource } from "../core/sources.ts";
 import {
   readSafetensors,
   readSafetensorsShards,
-  safetensors,
+  safetensorsFormat,
   type SafetensorsReport,
   type SafetensorsValidateOptions,
   type SafetensorsWriteOptions,
   validateSafetensors,
-} from "../formats/safetensors.ts";
+} from "../formats/safetensors/mod.ts";
 import { type FileByteSource, fileSource } from "./file.ts";
 import { writeModel } from "./open.ts";
 
@@ -109,7 +109,7 @@ function resolver(
  * @param options Model id.
  * @returns The model file; call `close()` when done.
  * @throws {Deno.errors.NotFound} When the path or a shard does not exist, or a folder has no SafeTensors file.
- * @throws {RangeError} On invalid headers (see `formats/safetensors.ts`).
+ * @throws {RangeError} On invalid headers (see `formats/safetensors/mod.ts`).
  *
  * @example
  * ```ts
@@ -195,7 +195,10 @@ export async function saveSafetensors(
   // Shards are named after the file name without `.safetensors` (only that
   // suffix is stripped); writeModel renames them all into place at once.
   const baseName = basename(path).replace(/\.safetensors$/i, "");
-  return await writeModel(safetensors(), file, path, { baseName, ...options });
+  return await writeModel(safetensorsFormat(), file, path, {
+    baseName,
+    ...options,
+  });
 }
 
 /**

@@ -17,8 +17,8 @@
 
 import { join } from "@std/path";
 import { memorySource } from "../core/sources.ts";
-import { isGguf, readGguf, writeGguf } from "../formats/gguf.ts";
-import type { GgufQuantType, GgufTensorPlan } from "../formats/gguf.ts";
+import { isGguf, readGguf, writeGguf } from "../formats/gguf/mod.ts";
+import type { GgufQuantType, GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
   type HfModelFiles,
   hfToGguf,

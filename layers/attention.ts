@@ -204,7 +204,7 @@ function ropeOnnx(
  * import { assert } from "@std/assert";
  * import { attentionOnnx, multiHeadAttention } from "./attention.ts";
  * import { createRng, createScope, tensorFromF32 } from "../core/mod.ts";
- * import { GraphBuilder } from "../formats/_onnx_graph.ts";
+ * import { GraphBuilder } from "../formats/onnx/_graph.ts";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
  * const cfg = multiHeadAttention.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
  * const init = multiHeadAttention.init!(cfg, createRng(1));

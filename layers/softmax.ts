@@ -516,7 +516,7 @@ function gumbelNoise(seed: number, count: number): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GraphBuilder } from "../formats/_onnx_graph.ts";
+ * import { GraphBuilder } from "../formats/onnx/_graph.ts";
  * import { parseSoftmaxFields, softmaxOnnx } from "./softmax.ts";
  * const g = new GraphBuilder({ opset: 17, weightDtype: "keep", options: {} });
  * const x = g.addInput("x", 1, ["batch", 4]);

@@ -312,7 +312,7 @@ export interface GgufToHfOptions {
  * @example
  * ```ts ignore
  * import { ggufToHf } from "./convert.ts";
- * import { readGguf } from "../formats/gguf.ts";
+ * import { readGguf } from "../formats/gguf/mod.ts";
  * import { memorySource } from "../core/sources.ts";
  * const hf = await ggufToHf(await readGguf(memorySource(await Deno.readFile("stories260K.gguf"))));
  * console.log(hf.config, hf.model.models[0].tensors.names());

@@ -502,7 +502,7 @@ export async function transformerFromFiles(
  * @example
  * ```ts ignore
  * import { transformerFromGguf } from "./transformer.ts";
- * import { readGguf } from "../formats/gguf.ts";
+ * import { readGguf } from "../formats/gguf/mod.ts";
  * import { memorySource } from "../core/sources.ts";
  * const file = await readGguf(memorySource(await Deno.readFile("stories260K.gguf")));
  * const model = await transformerFromGguf(file);

@@ -10,7 +10,7 @@ import { loadTransformer } from "../io/transformer.ts";
 import type { Transformer } from "../models/transformer.ts";
 import { Batcher, type BatcherOptions } from "./_batcher.ts";
 import { HttpError } from "./_http.ts";
-import type { ModelVersion } from "./_registry.ts";
+import type { ModelVersion } from "./_model_info.ts";
 
 /** One network of a loaded file, with its batcher. */
 export interface LoadedNetwork {

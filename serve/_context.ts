@@ -1,15 +1,22 @@
-// What request handlers share: the registry, the cache, the limits, the
+// What request handlers share: the model folder, the cache, the limits, the
 // metrics, and the per-request context.
 
 import type { ModelCache } from "./_cache.ts";
 import type { Limiter } from "./_limiter.ts";
 import type { Metrics } from "./_metrics.ts";
-import type { ModelStore } from "./_registry.ts";
+import type { ModelFolder } from "./_model_folder.ts";
+
+/** Writes one structured log record (`LogEntry` in server.ts). */
+export type Log = (
+  level: "info" | "warn" | "error",
+  msg: string,
+  fields?: Record<string, unknown>,
+) => void;
 
 /** The server's parts, as handlers see them. */
 export interface ServerParts {
   /** Models on disk. */
-  store: ModelStore;
+  folder: ModelFolder;
   /** Models in memory. */
   cache: ModelCache;
   /** Concurrent generations. */
@@ -24,6 +31,12 @@ export interface ServerParts {
   maxTokens: number;
   /** Cap on JSON request bodies, bytes. */
   maxBodyBytes: number;
+  /** Cap on model uploads, bytes. */
+  maxUploadBytes: number;
+  /** Bearer token that uploads and deletions need, when set. */
+  token: string | undefined;
+  /** The server's log. */
+  log: Log;
   /** The package version. */
   version: string;
 }

@@ -1,4 +1,4 @@
-// Ollama-compatible endpoints: /api/generate and /api/chat (NDJSON
+// Ollama-compatible routes: /api/generate and /api/chat (NDJSON
 // streaming or one JSON object), /api/tags, /api/show, /api/ps,
 // /api/version. Model names are `name[:tag]`, the tag being a registry
 // version (`latest`, or none, for the newest).
@@ -19,7 +19,8 @@ import type { Transformer } from "../models/transformer.ts";
 import type { LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
 import { HttpError, jsonResponse, readJsonObject } from "./_http.ts";
-import type { ModelVersion } from "./_registry.ts";
+import type { ModelVersion } from "./_model_info.ts";
+import type { Route } from "./_router.ts";
 
 /** Ollama's sampling defaults, used where neither request nor checkpoint decides. */
 const OLLAMA_DEFAULTS = {
@@ -95,7 +96,7 @@ async function loadLlm(
   ctx.log.model = name;
   let entry: ModelVersion;
   try {
-    entry = await parts.store.resolve(name, version);
+    entry = await parts.folder.resolve(name, version);
   } catch (e) {
     if (e instanceof HttpError && e.status === 404) {
       throw new HttpError(404, `model "${model}" not found`);
@@ -588,7 +589,7 @@ async function tagOf(v: ModelVersion, tag: string) {
 /** `GET /api/tags`: every Llama-family version, and `name:latest` for the newest. */
 export async function handleTags(parts: ServerParts): Promise<Response> {
   const models = [];
-  for (const versions of (await parts.store.list()).values()) {
+  for (const versions of (await parts.folder.list()).values()) {
     const llms = versions.filter((v) => v.kind === "llm");
     if (llms.length === 0) continue;
     const newest = versions[versions.length - 1];
@@ -610,7 +611,7 @@ export async function handleShow(
   ctx.log.model = name;
   let v: ModelVersion;
   try {
-    v = await parts.store.resolve(name, version);
+    v = await parts.folder.resolve(name, version);
   } catch (e) {
     if (e instanceof HttpError && e.status === 404) {
       throw new HttpError(404, `model "${model}" not found`);
@@ -650,4 +651,30 @@ export async function handlePs(parts: ServerParts): Promise<Response> {
     });
   }
   return jsonResponse({ models });
+}
+
+/** The Ollama API routes under /api, answering from the server's parts. */
+export function ollamaRoutes(parts: ServerParts): Route[] {
+  return [
+    {
+      pattern: "/api/generate",
+      methods: { POST: ({ req, ctx }) => handleGenerate(req, parts, ctx) },
+    },
+    {
+      pattern: "/api/chat",
+      methods: { POST: ({ req, ctx }) => handleChat(req, parts, ctx) },
+    },
+    {
+      pattern: "/api/show",
+      methods: { POST: ({ req, ctx }) => handleShow(req, parts, ctx) },
+    },
+    { pattern: "/api/tags", methods: { GET: () => handleTags(parts) } },
+    { pattern: "/api/ps", methods: { GET: () => handlePs(parts) } },
+    {
+      pattern: "/api/version",
+      methods: {
+        GET: () => Promise.resolve(jsonResponse({ version: parts.version })),
+      },
+    },
+  ];
 }

@@ -10,7 +10,7 @@
  *
  * @example
  * ```ts
- * import { startServer } from "./mod.ts";
+ * import { startServer } from "@modelhost/modelhost/serve";
  * import { assertEquals } from "@std/assert";
  * const dir = await Deno.makeTempDir();
  * const server = await startServer({ dir, port: 0, log: false });

@@ -1,36 +1,26 @@
 /**
  * The inference server: a model registry on disk, predictions for networks
  * with adaptive batching, Ollama-compatible generation for Llama-family
- * models, Prometheus metrics and JSON request logs, on `Deno.serve`.
+ * models, Prometheus metrics and JSON request logs, on `Deno.serve`. The
+ * routes live one group per file (`_registry_routes.ts`, `_ollama.ts`) and
+ * are answered by `_router.ts`; this file holds the options and wires the
+ * parts together.
  *
  * @module
  */
 
 import denoJson from "../deno.json" with { type: "json" };
 import { defaultRegistry } from "../mod.ts";
-import type { FloatTensor } from "../core/tensor.ts";
 import type { Registry } from "../registry.ts";
-import { type Loaded, type LoadedNetwork, ModelCache } from "./_cache.ts";
-import type { RequestContext, ServerParts } from "./_context.ts";
-import {
-  checkDeclaredLength,
-  errorResponse,
-  HttpError,
-  jsonResponse,
-  readJsonObject,
-  sameSecret,
-  statusOf,
-} from "./_http.ts";
+import { ModelCache } from "./_cache.ts";
+import type { Log, ServerParts } from "./_context.ts";
+import { jsonResponse } from "./_http.ts";
 import { Limiter } from "./_limiter.ts";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, Metrics } from "./_metrics.ts";
-import {
-  handleChat,
-  handleGenerate,
-  handlePs,
-  handleShow,
-  handleTags,
-} from "./_ollama.ts";
-import { ModelStore, type ModelVersion } from "./_registry.ts";
+import { ModelFolder } from "./_model_folder.ts";
+import { ollamaRoutes } from "./_ollama.ts";
+import { registryRoutes } from "./_registry_routes.ts";
+import { dispatcher, type Route } from "./_router.ts";
 
 /** One structured log record (written as one JSON line). */
 export interface LogEntry {
@@ -94,7 +84,7 @@ export interface ServeOptions {
  *
  * @example
  * ```ts
- * import { serveDefaults } from "./server.ts";
+ * import { serveDefaults } from "@modelhost/modelhost/serve";
  * import { assertEquals } from "@std/assert";
  * assertEquals(serveDefaults.hostname, "127.0.0.1");
  * ```
@@ -132,163 +122,6 @@ export interface Server {
   readonly finished: Promise<void>;
 }
 
-function defaultLog(entry: LogEntry): void {
-  console.error(JSON.stringify(entry));
-}
-
-function versionJson(v: ModelVersion, loaded: boolean) {
-  return {
-    name: v.name,
-    version: v.version,
-    file: v.file,
-    format: v.format,
-    kind: v.kind,
-    bytes: v.bytes,
-    modified: v.modified?.toISOString() ?? null,
-    loaded,
-    models: v.models,
-    tensors: v.tensors,
-    parameters: v.parameters,
-    dtypes: v.dtypes,
-    provenance: v.provenance,
-    metadata: v.metadata,
-    ...(v.llm
-      ? {
-        llm: {
-          architecture: v.llm.architecture,
-          context_length: v.llm.contextLength,
-          embedding_length: v.llm.embeddingLength,
-          block_count: v.llm.blockCount,
-          vocab_size: v.llm.vocabSize,
-        },
-      }
-      : {}),
-    ...(v.error ? { error: v.error } : {}),
-  };
-}
-
-/** Parses `inputs`: a nested array of numbers, batch first (one row may come bare). */
-function parseInputs(raw: unknown, inputSize: number | undefined): FloatTensor {
-  if (!Array.isArray(raw) || raw.length === 0) {
-    throw new HttpError(
-      400,
-      '"inputs" must be a non-empty array of rows ([[…], …])',
-    );
-  }
-  const shape: number[] = [];
-  let cur: unknown = raw;
-  while (Array.isArray(cur)) {
-    shape.push(cur.length);
-    cur = cur[0];
-  }
-  const count = shape.reduce((a, b) => a * b, 1);
-  const data = new Float32Array(count);
-  let at = 0;
-  const walk = (v: unknown, depth: number): void => {
-    if (depth === shape.length) {
-      if (typeof v !== "number") {
-        throw new HttpError(
-          400,
-          `"inputs" must hold only numbers, found ${JSON.stringify(v)}`,
-        );
-      }
-      data[at++] = v;
-      return;
-    }
-    if (!Array.isArray(v) || v.length !== shape[depth]) {
-      throw new HttpError(
-        400,
-        `"inputs" must be rectangular: shape [${
-          shape.join(", ")
-        }] expected, a row at depth ${depth} differs`,
-      );
-    }
-    for (const x of v) walk(x, depth + 1);
-  };
-  walk(raw, 0);
-  if (shape.length === 1) shape.unshift(1);
-  const features = shape[shape.length - 1];
-  if (inputSize !== undefined && features !== inputSize) {
-    throw new HttpError(
-      400,
-      `"inputs" rows have ${features} features; the model takes ${inputSize}`,
-    );
-  }
-  return { data, shape };
-}
-
-/** Nests a flat tensor into arrays by its shape. */
-function nest(y: FloatTensor): unknown[] {
-  const build = (off: number, d: number): unknown[] => {
-    const n = y.shape[d];
-    if (d === y.shape.length - 1) {
-      return Array.from(y.data.subarray(off, off + n));
-    }
-    const step = y.shape.slice(d + 1).reduce((a, b) => a * b, 1);
-    const out = new Array(n);
-    for (let i = 0; i < n; i++) out[i] = build(off + i * step, d + 1);
-    return out;
-  };
-  return build(0, 0);
-}
-
-function pickNetwork(
-  loaded: Loaded,
-  id: string | undefined,
-  label: string,
-): LoadedNetwork {
-  if (loaded.kind !== "network") {
-    throw new HttpError(
-      400,
-      `${label} is a language model; use POST /api/generate or /api/chat`,
-    );
-  }
-  const nets = loaded.networks;
-  if (id !== undefined) {
-    const n = nets.find((x) => x.id === id);
-    if (!n) {
-      throw new HttpError(
-        404,
-        `${label} holds no network "${id}" (ids: ${
-          nets.map((x) => x.id).join(", ")
-        })`,
-      );
-    }
-    return n;
-  }
-  if (nets.length !== 1) {
-    throw new HttpError(
-      400,
-      `${label} holds ${nets.length} networks (${
-        nets.map((x) => x.id).join(", ")
-      }); pick one with "id"`,
-    );
-  }
-  return nets[0];
-}
-
-/** Rejects when the signal aborts (with its reason), else settles as `p`. */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  p.catch(() => {});
-  if (signal.aborted) return Promise.reject(signal.reason);
-  let onAbort!: () => void;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  aborted.catch(() => {});
-  return Promise.race([p, aborted]).finally(() =>
-    signal.removeEventListener("abort", onAbort)
-  );
-}
-
-interface Route {
-  /** Route pattern for metrics and logs (`/v1/models/{name}/predict`). */
-  route: string;
-  /** Per-method handlers. */
-  methods: Record<string, () => Promise<Response>>;
-}
-
 /**
  * Starts the server on `Deno.serve`: loads nothing up front (models are
  * loaded, warmed up and cached on first use), scans the registry folder,
@@ -310,7 +143,7 @@ interface Route {
  *
  * @example
  * ```ts
- * import { startServer } from "./server.ts";
+ * import { startServer } from "@modelhost/modelhost/serve";
  * import { assertEquals } from "@std/assert";
  * const dir = await Deno.makeTempDir();
  * const server = await startServer({ dir, port: 0, log: false });
@@ -321,6 +154,81 @@ interface Route {
  * ```
  */
 export async function startServer(options: ServeOptions): Promise<Server> {
+  const o = withDefaults(options);
+  const st = await Deno.stat(o.dir);
+  if (!st.isDirectory) {
+    throw new TypeError(`startServer: ${o.dir} is not a folder`);
+  }
+  const log = logTo(o.log);
+  const { parts, stop, release } = createParts(o, log);
+  const requests = dispatcher(
+    [...serviceRoutes(parts), ...registryRoutes(parts), ...ollamaRoutes(parts)],
+    {
+      metrics: parts.metrics,
+      log,
+      timeoutMs: o.timeoutMs,
+      uploadTimeoutMs: o.uploadTimeoutMs,
+    },
+  );
+  const httpServer = Deno.serve({
+    port: o.port,
+    hostname: o.hostname,
+    onListen: () => {},
+    handler: requests.handle,
+  });
+  const addr = httpServer.addr as Deno.NetAddr;
+  const host = addr.hostname.includes(":")
+    ? `[${addr.hostname}]`
+    : addr.hostname;
+  const url = `http://${host}:${addr.port}`;
+  const models = await parts.folder.list();
+  log("info", "listening", {
+    url,
+    dir: o.dir,
+    models: models.size,
+    token: o.token !== undefined,
+  });
+  if (
+    o.token === undefined &&
+    !["127.0.0.1", "localhost", "::1"].includes(o.hostname)
+  ) {
+    log(
+      "warn",
+      "listening beyond loopback without --token: anyone who reaches it can upload and delete models",
+      { hostname: o.hostname },
+    );
+  }
+
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      requests.close();
+      stop();
+      await httpServer.shutdown();
+      release();
+      log("info", "closed", { url });
+    })();
+    return closed;
+  };
+  options.signal?.addEventListener("abort", () => close(), { once: true });
+
+  return {
+    url,
+    hostname: addr.hostname,
+    port: addr.port,
+    metrics: () => parts.metrics.render(),
+    close,
+    finished: httpServer.finished.then(() => closed).then(() => {}),
+  };
+}
+
+/** {@link ServeOptions} with every default filled in. */
+type Resolved =
+  & ServeOptions
+  & Required<Pick<ServeOptions, keyof typeof serveDefaults>>;
+
+/** Applies the defaults and checks every limit's range. */
+function withDefaults(options: ServeOptions): Resolved {
   const o = { ...serveDefaults, ...options };
   for (
     const k of [
@@ -350,24 +258,37 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       throw new TypeError(`startServer: ${k} must be 0 or more, got ${o[k]}`);
     }
   }
-  const st = await Deno.stat(o.dir);
-  if (!st.isDirectory) {
-    throw new TypeError(`startServer: ${o.dir} is not a folder`);
-  }
-  const registry = o.registry ?? defaultRegistry();
-  const sink = o.log === false
-    ? undefined
-    : o.log === true || o.log === undefined
-    ? defaultLog
-    : o.log;
-  const log = (
-    level: LogEntry["level"],
-    msg: string,
-    fields: Record<string, unknown> = {},
-  ) => sink?.({ time: new Date().toISOString(), level, msg, ...fields });
+  return o;
+}
 
+function defaultLog(entry: LogEntry): void {
+  console.error(JSON.stringify(entry));
+}
+
+/** The log function for the `log` option. */
+function logTo(option: ServeOptions["log"]): Log {
+  const sink = option === false
+    ? undefined
+    : option === true || option === undefined
+    ? defaultLog
+    : option;
+  return (level, msg, fields = {}) =>
+    sink?.({ time: new Date().toISOString(), level, msg, ...fields });
+}
+
+/**
+ * Builds what the handlers share: the model folder, the cache of loaded
+ * models (its batches and loads counted in the metrics), the generation
+ * queue and the gauges. `stop` ends generations and drops loaded models;
+ * `release` frees the rest once the HTTP server has shut down.
+ */
+function createParts(
+  o: Resolved,
+  log: Log,
+): { parts: ServerParts; stop(): void; release(): void } {
+  const registry: Registry = o.registry ?? defaultRegistry();
   const metrics = new Metrics();
-  const store = new ModelStore(o.dir, registry, {
+  const folder = new ModelFolder(o.dir, registry, {
     rescanMs: o.rescanMs,
     warn: (msg, fields) => log("warn", msg, fields),
   });
@@ -431,7 +352,6 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     o.maxConcurrentGenerations,
     o.maxQueuedGenerations,
   );
-  const inflight = new Set<AbortController>();
   metrics.gaugeFn(
     "modelhost_models_loaded",
     "Models in memory",
@@ -452,11 +372,6 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     "Generations waiting for a slot",
     () => [{ labels: {}, value: generations.queued }],
   );
-  metrics.gaugeFn(
-    "modelhost_requests_in_flight",
-    "Requests being answered",
-    () => [{ labels: {}, value: inflight.size }],
-  );
 
   // Yields to other tasks (I/O, timers) between generated tokens without the
   // clamping of nested timers.
@@ -465,7 +380,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   channel.port1.onmessage = () => waiting.shift()?.();
   let seed = o.seed;
   const parts: ServerParts = {
-    store,
+    folder,
     cache,
     generations,
     metrics,
@@ -477,412 +392,58 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     nextSeed: () => seed++,
     maxTokens: o.maxTokens,
     maxBodyBytes: o.maxBodyBytes,
+    maxUploadBytes: o.maxUploadBytes,
+    token: o.token,
+    log,
     version: denoJson.version,
   };
-
-  const requireToken = (req: Request): void => {
-    if (o.token === undefined) return;
-    const auth = req.headers.get("authorization") ?? "";
-    const m = auth.match(/^Bearer\s+(.+)$/i);
-    if (!m || !sameSecret(m[1], o.token)) {
-      throw new HttpError(
-        401,
-        m
-          ? "Invalid bearer token"
-          : "This endpoint needs an Authorization: Bearer token",
-        { "www-authenticate": 'Bearer realm="modelhost"' },
-      );
-    }
-  };
-
-  const loadedPaths = () => new Set(cache.entries().map((l) => l.entry.path));
-
-  const listModel = async (name: string) => {
-    const versions = await store.versions(name);
-    const loaded = loadedPaths();
-    return {
-      name,
-      latest: versions[versions.length - 1].version,
-      versions: versions.map((v) => versionJson(v, loaded.has(v.path))),
-    };
-  };
-
-  const predict = async (
-    req: Request,
-    ctx: RequestContext,
-    url: URL,
-    name: string,
-    version: string | undefined,
-  ): Promise<Response> => {
-    const body = await readJsonObject(req, o.maxBodyBytes);
-    ctx.log.model = name;
-    const entry = await store.resolve(name, version);
-    ctx.log.version = entry.version;
-    const label = `Model ${name}@${entry.version}`;
-    if (entry.kind === "llm") {
-      throw new HttpError(
-        400,
-        `${label} is a language model; use POST /api/generate or /api/chat`,
-      );
-    }
-    const id = typeof body.id === "string"
-      ? body.id
-      : url.searchParams.get("id") ?? undefined;
-    const { loaded } = await cache.get(entry);
-    const net = pickNetwork(loaded, id, label);
-    const x = parseInputs(body.inputs, net.inputSize);
-    ctx.log.rows = x.shape[0];
-    let y: FloatTensor;
-    try {
-      y = await net.batcher.submit(x);
-    } catch (e) {
-      if (e instanceof TypeError || e instanceof RangeError) {
-        throw new HttpError(
-          400,
-          `${label} cannot take these inputs: ${e.message}`,
-        );
-      }
-      throw e;
-    }
-    loaded.lastUsed = Date.now();
-    return jsonResponse({
-      model: name,
-      version: entry.version,
-      ...(net.id !== name ? { id: net.id } : {}),
-      shape: y.shape,
-      outputs: nest(y),
-    });
-  };
-
-  const upload = async (
-    req: Request,
-    ctx: RequestContext,
-    url: URL,
-    name: string,
-  ): Promise<Response> => {
-    requireToken(req);
-    checkDeclaredLength(req, o.maxUploadBytes);
-    ctx.log.model = name;
-    const v = await store.upload(name, req.body, {
-      version: url.searchParams.get("version") ?? undefined,
-      format: url.searchParams.get("format") ?? undefined,
-      maxBytes: o.maxUploadBytes,
-      signal: ctx.signal,
-    });
-    ctx.log.version = v.version;
-    ctx.log.bytes_in = v.bytes;
-    log("info", "model uploaded", {
-      model: name,
-      version: v.version,
-      file: v.file,
-      format: v.format,
-      bytes: v.bytes,
-    });
-    return jsonResponse(versionJson(v, false), 201, {
-      location: `/v1/models/${encodeURIComponent(name)}/versions/${
-        encodeURIComponent(v.version)
-      }`,
-    });
-  };
-
-  const remove = async (
-    req: Request,
-    ctx: RequestContext,
-    name: string,
-    version?: string,
-  ): Promise<Response> => {
-    requireToken(req);
-    ctx.log.model = name;
-    const removed = await store.remove(name, version);
-    for (const r of removed) cache.evictPath(r.path);
-    log("info", "model deleted", {
-      model: name,
-      versions: removed.map((r) => r.version),
-    });
-    return jsonResponse({
-      deleted: removed.map((r) => ({
-        name: r.name,
-        version: r.version,
-        file: r.file,
-      })),
-    });
-  };
-
-  const match = (
-    req: Request,
-    url: URL,
-    ctx: RequestContext,
-  ): Route | undefined => {
-    let seg: string[];
-    try {
-      seg = url.pathname.split("/").filter((s) => s !== "").map(
-        decodeURIComponent,
-      );
-    } catch {
-      throw new HttpError(400, `Malformed path ${url.pathname}`);
-    }
-    const [a, b, name, d, v, f] = seg;
-    const n = seg.length;
-    if (n === 0) {
-      return {
-        route: "/",
-        methods: {
-          GET: () => Promise.resolve(new Response("modelhost is running\n")),
-          HEAD: () => Promise.resolve(new Response(null)),
-        },
-      };
-    }
-    if (n === 1 && a === "healthz") {
-      return {
-        route: "/healthz",
-        methods: {
-          GET: async () =>
-            jsonResponse({
-              status: "ok",
-              models: (await store.list()).size,
-              loaded: cache.entries().length,
-            }),
-        },
-      };
-    }
-    if (n === 1 && a === "metrics") {
-      return {
-        route: "/metrics",
-        methods: {
-          GET: () =>
-            Promise.resolve(
-              new Response(metrics.render(), {
-                headers: {
-                  "content-type": "text/plain; version=0.0.4; charset=utf-8",
-                },
-              }),
-            ),
-        },
-      };
-    }
-    if (a === "v1" && b === "models") {
-      if (n === 2) {
-        return {
-          route: "/v1/models",
-          methods: {
-            GET: async () => {
-              const out = [];
-              for (const k of (await store.list()).keys()) {
-                out.push(await listModel(k));
-              }
-              return jsonResponse({ models: out });
-            },
-          },
-        };
-      }
-      if (n === 3) {
-        return {
-          route: "/v1/models/{name}",
-          methods: {
-            GET: async () => jsonResponse(await listModel(name)),
-            POST: () => upload(req, ctx, url, name),
-            DELETE: () => remove(req, ctx, name),
-          },
-        };
-      }
-      if (n === 4 && d === "predict") {
-        return {
-          route: "/v1/models/{name}/predict",
-          methods: { POST: () => predict(req, ctx, url, name, undefined) },
-        };
-      }
-      if (n === 5 && d === "versions") {
-        return {
-          route: "/v1/models/{name}/versions/{version}",
-          methods: {
-            GET: async () => {
-              const e = await store.resolve(name, v);
-              return jsonResponse(versionJson(e, loadedPaths().has(e.path)));
-            },
-            DELETE: () => remove(req, ctx, name, v),
-          },
-        };
-      }
-      if (n === 6 && d === "versions" && f === "predict") {
-        return {
-          route: "/v1/models/{name}/versions/{version}/predict",
-          methods: { POST: () => predict(req, ctx, url, name, v) },
-        };
-      }
-      return undefined;
-    }
-    if (a === "api" && n === 2) {
-      const ollama: Record<string, Route["methods"]> = {
-        generate: { POST: () => handleGenerate(req, parts, ctx) },
-        chat: { POST: () => handleChat(req, parts, ctx) },
-        show: { POST: () => handleShow(req, parts, ctx) },
-        tags: { GET: () => handleTags(parts) },
-        ps: { GET: () => handlePs(parts) },
-        version: {
-          GET: () => Promise.resolve(jsonResponse({ version: parts.version })),
-        },
-      };
-      if (Object.hasOwn(ollama, b)) {
-        return { route: `/api/${b}`, methods: ollama[b] };
-      }
-    }
-    return undefined;
-  };
-
-  let closing = false;
-  let seq = 0;
-  const idBase = Date.now().toString(36);
-
-  const handler = async (
-    req: Request,
-    info: Deno.ServeHandlerInfo,
-  ): Promise<Response> => {
-    const started = performance.now();
-    const remote = (info.remoteAddr as Deno.NetAddr).hostname;
-    const given = req.headers.get("x-request-id");
-    const id = given && /^[\w.:-]{1,64}$/.test(given)
-      ? given
-      : `${idBase}-${(++seq).toString(36)}`;
-    const url = new URL(req.url);
-    const ctl = new AbortController();
-    inflight.add(ctl);
-    const ctx: RequestContext = {
-      id,
-      signal: ctl.signal,
-      abort: (reason) => ctl.abort(reason),
-      started,
-      log: {},
-    };
-    let route = "unmatched";
-    let res: Response;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    try {
-      if (closing) throw new HttpError(503, "The server is shutting down");
-      const r = match(req, url, ctx);
-      if (!r) {
-        throw new HttpError(
-          404,
-          `No route for ${req.method} ${url.pathname}`,
-        );
-      }
-      route = r.route;
-      const h = r.methods[req.method];
-      if (!h) {
-        throw new HttpError(
-          405,
-          `${req.method} is not allowed on ${r.route}; allowed: ${
-            Object.keys(r.methods).join(", ")
-          }`,
-          { allow: Object.keys(r.methods).join(", ") },
-        );
-      }
-      const limit = req.method === "POST" && route === "/v1/models/{name}"
-        ? o.uploadTimeoutMs
-        : o.timeoutMs;
-      timer = setTimeout(
-        () =>
-          ctl.abort(
-            new HttpError(504, `The request timed out after ${limit} ms`),
-          ),
-        limit,
-      );
-      res = await raceAbort(h(), ctl.signal);
-    } catch (e) {
-      res = errorResponse(e);
-      const status = statusOf(e);
-      ctx.log.error = e instanceof Error ? e.message : String(e);
-      if (status >= 500 && !(e instanceof HttpError)) {
-        ctx.log.stack = e instanceof Error ? e.stack : undefined;
-      }
-    }
-    res.headers.set("x-request-id", id);
-    const status = res.status;
-    const done = () => {
-      clearTimeout(timer);
-      inflight.delete(ctl);
-      const seconds = (performance.now() - started) / 1000;
-      metrics.inc(
-        "modelhost_http_requests_total",
-        "HTTP requests answered",
-        { method: req.method, route, status: String(status) },
-      );
-      metrics.observe(
-        "modelhost_http_request_duration_seconds",
-        "Time from request to the end of the response",
-        LATENCY_BUCKETS,
-        { route },
-        seconds,
-      );
-      log(status >= 500 ? "error" : "info", "request", {
-        id,
-        method: req.method,
-        path: url.pathname,
-        route,
-        status,
-        ms: +(seconds * 1000).toFixed(2),
-        remote,
-        ...ctx.log,
-      });
-    };
-    if (ctx.finished) ctx.finished.then(done);
-    else done();
-    return res;
-  };
-
-  const httpServer = Deno.serve({
-    port: o.port,
-    hostname: o.hostname,
-    onListen: () => {},
-    handler,
-  });
-  const addr = httpServer.addr as Deno.NetAddr;
-  const host = addr.hostname.includes(":")
-    ? `[${addr.hostname}]`
-    : addr.hostname;
-  const url = `http://${host}:${addr.port}`;
-  const models = await store.list();
-  log("info", "listening", {
-    url,
-    dir: o.dir,
-    models: models.size,
-    token: o.token !== undefined,
-  });
-  if (
-    o.token === undefined &&
-    !["127.0.0.1", "localhost", "::1"].includes(o.hostname)
-  ) {
-    log(
-      "warn",
-      "listening beyond loopback without --token: anyone who reaches it can upload and delete models",
-      { hostname: o.hostname },
-    );
-  }
-
-  let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closed ??= (async () => {
-      closing = true;
-      for (const c of inflight) {
-        c.abort(new HttpError(503, "The server is shutting down"));
-      }
+  return {
+    parts,
+    stop() {
       generations.close();
       cache.close();
-      await httpServer.shutdown();
+    },
+    release() {
       channel.port1.close();
       channel.port2.close();
       for (const w of waiting.splice(0)) w();
-      log("info", "closed", { url });
-    })();
-    return closed;
+    },
   };
-  options.signal?.addEventListener("abort", () => close(), { once: true });
+}
 
-  return {
-    url,
-    hostname: addr.hostname,
-    port: addr.port,
-    metrics: () => metrics.render(),
-    close,
-    finished: httpServer.finished.then(() => closed).then(() => {}),
-  };
+/** The server's own routes: `/`, `/healthz` and `/metrics`. */
+function serviceRoutes(parts: ServerParts): Route[] {
+  return [
+    {
+      pattern: "/",
+      methods: {
+        GET: () => Promise.resolve(new Response("modelhost is running\n")),
+        HEAD: () => Promise.resolve(new Response(null)),
+      },
+    },
+    {
+      pattern: "/healthz",
+      methods: {
+        GET: async () =>
+          jsonResponse({
+            status: "ok",
+            models: (await parts.folder.list()).size,
+            loaded: parts.cache.entries().length,
+          }),
+      },
+    },
+    {
+      pattern: "/metrics",
+      methods: {
+        GET: () =>
+          Promise.resolve(
+            new Response(parts.metrics.render(), {
+              headers: {
+                "content-type": "text/plain; version=0.0.4; charset=utf-8",
+              },
+            }),
+          ),
+      },
+    },
+  ];
 }

@@ -209,10 +209,10 @@ function firstDifference(a: Uint8Array, b: Uint8Array): number {
  * @example
  * ```ts
  * import { assertFormatRoundTrip } from "./mod.ts";
- * import { safetensors } from "../formats/safetensors.ts";
+ * import { safetensorsFormat } from "../formats/safetensors/mod.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, -2]), [2])]);
- * await assertFormatRoundTrip(safetensors(), {
+ * await assertFormatRoundTrip(safetensorsFormat(), {
  *   models: [{ id: "m", metadata: { note: "hi" }, tensors }],
  * });
  * ```
@@ -427,11 +427,11 @@ async function withDeadline<T>(
  * ```ts
  * import { assert } from "@std/assert";
  * import { assertHostileInputs } from "./mod.ts";
- * import { safetensors, serializeSafetensors } from "../formats/safetensors.ts";
+ * import { safetensorsFormat, serializeSafetensors } from "../formats/safetensors/mod.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] });
- * const report = await assertHostileInputs(safetensors(), bytes, { mutations: 20 });
+ * const report = await assertHostileInputs(safetensorsFormat(), bytes, { mutations: 20 });
  * assert(report.cases > 20);
  * ```
  */

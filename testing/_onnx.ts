@@ -11,7 +11,7 @@ import type { LayerConfig } from "../core/model.ts";
 import { buildNetwork, initNetwork } from "../core/network.ts";
 import type { LayerPlugin } from "../core/plugin.ts";
 import { type FloatTensor, floatTensor } from "../core/tensor.ts";
-import { exportOnnx } from "../formats/onnx.ts";
+import { exportOnnx } from "../formats/onnx/mod.ts";
 import { createRegistry, type Registry } from "../registry.ts";
 import { cosineInput } from "./_layer.ts";
 

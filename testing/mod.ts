@@ -17,10 +17,10 @@
  * @example
  * ```ts
  * import { assertFormatRoundTrip, assertHostileInputs } from "./mod.ts";
- * import { safetensors } from "../formats/safetensors.ts";
+ * import { safetensorsFormat } from "../formats/safetensors/mod.ts";
  * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
  *
- * const plugin = safetensors();
+ * const plugin = safetensorsFormat();
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, 2, 3]), [3])]);
  * const { bytes } = await assertFormatRoundTrip(plugin, {
  *   models: [{ id: "m", metadata: {}, tensors }],

@@ -90,3 +90,47 @@ Deno.test("registry: failed lookups list what is registered", () => {
   );
   assertThrows(() => createRegistry().layer("x"), TypeError, "none");
 });
+
+Deno.test("registry: use takes zero-argument plugin factories, alone or in a list", () => {
+  let calls = 0;
+  const alphaFormat = (): FormatPlugin => {
+    calls++;
+    return fmt("alpha", ".alp", 0x41);
+  };
+  // A factory whose one parameter has a default still has length 0.
+  const betaFormat = (o: { ext?: string } = {}): FormatPlugin =>
+    fmt("beta", o.ext ?? ".bet");
+  const reg = createRegistry().use(alphaFormat).use([
+    betaFormat,
+    layer("dense"),
+  ]);
+  assertEquals(calls, 1);
+  assertEquals(reg.formats().map((f) => f.name), ["alpha", "beta"]);
+  assertEquals(reg.formatForPath("m.bet").name, "beta");
+  assertEquals(reg.detect(new Uint8Array([0x41]))?.name, "alpha");
+  assertEquals(reg.layer("dense").type, "dense");
+  // The factory's result goes through the same checks as a plugin.
+  assertThrows(() => reg.use(alphaFormat), TypeError, 'format "alpha"');
+  assertEquals(calls, 2);
+});
+
+Deno.test("registry: a factory that needs arguments or returns no plugin is refused", () => {
+  const reg = createRegistry();
+  const needsName = (name: string): FormatPlugin => fmt(name, ".x");
+  assertThrows(
+    () => reg.use(needsName as unknown as () => Plugin),
+    TypeError,
+    "Cannot register plugin factory needsName: it takes 1 argument(s)",
+  );
+  assertThrows(
+    () => reg.use((() => undefined) as unknown as () => Plugin),
+    TypeError,
+    "returned undefined, not a plugin object",
+  );
+  assertThrows(
+    () => reg.use((() => ({ kind: "widget" })) as unknown as () => Plugin),
+    TypeError,
+    'kind must be "format" or "layer"',
+  );
+  assertEquals(reg.formats().length, 0);
+});

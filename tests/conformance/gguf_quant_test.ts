@@ -15,7 +15,7 @@ import {
   readGguf,
   readGgufHeader,
   writeGgufBytes,
-} from "../../formats/gguf.ts";
+} from "../../formats/gguf/mod.ts";
 import { fileSource } from "../../io/file.ts";
 import { memorySource } from "../../core/sources.ts";
 

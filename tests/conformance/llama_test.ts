@@ -31,7 +31,7 @@ import { join } from "@std/path";
 import { memoryTensorIndex } from "../../core/model.ts";
 import { memorySource } from "../../core/sources.ts";
 import { type Tensor, tensorFromF32, toFloat32 } from "../../core/tensor.ts";
-import { readGguf } from "../../formats/gguf.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import { convertHfToGguf, loadTransformer } from "../../io/transformer.ts";
 import {

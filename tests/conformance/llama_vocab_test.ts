@@ -11,7 +11,7 @@
 
 import { assertEquals } from "@std/assert";
 import { memorySource } from "../../core/sources.ts";
-import { readGguf } from "../../formats/gguf.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
 import {
   ggufVocabFromTokenizerJson,
   tokenizerJsonFromGguf,

@@ -7,7 +7,7 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { join } from "@std/path";
-import { exportOnnx, exportOnnxFiles } from "../../formats/onnx.ts";
+import { exportOnnx, exportOnnxFiles } from "../../formats/onnx/mod.ts";
 import { saveOnnx } from "../../io/onnx.ts";
 import {
   caseNetwork,

@@ -9,7 +9,7 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";
-import { readSafetensors } from "../../formats/safetensors.ts";
+import { readSafetensors } from "../../formats/safetensors/mod.ts";
 import { type ByteSource, checkRange } from "../../core/sources.ts";
 import { toFloat32 } from "../../core/tensor.ts";
 import { createRng, type Rng } from "../../core/rng.ts";

@@ -2,9 +2,9 @@
  * SafeTensors conformance: every real file in ../shared/fixtures/safetensors
  * read by our reader and compared with facts from elsewhere:
  * - tests/vectors/safetensors_fixtures.json, written by an independent
- *   Python reader (gen_safetensors_reference.py: struct + json + hashlib +
- *   NumPy): header length, metadata, dtypes, shapes, offsets, per-tensor
- *   SHA-256 and decoded values;
+ *   Python reader (tests/vectors/gen/safetensors_fixtures.py: struct +
+ *   json + hashlib + NumPy): header length, metadata, dtypes, shapes,
+ *   offsets, per-tensor SHA-256 and decoded values;
  * - the values the fixtures' sources document (hf-samples: [-3..2] cast to
  *   the dtype; Julia model.numpy: arange);
  * - malformed/hf-rust-tests/vectors.json: the reference implementation's
@@ -17,7 +17,7 @@ import {
   readSafetensors,
   sha256Hex,
   typedArrayOf,
-} from "../../formats/safetensors.ts";
+} from "../../formats/safetensors/mod.ts";
 import {
   openSafetensors,
   validateSafetensorsFile,

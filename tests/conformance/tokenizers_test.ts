@@ -14,7 +14,7 @@
 
 import { assertEquals } from "@std/assert";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";
-import { ggufMetadataRecord, readGgufHeader } from "../../formats/gguf.ts";
+import { ggufMetadataRecord, readGgufHeader } from "../../formats/gguf/mod.ts";
 import { fileSource } from "../../io/file.ts";
 import {
   createTokenizer,

@@ -18,7 +18,7 @@ import {
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { createRng } from "../../core/rng.ts";
 
-// Reference conversions written by tests/gen_dtype_vectors.py (NumPy 1.24):
+// Reference conversions written by tests/vectors/gen/dtypes.py (NumPy 1.24):
 // F32 inputs and all outputs as bit patterns; null marks a NaN result.
 interface Vectors {
   f16: { input: number[]; expected: (number | null)[] };

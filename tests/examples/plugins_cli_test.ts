@@ -6,7 +6,7 @@
 import { assert, assertEquals, assertStringIncludes } from "@std/assert";
 import { join } from "@std/path";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
-import { readSafetensors } from "../../formats/safetensors.ts";
+import { readSafetensors } from "../../formats/safetensors/mod.ts";
 import { fileSource } from "../../io/file.ts";
 import { readNpz } from "../../examples/plugins/npy/mod.ts";
 import { conv1d } from "../../examples/plugins/conv1d/mod.ts";

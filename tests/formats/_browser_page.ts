@@ -7,7 +7,7 @@
 import { loadAllTensors } from "../../core/model.ts";
 import { buildNetwork } from "../../core/network.ts";
 import { floatTensor } from "../../core/tensor.ts";
-import { loadBundle } from "../../formats/bundle.ts";
+import { loadBundle } from "../../formats/bundle/mod.ts";
 import { LAYER_PLUGINS } from "../../layers/mod.ts";
 import { createRegistry } from "../../registry.ts";
 import { kernelInfo } from "../../kernels/fast/mod.ts";

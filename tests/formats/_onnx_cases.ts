@@ -12,7 +12,7 @@ import {
   type Tensor,
 } from "../../core/tensor.ts";
 import { defaultRegistry } from "../../mod.ts";
-import type { OnnxExportOptions } from "../../formats/onnx.ts";
+import type { OnnxExportOptions } from "../../formats/onnx/mod.ts";
 
 /** One exported network. */
 export interface OnnxCase {

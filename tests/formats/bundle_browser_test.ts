@@ -11,7 +11,7 @@ import { fromFileUrl } from "@std/path";
 import { loadAllTensors } from "../../core/model.ts";
 import { buildNetwork, initNetwork } from "../../core/network.ts";
 import { floatTensor } from "../../core/tensor.ts";
-import { loadBundle, saveBundle } from "../../formats/bundle.ts";
+import { loadBundle, saveBundle } from "../../formats/bundle/mod.ts";
 import { defaultRegistry } from "../../mod.ts";
 
 function findChromium(): string | undefined {

@@ -29,15 +29,15 @@ import {
   detectBundle,
   loadBundle,
   saveBundle,
-} from "../../formats/bundle.ts";
+} from "../../formats/bundle/mod.ts";
 import {
   parseJsonWithLongStrings,
   splitLongStrings,
-} from "../../formats/_json.ts";
-import { fromBase64, fromBase64Into, toBase64 } from "../../formats/_base64.ts";
+} from "../../formats/bundle/_json.ts";
+import { fromBase64, fromBase64Into, toBase64 } from "../../core/_base64.ts";
 import { defaultRegistry } from "../../mod.ts";
 
-// References written by tests/gen_bundle_vectors.py (NumPy 1.24, PyTorch 1.13).
+// References written by tests/vectors/gen/bundle.py (NumPy 1.24, PyTorch 1.13).
 interface Vectors {
   f32_bits: number[];
   f32_sha256: string;
@@ -576,13 +576,13 @@ Deno.test("plugin: found by extension and by content; read and write match the s
   const text = await oneTensorBundle();
   const bytes = new TextEncoder().encode(text);
   assertEquals(reg.detect(bytes.subarray(0, 64))?.name, "bundle");
-  const file = await bundleFormat.read!(memorySource(bytes, "mem"), {
+  const file = await bundleFormat().read!(memorySource(bytes, "mem"), {
     id: "enc",
   });
   assertEquals(file.models.map((m) => m.id), ["enc"]);
   const chunks: Uint8Array[] = [];
   for await (
-    const c of bundleFormat.write!(file) as AsyncIterable<Uint8Array>
+    const c of bundleFormat().write!(file) as AsyncIterable<Uint8Array>
   ) {
     chunks.push(c);
   }

@@ -1,15 +1,15 @@
 import { assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { decodeHex } from "@std/encoding";
 import {
-  gguf,
   type GgufArray,
+  ggufFormat,
   GgufType,
   type GgufValue,
   ggufValue,
   parseGgufHeader,
   readGguf,
   readGgufHeader,
-} from "../../formats/gguf.ts";
+} from "../../formats/gguf/mod.ts";
 import { memorySource } from "../../core/sources.ts";
 import type { ByteSource } from "../../core/sources.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
@@ -334,6 +334,7 @@ Deno.test("gguf reader: tensor infos: dims, types, offsets, overlap, alignment, 
 });
 
 Deno.test("gguf plugin: detect by magic, extension, read through the registry contract", async () => {
+  const gguf = ggufFormat();
   assertEquals(gguf.detect!(new TextEncoder().encode("GGUF")), true);
   assertEquals(gguf.detect!(new TextEncoder().encode("GGU")), false);
   assertEquals(gguf.extensions, [".gguf"]);

@@ -7,7 +7,7 @@ import {
   readGgufHeader,
   writeGguf,
   writeGgufBytes,
-} from "../../formats/gguf.ts";
+} from "../../formats/gguf/mod.ts";
 import { memorySource } from "../../core/sources.ts";
 import type { ModelFile, TensorInfo } from "../../core/model.ts";
 import { memoryTensorIndex } from "../../core/model.ts";

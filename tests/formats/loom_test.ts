@@ -2,11 +2,11 @@ import { assert, assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { loadAllTensors } from "../../core/model.ts";
 import { buildNetwork } from "../../core/network.ts";
 import { floatTensor, toFloat32 } from "../../core/tensor.ts";
-import { loadBundle, saveBundle, validate } from "../../formats/bundle.ts";
-import { convertLoomConfig, readLoomModel } from "../../formats/loom.ts";
+import { loadBundle, saveBundle, validate } from "../../formats/bundle/mod.ts";
+import { convertLoomConfig, readLoomModel } from "../../formats/loom/mod.ts";
 import { defaultRegistry } from "../../mod.ts";
 
-// Loom bundles and their outputs, written by tests/gen_loom_vectors.py (NumPy).
+// Loom bundles and their outputs, written by tests/vectors/gen/loom.py (NumPy).
 interface Case {
   bundle: string;
   input: number[];

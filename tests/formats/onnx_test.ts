@@ -1,7 +1,7 @@
 import { assertEquals, assertRejects, assertThrows } from "@std/assert";
 import { memoryTensorIndex } from "../../core/model.ts";
 import { buildNetwork, initNetwork } from "../../core/network.ts";
-import { exportOnnx, exportOnnxFiles } from "../../formats/onnx.ts";
+import { exportOnnx, exportOnnxFiles } from "../../formats/onnx/mod.ts";
 import { LAYER_PLUGINS } from "../../layers/mod.ts";
 import { dense } from "../../layers/dense.ts";
 import { defaultRegistry } from "../../mod.ts";

@@ -18,7 +18,7 @@ import {
   tensorFromF32,
   toFloat32,
 } from "../../core/tensor.ts";
-import { exportOnnxFiles } from "../../formats/onnx.ts";
+import { exportOnnxFiles } from "../../formats/onnx/mod.ts";
 import { defaultRegistry } from "../../mod.ts";
 import { assertAllClose } from "../_helpers/close.ts";
 import { openOrt } from "./_ort.ts";

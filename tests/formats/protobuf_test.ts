@@ -1,6 +1,6 @@
 import { assertEquals, assertThrows } from "@std/assert";
 import { decodeVarint, encodeVarint } from "@std/encoding";
-import { ProtoWriter, writeVarint } from "../../formats/_protobuf.ts";
+import { ProtoWriter, writeVarint } from "../../formats/onnx/_protobuf.ts";
 
 const hex = (b: Uint8Array) =>
   Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");

@@ -7,7 +7,7 @@ import {
   saveBundle,
   validate,
   validateBundle,
-} from "../../formats/bundle.ts";
+} from "../../formats/bundle/mod.ts";
 import { memorySource } from "../../core/sources.ts";
 import { defaultRegistry } from "../../mod.ts";
 
@@ -195,7 +195,7 @@ Deno.test("validateBundle / the plugin's validate hook: every model's problems, 
     ),
   );
   assertEquals(problems[1], 'model "b": missing tensor "layers.0.bias" [2]');
-  const viaPlugin = await bundleFormat.validate(
+  const viaPlugin = await bundleFormat().validate(
     memorySource(new TextEncoder().encode(JSON.stringify(doc))),
   );
   assertEquals(viaPlugin, problems);

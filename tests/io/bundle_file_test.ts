@@ -5,7 +5,7 @@ import {
   assertStrictEquals,
 } from "@std/assert";
 import { tensorFromF32, toFloat32 } from "../../core/tensor.ts";
-import { loadBundle, saveBundle } from "../../formats/bundle.ts";
+import { loadBundle, saveBundle } from "../../formats/bundle/mod.ts";
 import { loadBundleFile, saveBundleFile } from "../../io/bundle.ts";
 
 const w = (name: string, values: number[], shape = [values.length]) =>

@@ -3,7 +3,7 @@ import { memoryTensorIndex } from "../../core/model.ts";
 import { buildNetwork, initNetwork } from "../../core/network.ts";
 import { createRng } from "../../core/rng.ts";
 import { floatTensor } from "../../core/tensor.ts";
-import { exportOnnx, exportOnnxFiles } from "../../formats/onnx.ts";
+import { exportOnnx, exportOnnxFiles } from "../../formats/onnx/mod.ts";
 import { saveOnnx } from "../../io/onnx.ts";
 import { writeModel } from "../../io/open.ts";
 import { defaultRegistry } from "../../mod.ts";

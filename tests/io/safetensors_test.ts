@@ -6,7 +6,7 @@ import {
 } from "../../io/safetensors.ts";
 import { memoryTensorIndex, type ModelFile } from "../../core/model.ts";
 import { tensorFromF32, toFloat32 } from "../../core/tensor.ts";
-import { SAFETENSORS_KEYS } from "../../formats/safetensors.ts";
+import { SAFETENSORS_KEYS } from "../../formats/safetensors/mod.ts";
 
 function model(n: number, size = 100): ModelFile {
   const tensors = Array.from(

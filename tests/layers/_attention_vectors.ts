@@ -1,5 +1,5 @@
 /**
- * Loads tests/vectors/attention.json (made by tests/gen/attention_ref.py)
+ * Loads tests/vectors/attention.json (made by tests/vectors/gen/attention.py)
  * and builds layers from its cases.
  */
 

@@ -1,5 +1,5 @@
 // Every layer's forward pass against PyTorch / NumPy references computed by
-// tests/gen/layers_ref.py (vectors in tests/vectors/layers.json).
+// tests/vectors/gen/layers.py (vectors in tests/vectors/layers.json).
 
 import { assertEquals } from "@std/assert";
 import { buildNetwork, checkNetworkTensors } from "../../core/network.ts";

@@ -1,6 +1,6 @@
 /**
  * Every supported family on tiny checkpoints against an independent float64
- * NumPy forward pass (tests/gen/llama_families_ref.py →
+ * NumPy forward pass (tests/vectors/gen/llama_families.py →
  * tests/vectors/llama_families.json): GQA, llama3 rope scaling with tied
  * embeddings and a head size other than hidden / heads, attention and MLP
  * biases with linear rope scaling, Mistral's sliding window, Qwen2's q/k/v
@@ -16,7 +16,7 @@ import { join } from "@std/path";
 import { memoryTensorIndex } from "../../core/model.ts";
 import { memorySource } from "../../core/sources.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
-import { readGguf } from "../../formats/gguf.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
 import { convertHfToGguf, loadTransformer } from "../../io/transformer.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import {

@@ -12,7 +12,7 @@ import { assert, assertEquals } from "@std/assert";
 import { join } from "@std/path";
 import { memoryTensorIndex } from "../../core/model.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
-import { writeGgufBytes } from "../../formats/gguf.ts";
+import { writeGgufBytes } from "../../formats/gguf/mod.ts";
 import { loadTransformer } from "../../io/transformer.ts";
 import { kernelCopyBytes, kernelInfo } from "../../kernels/fast/runtime.ts";
 import {

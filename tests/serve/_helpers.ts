@@ -5,13 +5,13 @@ import { join } from "@std/path";
 import { memoryTensorIndex } from "../../core/model.ts";
 import type { NetworkConfig } from "../../core/model.ts";
 import { type Tensor, tensorFromF32 } from "../../core/tensor.ts";
-import { saveBundle } from "../../formats/bundle.ts";
-import { serializeSafetensors } from "../../formats/safetensors.ts";
+import { saveBundle } from "../../formats/bundle/mod.ts";
+import { serializeSafetensors } from "../../formats/safetensors/mod.ts";
 import { type LogEntry, type Server, startServer } from "../../serve/mod.ts";
 import type { ServeOptions } from "../../serve/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 
-/** The NumPy reference (tests/serve/gen_serve_vectors.py). */
+/** The NumPy reference (tests/vectors/gen/serve_predict.py). */
 export interface PredictVectors {
   config: NetworkConfig;
   weights: Record<string, { shape: number[]; data: number[] }>;

@@ -1,6 +1,6 @@
 // The server's registry and prediction endpoints: uploads (bundle and
 // SafeTensors with config), listings with provenance, predictions checked
-// against NumPy (tests/serve/gen_serve_vectors.py) and against the library
+// against NumPy (tests/vectors/gen/serve_predict.py) and against the library
 // forward pass, deletion, and every refusal with its status code and an
 // unchanged registry folder.
 

@@ -16,7 +16,7 @@ import {
   collectBytes,
   cosineInput,
 } from "../../testing/mod.ts";
-import { safetensors } from "../../formats/safetensors.ts";
+import { safetensorsFormat } from "../../formats/safetensors/mod.ts";
 import { dense } from "../../layers/dense.ts";
 import { runOrt } from "../formats/_ort.ts";
 import {
@@ -69,14 +69,14 @@ Deno.test("testing: SafeTensors round trip keeps dtypes byte for byte, metadata 
   ];
   const config = { layers: [{ type: "dense", input_size: 4, output_size: 3 }] };
   const { bytes, file: back } = await assertFormatRoundTrip(
-    safetensors(),
+    safetensorsFormat(),
     file(tensors, { config, metadata: { author: "tests", n: 3 } }),
   );
   assertEquals(back.models[0].metadata.author, "tests");
   // The same round trip with the writer converting F32 to F16: only the
   // listed tensors may change dtype, within the stated error.
   await assertFormatRoundTrip(
-    safetensors(),
+    safetensorsFormat(),
     file(tensors.slice(0, 2)),
     {
       write: { dtype: "F16" },
@@ -84,7 +84,7 @@ Deno.test("testing: SafeTensors round trip keeps dtypes byte for byte, metadata 
       tolerance: 1e-3,
     },
   );
-  const report = await assertHostileInputs(safetensors(), bytes, {
+  const report = await assertHostileInputs(safetensorsFormat(), bytes, {
     seed: 5,
     mutations: 300,
   });
@@ -226,7 +226,7 @@ Deno.test("testing: the round-trip check catches lost, changed and nondeterminis
   await assertRejects(
     () =>
       assertFormatRoundTrip(
-        safetensors(),
+        safetensorsFormat(),
         file([tensorFromF32("w", values(8), [8])]),
         {
           write: { dtype: "F16" },

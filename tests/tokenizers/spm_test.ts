@@ -72,7 +72,7 @@ Deno.test("spm model: long texts (heap path) match the pairwise rule", () => {
 });
 
 Deno.test("spm: matches SentencePiece itself on a model it trained (tests/vectors/spm_tiny.json)", () => {
-  // made by tests/vectors/gen_spm_vectors.py with the sentencepiece library
+  // made by tests/vectors/gen/spm_tiny.py with the sentencepiece library
   const ref = JSON.parse(
     Deno.readTextFileSync(new URL("../vectors/spm_tiny.json", import.meta.url)),
   );

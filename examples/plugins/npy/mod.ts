@@ -127,11 +127,11 @@ export function detectNpz(head: Uint8Array): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { npy } from "./mod.ts";
- * assert(npy().extensions[0] === ".npy");
+ * import { npyFormat } from "./mod.ts";
+ * assert(npyFormat().extensions[0] === ".npy");
  * ```
  */
-export function npy(): FormatPlugin {
+export function npyFormat(): FormatPlugin {
   return {
     kind: "format",
     name: "npy",
@@ -155,11 +155,11 @@ export function npy(): FormatPlugin {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { npz } from "./mod.ts";
- * assert(npz().options?.some((o) => o.name === "compress"));
+ * import { npzFormat } from "./mod.ts";
+ * assert(npzFormat().options?.some((o) => o.name === "compress"));
  * ```
  */
-export function npz(): FormatPlugin {
+export function npzFormat(): FormatPlugin {
   return {
     kind: "format",
     name: "npz",
@@ -182,6 +182,34 @@ export function npz(): FormatPlugin {
   };
 }
 
+/**
+ * The `.npy` plugin factory under its old name.
+ *
+ * @deprecated Use {@link npyFormat}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { npy, npyFormat } from "./mod.ts";
+ * assert(npy === npyFormat);
+ * ```
+ */
+export const npy: typeof npyFormat = npyFormat;
+
+/**
+ * The `.npz` plugin factory under its old name.
+ *
+ * @deprecated Use {@link npzFormat}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { npz, npzFormat } from "./mod.ts";
+ * assert(npz === npzFormat);
+ * ```
+ */
+export const npz: typeof npzFormat = npzFormat;
+
 /** Both plugins, for `registry.use(...)` and the CLI's `--plugin`. */
-const plugins: FormatPlugin[] = [npy(), npz()];
+const plugins: FormatPlugin[] = [npyFormat(), npzFormat()];
 export default plugins;

@@ -25,8 +25,8 @@ import plugins, {
   detectNpy,
   detectNpz,
   encodeNpy,
-  npy,
-  npz,
+  npyFormat,
+  npzFormat,
   readNpy,
   readNpz,
   writeNpz,
@@ -242,22 +242,22 @@ Deno.test("npy: detect tells .npy and .npz from other files", async () => {
 Deno.test("npy: round trips keep every dtype byte for byte", async () => {
   for (const t of everyDtype()) {
     const one = modelOf([{ ...t, name: "arr_0" }]);
-    await assertFormatRoundTrip(npy(), one, { metadata: "ignore" });
+    await assertFormatRoundTrip(npyFormat(), one, { metadata: "ignore" });
   }
   const all = modelOf(everyDtype());
-  await assertFormatRoundTrip(npz(), all, { metadata: "ignore" });
-  const { bytes } = await assertFormatRoundTrip(npz(), all, {
+  await assertFormatRoundTrip(npzFormat(), all, { metadata: "ignore" });
+  const { bytes } = await assertFormatRoundTrip(npzFormat(), all, {
     metadata: "ignore",
     write: { compress: true },
   });
-  const stored = await collectBytes(npz().write!(all));
+  const stored = await collectBytes(npzFormat().write!(all));
   assert(bytes.byteLength < stored.byteLength, "deflate made it smaller");
   // 1 MiB of zeros deflates to about 1 KiB: the reader's buffer grows past
   // its first guess.
   const zeros = modelOf([
     tensorFromF32("z", new Float32Array(1 << 18), [512, 512]),
   ]);
-  const small = await assertFormatRoundTrip(npz(), zeros, {
+  const small = await assertFormatRoundTrip(npzFormat(), zeros, {
     metadata: "ignore",
     write: { compress: true },
   });
@@ -275,7 +275,7 @@ Deno.test("npy: dtypes NumPy lacks are widened to float32, or refused with stric
     },
     { ...raw("q", "I8", [4], [2, 254, 10, 0]), quant: { scale: 0.5 } },
   ];
-  const back = await assertFormatRoundTrip(npz(), modelOf(tensors), {
+  const back = await assertFormatRoundTrip(npzFormat(), modelOf(tensors), {
     metadata: "ignore",
     dtypes: { bf16: "F32", q: "F32" },
   });
@@ -283,7 +283,10 @@ Deno.test("npy: dtypes NumPy lacks are widened to float32, or refused with stric
   assertEquals(Array.from(toFloat32(await loaded.load("q"))), [1, -1, 5, 0]);
   assertEquals(Array.from(toFloat32(await loaded.load("bf16"))), Array.from(v));
   await assertRejects(
-    () => collectBytes(npz().write!(modelOf(tensors), { strictDtypes: true })),
+    () =>
+      collectBytes(
+        npzFormat().write!(modelOf(tensors), { strictDtypes: true }),
+      ),
     UnsupportedDTypeError,
     'tensor "bf16" has a dtype NumPy lacks',
   );
@@ -295,7 +298,7 @@ Deno.test("npy: writers refuse what the format cannot hold", async () => {
     tensorFromF32("b", new Float32Array(1), [1]),
   ]);
   await assertRejects(
-    () => npy().write!(two) as Promise<Uint8Array>,
+    () => npyFormat().write!(two) as Promise<Uint8Array>,
     TypeError,
     'it holds one array, model "m" has 2 tensors (a, b)',
   );
@@ -319,7 +322,7 @@ Deno.test("npy: writers refuse what the format cannot hold", async () => {
   }
   await assertRejects(
     () =>
-      npy().write!(
+      npyFormat().write!(
         modelOf([raw("arr_0", "F32", [3], [0, 0, 0, 0])]),
       ) as Promise<Uint8Array>,
     RangeError,
@@ -574,11 +577,11 @@ function findCentral(zip: Uint8Array) {
 Deno.test("npy: seeded truncations and bit flips read or throw typed errors", async () => {
   for (
     const [name, plugin] of [
-      ["dtype_f4.npy", npy()],
-      ["fortran_f8.npy", npy()],
-      ["version_3_0.npy", npy()],
-      ["savez.npz", npz()],
-      ["savez_compressed.npz", npz()],
+      ["dtype_f4.npy", npyFormat()],
+      ["fortran_f8.npy", npyFormat()],
+      ["version_3_0.npy", npyFormat()],
+      ["savez.npz", npzFormat()],
+      ["savez_compressed.npz", npzFormat()],
     ] as const
   ) {
     const report = await assertHostileInputs(plugin, await fixture(name), {

@@ -9,7 +9,7 @@ import {
   rowBytes,
 } from "../../../kernels/fast/quant_ref.ts";
 
-/** The NumPy reference vectors (tests/kernels/fast/gen_vectors.py). */
+/** The NumPy reference vectors (tests/vectors/gen/fast_kernels.py). */
 // deno-lint-ignore no-explicit-any
 export const VECTORS: any = JSON.parse(
   await Deno.readTextFile(

@@ -1,0 +1,142 @@
+// `quantize`: writes a model with a lossy storage type, reads it back, and
+// reports each tensor's error against the input.
+
+import type { Model } from "../core/model.ts";
+import { toFloat32 } from "../core/tensor.ts";
+import { errorStats } from "../core/quantize.ts";
+import { openModel } from "../io/open.ts";
+import { parseFlags, UsageError } from "./_args.ts";
+import {
+  type Command,
+  FORCE_FLAG,
+  ID_FLAG,
+  JSON_FLAG,
+  pickModel,
+  refuseOverwrite,
+} from "./_command.ts";
+import { humanBytes } from "./_progress.ts";
+import { convertFile, writerOptions } from "./_write.ts";
+
+/** Error of one tensor after a lossy conversion. */
+interface TensorError {
+  name: string;
+  from: string;
+  to: string;
+  rmse: number;
+  cosine: number;
+  maxAbs: number;
+}
+
+/** Compares every tensor of two models by name (the second read back after writing). */
+async function compareModels(
+  a: Model,
+  b: Model,
+): Promise<TensorError[]> {
+  const rows: TensorError[] = [];
+  for (const name of a.tensors.names()) {
+    if (!b.tensors.has(name)) continue;
+    const ta = await a.tensors.load(name), tb = await b.tensors.load(name);
+    let x: Float32Array, y: Float32Array;
+    try {
+      x = toFloat32(ta);
+      y = toFloat32(tb);
+    } catch {
+      continue;
+    }
+    const e = errorStats(x, y);
+    // Two all-zero tensors agree exactly: cosine 1 rather than 0/0.
+    const cosine = Number.isNaN(e.cosine) && e.maxAbsError === 0 ? 1 : e.cosine;
+    rows.push({
+      name,
+      from: ta.dtype,
+      to: tb.dtype,
+      rmse: e.rmsError,
+      cosine,
+      maxAbs: e.maxAbsError,
+    });
+  }
+  return rows;
+}
+
+/** `modelhost quantize IN OUT TYPE`. */
+export const quantizeCommand: Command = {
+  name: "quantize",
+  summary:
+    "Quantize a model (GGUF Q8_0/Q4_0/K-quants, or any format's storage types) with a per-tensor error report",
+  usage: "quantize IN OUT TYPE [--json] [--force]",
+  flags: () => [
+    JSON_FLAG,
+    FORCE_FLAG,
+    ID_FLAG,
+  ],
+  async run(args, ctx) {
+    const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
+    if (positional.length !== 3) {
+      throw new UsageError("quantize takes IN OUT TYPE");
+    }
+    const [input, out, type] = positional;
+    const target = ctx.reg.formatForPath(out);
+    const options = writerOptions(target, { dtype: type });
+    if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
+    const r = await convertFile(
+      ctx,
+      input,
+      out,
+      target,
+      options,
+      flags.id as string | undefined,
+      "quantizing",
+    );
+    const [a, b] = [
+      await openModel(ctx.reg, input),
+      await openModel(ctx.reg, out),
+    ];
+    try {
+      const ma = pickModel(
+        a.file.models,
+        flags.id as string | undefined,
+        input,
+      );
+      const rows = await compareModels(ma, b.file.models[0]);
+      if (flags.json) {
+        ctx.io.out(
+          JSON.stringify(
+            {
+              input,
+              output: out,
+              type: type.toUpperCase(),
+              bytes: r.written.bytes,
+              tensors: rows,
+            },
+            null,
+            2,
+          ),
+        );
+      } else {
+        const w = Math.max(4, ...rows.map((x) => x.name.length));
+        ctx.io.out(
+          `${
+            "name".padEnd(w)
+          }  from     to        rmse        cosine      max abs`,
+        );
+        for (const x of rows) {
+          ctx.io.out(
+            `${x.name.padEnd(w)}  ${x.from.padEnd(7)}  ${x.to.padEnd(7)}  ${
+              x.rmse.toExponential(3).padStart(10)
+            }  ${x.cosine.toFixed(7)}  ${x.maxAbs.toExponential(3)}`,
+          );
+        }
+        const worst = rows.reduce((m, x) => Math.min(m, x.cosine), 1);
+        ctx.io.out(
+          `${rows.length} tensors, ${
+            humanBytes(r.written.bytes)
+          } written to ${out}; lowest cosine ${worst.toFixed(7)}`,
+        );
+      }
+      return 0;
+    } finally {
+      a.close();
+      b.close();
+    }
+  },
+};

@@ -1,0 +1,154 @@
+// `serve`: runs the inference server on a registry folder until SIGINT or
+// SIGTERM. The URL goes to stdout (so `--port 0` can be read back); JSON
+// request logs go to stderr unless --quiet.
+
+import { serveDefaults, startServer } from "../serve/server.ts";
+import type { Registry } from "../registry.ts";
+import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
+import type { Command } from "./_command.ts";
+
+/** Flags of `serve`. */
+const SERVE_FLAGS: FlagSpec[] = [
+  {
+    name: "port",
+    short: "p",
+    type: "number",
+    value: "PORT",
+    description: "TCP port; 0 picks a free one",
+    default: serveDefaults.port,
+  },
+  {
+    name: "host",
+    type: "string",
+    value: "ADDR",
+    description: "Interface to listen on (0.0.0.0 for every one)",
+    default: serveDefaults.hostname,
+  },
+  {
+    name: "token",
+    type: "string",
+    value: "T",
+    description:
+      "Bearer token required to upload and delete models (or MODELHOST_TOKEN)",
+  },
+  {
+    name: "max-batch",
+    type: "number",
+    value: "N",
+    description: "Most rows in one batched forward pass; 1 turns batching off",
+    default: serveDefaults.maxBatch,
+  },
+  {
+    name: "max-wait-ms",
+    type: "number",
+    value: "MS",
+    description: "Longest a prediction waits for others to join its batch",
+    default: serveDefaults.maxWaitMs,
+  },
+  {
+    name: "max-body-bytes",
+    type: "number",
+    value: "N",
+    description: "Largest JSON request body (413 above)",
+    default: serveDefaults.maxBodyBytes,
+  },
+  {
+    name: "max-upload-bytes",
+    type: "number",
+    value: "N",
+    description: "Largest model upload (413 above)",
+    default: serveDefaults.maxUploadBytes,
+  },
+  {
+    name: "timeout-ms",
+    type: "number",
+    value: "MS",
+    description: "Per-request time limit (504 after it)",
+    default: serveDefaults.timeoutMs,
+  },
+  {
+    name: "max-concurrent-generations",
+    type: "number",
+    value: "N",
+    description: "Generations running at once; more wait in a queue",
+    default: serveDefaults.maxConcurrentGenerations,
+  },
+  {
+    name: "max-queued-generations",
+    type: "number",
+    value: "N",
+    description: "Generations waiting at most (503 above)",
+    default: serveDefaults.maxQueuedGenerations,
+  },
+  {
+    name: "max-tokens",
+    type: "number",
+    value: "N",
+    description: "Most tokens one request may generate",
+    default: serveDefaults.maxTokens,
+  },
+  {
+    name: "cache-bytes",
+    type: "number",
+    value: "N",
+    description: "Memory budget of loaded models (least recently used dropped)",
+    default: serveDefaults.cacheBytes,
+  },
+];
+
+/** Runs `serve DIR …`; resolves with the exit code once the server has stopped. */
+async function runServe(
+  args: string[],
+  reg: Registry,
+  quiet: boolean,
+  out: (line: string) => void,
+): Promise<number> {
+  const { flags, positional } = parseFlags(args, SERVE_FLAGS);
+  if (positional.length !== 1) {
+    throw new UsageError("serve takes one registry folder: serve DIR");
+  }
+  const num = (name: string) => flags[name] as number;
+  const stop = new AbortController();
+  const server = await startServer({
+    dir: positional[0],
+    port: num("port"),
+    hostname: flags.host as string,
+    token: (flags.token as string | undefined) ??
+      Deno.env.get("MODELHOST_TOKEN"),
+    maxBatch: num("max-batch"),
+    maxWaitMs: num("max-wait-ms"),
+    maxBodyBytes: num("max-body-bytes"),
+    maxUploadBytes: num("max-upload-bytes"),
+    timeoutMs: num("timeout-ms"),
+    maxConcurrentGenerations: num("max-concurrent-generations"),
+    maxQueuedGenerations: num("max-queued-generations"),
+    maxTokens: num("max-tokens"),
+    cacheBytes: num("cache-bytes"),
+    registry: reg,
+    log: !quiet,
+    signal: stop.signal,
+  });
+  out(`listening on ${server.url}`);
+  const signals: Deno.Signal[] = Deno.build.os === "windows"
+    ? ["SIGINT"]
+    : ["SIGINT", "SIGTERM"];
+  const onSignal = () => stop.abort();
+  for (const s of signals) Deno.addSignalListener(s, onSignal);
+  try {
+    await server.finished;
+  } finally {
+    for (const s of signals) Deno.removeSignalListener(s, onSignal);
+  }
+  return 0;
+}
+
+/** `modelhost serve DIR`. */
+export const serveCommand: Command = {
+  name: "serve",
+  summary:
+    "Serve a folder of models over HTTP (registry, batched predictions, Ollama API, metrics)",
+  usage:
+    "serve DIR [--port 8080] [--host 127.0.0.1] [--token T] [--max-batch N] [--max-wait-ms N] [limits]",
+  flags: () => SERVE_FLAGS,
+  run: (args, ctx) => runServe(args, ctx.reg, ctx.quiet, ctx.io.out),
+};

@@ -1,0 +1,732 @@
+/**
+ * The GGUF v3 writer: metadata of every type, tensor infos, alignment,
+ * streamed tensor data, and quantize-on-write with llama.cpp-like rules.
+ *
+ * @module
+ */
+
+import { dtypeInfo, type DTypeName, encodeFromF32 } from "../../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../../core/errors.ts";
+import type { Model, ModelFile, TensorInfo } from "../../core/model.ts";
+import { type Tensor, toFloat32 } from "../../core/tensor.ts";
+import { quantize, QUANTIZE_TYPES } from "../../kernels/quants.ts";
+import {
+  DEFAULT_ALIGNMENT,
+  GGUF_TYPE_NAMES,
+  type GgufArray,
+  type GgufMetadataEntry,
+  GgufType,
+  type GgufValue,
+  MAX_ALIGNMENT,
+  MAX_DIMS,
+  MAX_KEY_BYTES,
+} from "./types.ts";
+import {
+  inferDescriptor,
+  intRange,
+  parseDescriptor,
+  typedValue,
+} from "./_desc.ts";
+
+/**
+ * ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_GGML_NAME_BYTES } from "@modelhost/modelhost/formats/gguf";
+ * assert(new TextEncoder().encode("blk.0.attn_q.weight").length <= MAX_GGML_NAME_BYTES);
+ * ```
+ */
+export const MAX_GGML_NAME_BYTES = 63;
+
+/** Target types of {@link GgufWriteOptions.quantize}. */
+export type GgufQuantType =
+  | "Q8_0"
+  | "Q4_0"
+  | "Q4_1"
+  | "Q5_0"
+  | "Q5_1"
+  | "Q2_K"
+  | "Q3_K"
+  | "Q4_K"
+  | "Q5_K"
+  | "Q6_K"
+  | "F16"
+  | "BF16"
+  | "F32";
+
+/** What the writer does with one tensor. */
+export interface GgufTensorPlan {
+  /** Tensor name. */
+  name: string;
+  /** Shape in PyTorch order (as in the ModelFile). */
+  shape: number[];
+  /** Dimensions as written, ggml order. */
+  dims: number[];
+  /** The stored type in the source. */
+  from: DTypeName;
+  /** The type written. */
+  to: DTypeName;
+  /** `copy` (bytes as they are), `quantize`, `convert` (a lossless or float change), `requantize` (from another block type). */
+  action: "copy" | "quantize" | "convert" | "requantize";
+  /** Why this type was chosen, when it is not a plain copy or the requested type. */
+  reason?: string;
+  /** Offset in the data section. */
+  offset: number;
+  /** Bytes written (before padding). */
+  byteLength: number;
+}
+
+/** Options of {@link writeGguf}. */
+export interface GgufWriteOptions {
+  /**
+   * Alignment of the data section and of every tensor. When absent, the
+   * model's `general.alignment` is honored, else 32. A value other than 32
+   * is also written as `general.alignment`.
+   * @default {32}
+   */
+  alignment?: number;
+  /**
+   * Quantize eligible tensors to this type (llama.cpp `--pure` rules: every
+   * 2-D-or-more weight gets it; 1-D tensors, norms, and the tensors
+   * llama.cpp never quantizes stay as they are; rows that do not divide the
+   * block size fall back as llama.cpp does). Sets `general.file_type` and
+   * `general.quantization_version`.
+   * @default {undefined} keep every tensor's type
+   */
+  quantize?: GgufQuantType;
+  /**
+   * Per-tensor choice that overrides the rules: return a type, or
+   * `undefined` to apply them.
+   * @default {undefined}
+   */
+  typeFor?: (info: TensorInfo) => DTypeName | undefined;
+  /**
+   * Typed metadata to write instead of the model's (keeps every value type
+   * exactly; see `readGgufHeader`).
+   * @default {undefined} the model's metadata, typed by its `gguf.types`
+   */
+  metadata?: GgufMetadataEntry[];
+  /**
+   * Which model of a multi-model file to write (index or id).
+   * @default {0} (required when the file holds several models)
+   */
+  model?: number | string;
+  /** Called once with the per-tensor plan, before the first byte. @default {undefined} */
+  onPlan?: (plan: GgufTensorPlan[]) => void;
+}
+
+/**
+ * Default write options.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { GGUF_WRITE_DEFAULTS } from "@modelhost/modelhost/formats/gguf";
+ * assert(GGUF_WRITE_DEFAULTS.alignment === 32);
+ * ```
+ */
+export const GGUF_WRITE_DEFAULTS = {
+  alignment: DEFAULT_ALIGNMENT,
+} satisfies GgufWriteOptions;
+
+/** llama.cpp's `general.file_type` (`llama_ftype`) for each target type. */
+const FILE_TYPE: Record<GgufQuantType, number> = {
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q8_0: 7,
+  Q5_0: 8,
+  Q5_1: 9,
+  Q2_K: 10,
+  Q3_K: 12,
+  Q4_K: 15,
+  Q5_K: 17,
+  Q6_K: 18,
+  BF16: 32,
+};
+
+/** Where a type goes when a row length does not divide its block size (llama.cpp; no IQ4_NL here, so Q4_0). */
+const FALLBACK: Partial<Record<DTypeName, DTypeName>> = {
+  Q2_K: "Q4_0",
+  Q3_K: "Q4_0",
+  Q4_K: "Q5_0",
+  Q5_K: "Q5_1",
+  Q6_K: "Q8_0",
+};
+
+/** Types GGUF has no id for, and the lossless GGUF type they are written as. */
+const WIDEN: Partial<Record<DTypeName, DTypeName>> = {
+  BOOL: "I8",
+  U8: "I16",
+  U16: "I32",
+  U32: "I64",
+  F8_E4M3: "F16",
+  F8_E5M2: "F16",
+  F4: "F16",
+};
+
+const FLOAT_SOURCES = new Set<DTypeName>(["F32", "F16", "BF16", "F64"]);
+
+/**
+ * Whether llama.cpp's quantizer would quantize a tensor: names ending in
+ * `weight` with two or more dimensions, except norms, expert gates,
+ * position and token-type embeddings and Mamba's `ssm_conv1d`.
+ */
+function quantizable(name: string, shape: number[]): string | undefined {
+  if (shape.length < 2) return "1-D tensors stay as they are";
+  if (!name.endsWith("weight")) return "only weights are quantized";
+  const last = name.split(".").slice(-2).join(".");
+  if (/norm/i.test(last)) return "norms stay as they are";
+  if (name.includes("ffn_gate_inp.weight")) {
+    return "expert gating tensors stay as they are";
+  }
+  if (
+    name === "position_embd.weight" || name === "token_types.weight" ||
+    name.includes("ssm_conv1d.weight")
+  ) return "llama.cpp never quantizes this tensor";
+  return undefined;
+}
+
+function pickModel(file: ModelFile, which: number | string | undefined): Model {
+  if (file.models.length === 0) {
+    throw new TypeError("Cannot write GGUF: the model file holds no model");
+  }
+  if (which === undefined) {
+    if (file.models.length > 1) {
+      throw new TypeError(
+        `Cannot write GGUF: the file holds ${file.models.length} models (${
+          file.models.map((m) => m.id).join(", ")
+        }); GGUF holds one, choose it with the "model" option`,
+      );
+    }
+    return file.models[0];
+  }
+  const m = typeof which === "number"
+    ? file.models[which]
+    : file.models.find((x) => x.id === which);
+  if (!m) {
+    throw new TypeError(
+      `Cannot write GGUF: no model ${JSON.stringify(which)}; models: ${
+        file.models.map((x) => x.id).join(", ")
+      }`,
+    );
+  }
+  return m;
+}
+
+/**
+ * The typed metadata a model is written with: its `gguf.types` descriptors
+ * where the value still fits them, otherwise inferred types. Objects that
+ * are not arrays are written as JSON strings; `null` and `undefined` are
+ * skipped.
+ */
+function modelMetadata(model: Model): GgufMetadataEntry[] {
+  const types = (model.metadata["gguf.types"] ?? {}) as Record<string, unknown>;
+  const out: GgufMetadataEntry[] = [];
+  const add = (key: string, raw: unknown) => {
+    if (raw === undefined || raw === null) return;
+    let value = raw;
+    if (
+      typeof value === "object" && !Array.isArray(value) &&
+      !ArrayBuffer.isView(value)
+    ) {
+      value = JSON.stringify(value);
+    }
+    const desc = types[key];
+    const given = typeof desc === "string" ? parseDescriptor(desc) : undefined;
+    let d = given;
+    let v = d ? typedValue(value, d) : undefined;
+    if (v === undefined) {
+      d = inferDescriptor(value);
+      v = d ? typedValue(value, d) : undefined;
+    }
+    if (v === undefined || !d) {
+      throw new TypeError(
+        `Cannot write metadata "${key}" to GGUF: ${
+          Array.isArray(value)
+            ? "an array mixing value kinds"
+            : `a ${typeof value} value`
+        } has no GGUF type`,
+      );
+    }
+    out.push({ key, type: d.type, value: v });
+  };
+  for (const [key, value] of Object.entries(model.metadata)) {
+    if (key === "gguf.types") continue;
+    add(key, value);
+  }
+  if (model.config !== undefined && !("modelhost.config" in model.metadata)) {
+    add("modelhost.config", JSON.stringify(model.config));
+  }
+  return out;
+}
+
+function setEntry(
+  list: GgufMetadataEntry[],
+  key: string,
+  type: GgufType,
+  value: GgufValue,
+): void {
+  const i = list.findIndex((e) => e.key === key);
+  if (i >= 0) list[i] = { key, type, value };
+  else list.push({ key, type, value });
+}
+
+// ------------------------------------------------------------- serialization
+
+const encoder = new TextEncoder();
+
+/** A growable little-endian byte buffer. */
+class ByteWriter {
+  buf = new Uint8Array(4096);
+  view = new DataView(this.buf.buffer);
+  pos = 0;
+
+  ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    let cap = this.buf.length * 2;
+    while (cap < this.pos + n) cap *= 2;
+    const next = new Uint8Array(cap);
+    next.set(this.buf.subarray(0, this.pos));
+    this.buf = next;
+    this.view = new DataView(next.buffer);
+  }
+  u8(v: number): void {
+    this.ensure(1);
+    this.buf[this.pos++] = v;
+  }
+  u32(v: number): void {
+    this.ensure(4);
+    this.view.setUint32(this.pos, v, true);
+    this.pos += 4;
+  }
+  u64(v: number | bigint): void {
+    this.ensure(8);
+    this.view.setBigUint64(this.pos, BigInt(v), true);
+    this.pos += 8;
+  }
+  str(s: string): void {
+    this.ensure(8 + 3 * s.length);
+    const { written } = encoder.encodeInto(
+      s,
+      this.buf.subarray(this.pos + 8),
+    );
+    this.view.setUint32(this.pos, written, true);
+    this.view.setUint32(this.pos + 4, 0, true);
+    this.pos += 8 + written;
+  }
+  raw(bytes: ArrayLike<number>): void {
+    this.ensure(bytes.length);
+    for (let i = 0; i < bytes.length; i++) this.buf[this.pos++] = bytes[i];
+  }
+  pad(align: number): void {
+    const n = (align - (this.pos % align)) % align;
+    this.ensure(n);
+    this.buf.fill(0, this.pos, this.pos + n);
+    this.pos += n;
+  }
+  bytes(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+function writeValue(
+  w: ByteWriter,
+  type: GgufType,
+  value: GgufValue,
+  key: string,
+): void {
+  const bad = () =>
+    new TypeError(
+      `Cannot write metadata "${key}": ${
+        typeof value === "object" ? "an array" : JSON.stringify(String(value))
+      } is not a valid ${GGUF_TYPE_NAMES[type] ?? `type ${type}`} value`,
+    );
+  const range = intRange(type);
+  if (range) {
+    if (
+      typeof value !== "number" || !Number.isInteger(value) ||
+      value < range[0] || value > range[1]
+    ) throw bad();
+  }
+  w.ensure(8);
+  const v = w.view;
+  switch (type) {
+    case GgufType.UINT8:
+    case GgufType.INT8:
+      v.setUint8(w.pos, (value as number) & 255);
+      w.pos += 1;
+      return;
+    case GgufType.UINT16:
+    case GgufType.INT16:
+      v.setUint16(w.pos, (value as number) & 0xffff, true);
+      w.pos += 2;
+      return;
+    case GgufType.UINT32:
+    case GgufType.INT32:
+      v.setUint32(w.pos, (value as number) >>> 0, true);
+      w.pos += 4;
+      return;
+    case GgufType.FLOAT32:
+      if (typeof value !== "number") throw bad();
+      v.setFloat32(w.pos, value, true);
+      w.pos += 4;
+      return;
+    case GgufType.FLOAT64:
+      if (typeof value !== "number") throw bad();
+      v.setFloat64(w.pos, value, true);
+      w.pos += 8;
+      return;
+    case GgufType.BOOL:
+      if (typeof value !== "boolean") throw bad();
+      v.setUint8(w.pos, value ? 1 : 0);
+      w.pos += 1;
+      return;
+    case GgufType.UINT64:
+    case GgufType.INT64: {
+      const b = typeof value === "bigint"
+        ? value
+        : typeof value === "number" && Number.isSafeInteger(value)
+        ? BigInt(value)
+        : undefined;
+      if (
+        b === undefined ||
+        (type === GgufType.UINT64
+          ? b < 0n || b >= 2n ** 64n
+          : b < -(2n ** 63n) || b >= 2n ** 63n)
+      ) throw bad();
+      if (type === GgufType.UINT64) v.setBigUint64(w.pos, b, true);
+      else v.setBigInt64(w.pos, b, true);
+      w.pos += 8;
+      return;
+    }
+    case GgufType.STRING:
+      if (typeof value !== "string") throw bad();
+      w.str(value);
+      return;
+    case GgufType.ARRAY: {
+      if (typeof value !== "object") throw bad();
+      const arr = value as GgufArray;
+      w.u32(arr.type);
+      w.u64(arr.items.length);
+      for (const item of arr.items) writeValue(w, arr.type, item, key);
+      return;
+    }
+  }
+  throw bad();
+}
+
+function checkAlignment(a: number, where: string): number {
+  if (
+    !Number.isInteger(a) || a <= 0 || (a & (a - 1)) !== 0 || a > MAX_ALIGNMENT
+  ) {
+    throw new RangeError(
+      `Cannot write GGUF: ${where} is ${a}; it must be a power of two no larger than ${MAX_ALIGNMENT}`,
+    );
+  }
+  return a;
+}
+
+/** Everything decided before the first byte: metadata, per-tensor plan, offsets. */
+interface Layout {
+  header: Uint8Array;
+  plan: GgufTensorPlan[];
+  alignment: number;
+}
+
+/**
+ * Decides the metadata and the type, offset and size of every tensor, and
+ * serializes the header.
+ */
+function layout(model: Model, options: GgufWriteOptions): Layout {
+  const metadata = options.metadata
+    ? options.metadata.map((e) => ({
+      key: e.key,
+      type: e.type,
+      value: e.value,
+    }))
+    : modelMetadata(model);
+  const fromMeta = metadata.find((e) => e.key === "general.alignment");
+  let alignment: number;
+  if (options.alignment !== undefined) {
+    alignment = checkAlignment(options.alignment, "the alignment option");
+    if (alignment !== DEFAULT_ALIGNMENT || fromMeta) {
+      setEntry(metadata, "general.alignment", GgufType.UINT32, alignment);
+    }
+  } else if (fromMeta) {
+    alignment = checkAlignment(
+      typeof fromMeta.value === "number" ? fromMeta.value : NaN,
+      "general.alignment",
+    );
+    fromMeta.type = GgufType.UINT32;
+  } else alignment = DEFAULT_ALIGNMENT;
+
+  const target = options.quantize;
+  if (target !== undefined) {
+    if (!(target in FILE_TYPE)) {
+      throw new UnsupportedDTypeError(
+        target,
+        `GGUF quantize-on-write supports ${Object.keys(FILE_TYPE).join(", ")}`,
+      );
+    }
+    setEntry(metadata, "general.quantization_version", GgufType.UINT32, 2);
+    setEntry(metadata, "general.file_type", GgufType.UINT32, FILE_TYPE[target]);
+  }
+
+  const plan: GgufTensorPlan[] = [];
+  let offset = 0;
+  for (const name of model.tensors.names()) {
+    const info = model.tensors.info(name);
+    const p = planTensor(info, target, options.typeFor);
+    p.offset = offset;
+    plan.push(p);
+    offset += Math.ceil(p.byteLength / alignment) * alignment;
+  }
+
+  const w = new ByteWriter();
+  w.raw([0x47, 0x47, 0x55, 0x46]);
+  w.u32(3);
+  w.u64(plan.length);
+  w.u64(metadata.length);
+  for (const e of metadata) {
+    const keyBytes = encoder.encode(e.key).length;
+    if (keyBytes > MAX_KEY_BYTES) {
+      throw new RangeError(
+        `Cannot write metadata key "${
+          e.key.slice(0, 40)
+        }…": it is ${keyBytes} bytes, the limit is ${MAX_KEY_BYTES}`,
+      );
+    }
+    w.str(e.key);
+    w.u32(e.type);
+    writeValue(w, e.type, e.value, e.key);
+  }
+  for (const p of plan) {
+    w.str(p.name);
+    w.u32(p.dims.length);
+    for (const d of p.dims) w.u64(d);
+    w.u32(dtypeInfo(p.to).gguf!);
+    w.u64(p.offset);
+  }
+  if (plan.length > 0) w.pad(alignment);
+  return { header: w.bytes(), plan, alignment };
+}
+
+function planTensor(
+  info: TensorInfo,
+  target: GgufQuantType | undefined,
+  typeFor: GgufWriteOptions["typeFor"],
+): GgufTensorPlan {
+  const { name, shape } = info;
+  const nameBytes = encoder.encode(name).length;
+  if (nameBytes > MAX_GGML_NAME_BYTES) {
+    throw new RangeError(
+      `Cannot write tensor "${name}" to GGUF: its name is ${nameBytes} bytes, ggml's limit is ${MAX_GGML_NAME_BYTES}`,
+    );
+  }
+  if (shape.length > MAX_DIMS) {
+    throw new RangeError(
+      `Cannot write tensor "${name}" to GGUF: it has ${shape.length} dimensions [${
+        shape.join(", ")
+      }], ggml holds at most ${MAX_DIMS}`,
+    );
+  }
+  const dims = shape.length === 0 ? [1] : shape.slice().reverse();
+  const row = dims[0];
+  const from = info.dtype;
+  const src = dtypeInfo(from);
+  let to: DTypeName = from;
+  let reason: string | undefined;
+
+  const chosen = typeFor?.(info);
+  if (chosen !== undefined) {
+    to = chosen;
+    reason = "chosen by typeFor";
+  } else if (target !== undefined) {
+    const skip = quantizable(name, shape) ??
+      (FLOAT_SOURCES.has(from) || src.kind === "quant"
+        ? undefined
+        : `${from} is not a float type`);
+    if (skip) reason = skip;
+    else to = target;
+  }
+  if (src.gguf === undefined && to === from) {
+    const wide = WIDEN[from];
+    if (!wide) {
+      throw new UnsupportedDTypeError(
+        from,
+        `tensor "${name}": GGUF has no ${from} and no wider type holds it exactly`,
+      );
+    }
+    to = wide;
+    reason = `GGUF has no ${from}; ${wide} holds it exactly`;
+  }
+  let toInfo = dtypeInfo(to);
+  if (toInfo.gguf === undefined) {
+    throw new UnsupportedDTypeError(to, `tensor "${name}": GGUF has no ${to}`);
+  }
+  if (row % toInfo.blockSize !== 0) {
+    const fb = FALLBACK[to];
+    const next: DTypeName = fb && row % dtypeInfo(fb).blockSize === 0
+      ? fb
+      : "F16";
+    reason =
+      `rows of ${row} do not divide the ${to} block size ${toInfo.blockSize}; ${next} instead`;
+    to = next;
+    toInfo = dtypeInfo(to);
+  }
+  if (to !== from && toInfo.kind === "quant" && !QUANTIZE_TYPES.includes(to)) {
+    throw new UnsupportedDTypeError(
+      to,
+      `tensor "${name}": modelhost cannot quantize to ${to}`,
+    );
+  }
+  const count = shape.reduce((a, b) => a * b, 1);
+  const action: GgufTensorPlan["action"] = to === from
+    ? "copy"
+    : toInfo.kind === "quant"
+    ? src.kind === "quant" ? "requantize" : "quantize"
+    : "convert";
+  return {
+    name,
+    shape: shape.slice(),
+    dims,
+    from,
+    to,
+    action,
+    ...(reason ? { reason } : {}),
+    offset: 0,
+    byteLength: (count / toInfo.blockSize) * toInfo.blockBytes,
+  };
+}
+
+/** The bytes a tensor is written with, per its plan. */
+function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
+  let bytes: Uint8Array;
+  if (t.quant && p.to === t.dtype) {
+    throw new TypeError(
+      `Cannot write tensor "${p.name}" to GGUF: its ${t.dtype} codes carry a scale/zero point that GGUF cannot store; write it as F32 (typeFor) or quantize it`,
+    );
+  }
+  if (p.action === "copy") {
+    bytes = t.bytes;
+  } else {
+    const values = toFloat32(t);
+    bytes = QUANTIZE_TYPES.includes(p.to)
+      ? quantize(p.to, values)
+      : encodeFromF32(p.to, values);
+  }
+  if (bytes.byteLength !== p.byteLength) {
+    throw new RangeError(
+      `Cannot write tensor "${p.name}": ${p.to} [${
+        p.shape.join(", ")
+      }] needs ${p.byteLength} bytes, the tensor has ${bytes.byteLength}`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * Writes a model as GGUF v3, streamed: the header first, then one tensor at
+ * a time (each read from the model's index only when its turn comes).
+ * The same input gives the same bytes.
+ *
+ * @param file The model file (one model, or choose with `options.model`).
+ * @param options Alignment, quantization, metadata override, plan callback.
+ * @returns The file's bytes in chunks.
+ * @throws {TypeError} Metadata that has no GGUF type, or no model to write.
+ * @throws {RangeError} Shapes, names or alignments GGUF cannot hold.
+ * @throws {UnsupportedDTypeError} A tensor type GGUF cannot hold.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { writeGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
+ * const file = { models: [{ id: "m", metadata: { "general.name": "m" },
+ *   tensors: memoryTensorIndex([tensorFromF32("w", new Float32Array(64), [2, 32])]) }] };
+ * let size = 0;
+ * for await (const chunk of writeGguf(file, { quantize: "Q8_0" })) size += chunk.length;
+ * assert(size % 32 === 0);
+ * ```
+ */
+export async function* writeGguf(
+  file: ModelFile,
+  options: GgufWriteOptions = {},
+): AsyncGenerator<Uint8Array> {
+  const model = pickModel(file, options.model);
+  const { header, plan, alignment } = layout(model, options);
+  options.onPlan?.(plan.map((p) => ({ ...p })));
+  yield header;
+  for (const p of plan) {
+    const bytes = tensorBytes(await model.tensors.load(p.name), p);
+    yield bytes;
+    const pad = (alignment - (p.byteLength % alignment)) % alignment;
+    if (pad > 0) yield new Uint8Array(pad);
+  }
+}
+
+/**
+ * Writes a model as GGUF v3 into one buffer (see {@link writeGguf}).
+ *
+ * @param file The model file.
+ * @param options Write options.
+ * @returns The whole file.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { writeGgufBytes } from "@modelhost/modelhost/formats/gguf";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * const bytes = await writeGgufBytes({ models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex([]) }] });
+ * assert(bytes.length === 24);
+ * ```
+ */
+export async function writeGgufBytes(
+  file: ModelFile,
+  options: GgufWriteOptions = {},
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const c of writeGguf(file, options)) {
+    chunks.push(c);
+    size += c.byteLength;
+  }
+  const out = new Uint8Array(size);
+  let o = 0;
+  for (const c of chunks) {
+    out.set(c, o);
+    o += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * The per-tensor plan {@link writeGguf} would follow, without writing.
+ *
+ * @param file The model file.
+ * @param options Write options.
+ * @returns One entry per tensor, in write order.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { planGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
+ * const tensors = memoryTensorIndex([
+ *   tensorFromF32("blk.0.attn_norm.weight", new Float32Array(48), [48]),
+ *   tensorFromF32("blk.0.attn_q.weight", new Float32Array(48 * 48), [48, 48]),
+ * ]);
+ * const plan = planGguf({ models: [{ id: "m", metadata: {}, tensors }] }, { quantize: "Q4_K" });
+ * assert(plan[0].to === "F32" && plan[1].to === "F16");
+ * ```
+ */
+export function planGguf(
+  file: ModelFile,
+  options: GgufWriteOptions = {},
+): GgufTensorPlan[] {
+  return layout(pickModel(file, options.model), options).plan;
+}
