@@ -475,8 +475,10 @@ class HfTokenizer implements Tokenizer {
   readonly #normalized: AddedMatcher;
   readonly #prefix: number[];
   readonly #suffix: number[];
-  /** Token string by id for decoding (added tokens over the model's). */
+  /** Token string by id for decoding (added tokens over the model's; normalized ones as normalized). */
   readonly #text: (string | undefined)[];
+  /** Token string by id as the file stores it. */
+  readonly #stored: (string | undefined)[];
   readonly #special = new Set<string>();
   readonly #addedIds = new Map<string, number>();
   readonly #modelIds = new Map<string, number>();
@@ -526,9 +528,11 @@ class HfTokenizer implements Tokenizer {
     }
     this.vocabSize = size;
     this.#text = new Array(size);
+    this.#stored = new Array(size);
     modelTokens.forEach((t, i) => {
       if (t !== "") {
         this.#text[i] = t;
+        this.#stored[i] = t;
         if (!this.#modelIds.has(t)) this.#modelIds.set(t, i);
       }
     });
@@ -540,6 +544,7 @@ class HfTokenizer implements Tokenizer {
     for (const a of added) {
       // decoding shows a normalized token as the normalizer writes it
       this.#text[a.id] = normalizedText(a);
+      this.#stored[a.id] = a.content;
       this.#addedIds.set(a.content, a.id);
       if (a.special) this.#special.add(a.content);
     }
@@ -609,7 +614,7 @@ class HfTokenizer implements Tokenizer {
     for (const id of [...prefix, ...suffix]) check("post-processor", id);
     if (this.eos !== undefined) eog.add(this.eos);
     for (let id = 0; id < size; id++) {
-      const t = this.#text[id];
+      const t = this.#stored[id];
       if (t !== undefined && EOG_TEXTS.has(t)) eog.add(id);
     }
     this.eog = [...eog].sort((a, b) => a - b);
@@ -759,7 +764,7 @@ class HfTokenizer implements Tokenizer {
 
   tokenText(id: number): string {
     this.#check(id);
-    return this.#text[id] ?? "";
+    return this.#stored[id] ?? "";
   }
 
   tokenId(text: string): number | undefined {

@@ -79,3 +79,23 @@ for (const file of names) {
     });
   });
 }
+
+Deno.test("Gemma-style runs of ▁ (user-defined pieces) decode to spaces, as the tokenizers library does", () => {
+  const v: Vector = JSON.parse(
+    Deno.readTextFileSync(new URL("bpe_gemma.json", DIR)),
+  );
+  const tok = tokenizerFromJson(v.tokenizer);
+  const runs = ["▁▁", "▁▁▁", "▁▁▁▁"].map((t) => tok.tokenId(t)!);
+  for (const id of runs) {
+    assertEquals(
+      tok.specialTokens.find((s) => s.id === id)?.type,
+      "user-defined",
+    );
+  }
+  const x = tok.tokenId("x")!;
+  assertEquals(tok.decode([runs[2], runs[0], x]), "      x");
+  const i = texts.findIndex((t) => t === " ".repeat(40) + "x");
+  const ids = tok.encode(texts[i], { addSpecial: false });
+  assertEquals(ids.some((id) => runs.includes(id)), true);
+  assertEquals(tok.decode(ids), texts[i]);
+});
