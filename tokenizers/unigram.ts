@@ -23,15 +23,6 @@ export interface UnigramSpec {
   unk?: number;
   /** Unknown text becomes its UTF-8 bytes as `<0xNN>` pieces when all exist. @default {false} */
   byteFallback?: boolean;
-  /**
-   * Pieces the lattice may use, by id; others only resolve text to ids
-   * (llama.cpp leaves control tokens out). @default {every piece}
-   */
-  usable?: (id: number) => boolean;
-  /** Score used for a piece instead of its own (llama.cpp scores user-defined pieces 0). */
-  scoreOf?: (id: number) => number;
-  /** Score of the unknown token. @default {lowest score - 10} */
-  unkScore?: number;
   /** Words remembered with their ids (0 turns the cache off). @default {50000} */
   cacheSize?: number;
 }
@@ -99,15 +90,14 @@ export class UnigramModel {
     let min = Infinity;
     for (let id = 0; id < n; id++) {
       const text = spec.pieces[id];
-      this.#score[id] = spec.scoreOf ? spec.scoreOf(id) : spec.scores[id];
+      this.#score[id] = spec.scores[id];
       this.#ids.set(text, id); // a later duplicate wins, as in the reference
-      if (spec.usable && !spec.usable(id)) continue;
       if (spec.scores[id] < min) min = spec.scores[id];
     }
-    this.#unkScore = spec.unkScore ?? min - UNK_PENALTY;
+    this.#unkScore = min - UNK_PENALTY;
     for (let id = 0; id < n; id++) {
       const text = spec.pieces[id];
-      if (text === "" || (spec.usable && !spec.usable(id))) continue;
+      if (text === "") continue;
       let node = this.#root;
       for (let i = 0; i < text.length; i++) {
         node.next ??= new Map();
@@ -162,6 +152,21 @@ export class UnigramModel {
    * @throws {TypeError} When a character has no piece and there is no unknown token.
    */
   segment(word: string): string[] {
+    const pieces: string[] = [];
+    this.#viterbi(word, (s, e) => {
+      pieces.push(word.slice(s, e));
+    });
+    return pieces;
+  }
+
+  /**
+   * Runs Viterbi over `word` and calls `piece(start, end, id)` for each
+   * piece of the best path in order (unknown runs fused, id -1).
+   */
+  #viterbi(
+    word: string,
+    piece: (start: number, end: number, id: number) => void,
+  ): void {
     const n = word.length;
     const bestScore = new Float64Array(n + 1);
     const bestStart = new Int32Array(n + 1).fill(-1);
@@ -214,20 +219,23 @@ export class UnigramModel {
       }
       s += charLen;
     }
-    const pieces: string[] = [];
-    let fused = "";
-    for (let e = n; e > 0;) {
+    const ends: number[] = [];
+    for (let e = n; e > 0; e = bestStart[e]) ends.push(e);
+    ends.reverse();
+    let start = 0;
+    let fusedFrom = -1;
+    for (const e of ends) {
       const s = bestStart[e];
-      if (bestId[e] === unk) fused = word.slice(s, e) + fused;
-      else {
-        if (fused !== "") pieces.push(fused);
-        fused = "";
-        pieces.push(word.slice(s, e));
+      if (bestId[e] === unk) {
+        if (fusedFrom < 0) fusedFrom = s;
+      } else {
+        if (fusedFrom >= 0) piece(fusedFrom, s, -1);
+        fusedFrom = -1;
+        piece(s, e, bestId[e]);
       }
-      e = s;
+      start = e;
     }
-    if (fused !== "") pieces.push(fused);
-    return pieces.reverse();
+    if (fusedFrom >= 0) piece(fusedFrom, start, -1);
   }
 
   #resolve(piece: string, out: number[]): void {
