@@ -492,6 +492,68 @@ const PRE: Record<string, [readonly string[], boolean?, boolean?]> = {
   "seed-coder": [[
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
   ]],
+  "jais-2": [[
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}",
+  ]],
+  "spark2_5": [[
+    "\\p{N}{1,3}",
+    "[\\x{4e00}-\\x{9fa5}\\x{3040}-\\x{309f}\\x{30a0}-\\x{30ff}]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\\r\\n]|\\s+(?!\\S)|\\s+",
+    "\\p{N}",
+  ]],
+  "youtu": [
+    [
+      "[\\x{ac00}-\\x{d7a3}\\x{3131}-\\x{318e}]+|[\\x{ff01}\\x{2026}\\x{201c}\\x{201d}\\x{2018}\\x{2019}\\x{2014}\\x{ff1a}\\x{ff1b}\\x{ff0c}\\x{3001}-\\x{303f}\\x{fe30}-\\x{fe4f}]+|[\\x{3105}-\\x{312f}]+|[\\x{4e00}-\\x{9fa5}\\x{3040}-\\x{309f}\\x{30a0}-\\x{30ff}]+",
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ],
+    true,
+  ],
+  "qwen35": [[
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  ]],
+  "granite-embed-multi-97m": [
+    [
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ],
+    true,
+  ],
+  "tiny_aya": [[
+    "\\d{1,3}(?=(?:\\d{3})*\\b)",
+    GPT4O,
+  ]],
+  "ufakzeka": [[
+    "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  ]],
+  "laguna": [[
+    "[^\\n]+|[\\n]+",
+    QWEN2,
+  ]],
+  "exaone-moe": [[
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+  ]],
+  "minicpm5": [
+    [
+      "\\p{N}{1,3}",
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ],
+    true,
+  ],
+};
+
+/**
+ * `tokenizer.ggml.pre` names llama.cpp knows whose splitting needs custom
+ * code there (or a different byte handling), refused with the reason.
+ */
+const REFUSED: Record<string, string> = {
+  "kimi-k2":
+    "llama.cpp splits Kimi-K2 text with custom code (Han-aware classes)",
+  "afmoe": "llama.cpp groups AFMoE digits with custom code",
+  "superbpe": "its zero-length split pattern needs llama.cpp's regex engine",
+  "gemma4": "Gemma 4 BPE runs on raw UTF-8 with escaped spaces, not byte-level",
+  "granite-embed-multi-311m":
+    "its BPE runs on raw UTF-8 with escaped spaces, not byte-level",
+  "sarvam-moe": "its BPE runs on raw UTF-8 with escaped spaces, not byte-level",
+  "whitespace": "its vocabulary is split at white space without byte encoding",
 };
 
 /** Other names llama.cpp gives to the same pattern sets. */
@@ -534,10 +596,25 @@ const ALIASES: Record<string, string> = {
   "bailingmoe2": "bailingmoe",
   "grok-2": "qwen2",
   "hunyuan-dense": "deepseek-v3",
+  "joyai-llm": "deepseek-v3",
+  "hy_v4": "deepseek-v3",
+  "lfm2": "llama3",
+  "jina-v5-nano": "llama3",
+  "modern-bert": "gpt-2",
+  "kormo": "qwen2",
+  "f2llmv2": "qwen2",
+  "solar-open": "qwen2",
+  "kanana2": "gpt-4o",
+  "talkie": "gpt-4o",
+  "minimax-m2": "gpt-4o",
+  "cohere2moe": "tiny_aya",
+  "llada-moe": "bailingmoe",
+  "mellum2": "starcoder",
 };
 
 /**
- * The `tokenizer.ggml.pre` names {@link ggufPreTokenizer} knows.
+ * The `tokenizer.ggml.pre` names {@link ggufPreTokenizer} knows (the
+ * names llama.cpp splits with custom code are refused by name instead).
  *
  * @example
  * ```ts
@@ -572,6 +649,13 @@ export function ggufPreTokenizer(pre: string | undefined): GgufPreTokenizer {
   const name = pre === undefined || pre === "" ? "default" : pre;
   const entry = PRE[ALIASES[name] ?? name];
   if (!entry) {
+    if (name in REFUSED) {
+      throw new TypeError(
+        `GGUF pre-tokenizer "${name}" (tokenizer.ggml.pre) is not supported: ${
+          REFUSED[name]
+        }`,
+      );
+    }
     throw new TypeError(
       `Unknown GGUF pre-tokenizer "${name}" (tokenizer.ggml.pre); known: ${
         GGUF_PRE_NAMES.join(", ")
