@@ -145,6 +145,14 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
       case "Replace": {
         const re = patternRegExp(c.pattern, "Replace decoder", fail);
         const content = String(c.content ?? "");
+        const literal = obj(c.pattern)?.String;
+        if (typeof literal === "string" && literal !== "") {
+          // a literal pattern matches where the string occurs, left to right
+          steps.push((tokens) =>
+            tokens.map((t) => t.replaceAll(literal, content))
+          );
+          return;
+        }
         steps.push((tokens) =>
           tokens.map((t) => {
             if (t.length === 0) return t;
@@ -167,20 +175,21 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         const fused = steps.includes(fuseStep);
         steps.push((tokens, first) =>
           tokens.map((t, i) => {
-            const chars = Array.from(t);
+            // whole characters off each end (content is one character)
             let a = 0;
             if (!(fused && i === 0 && first > 0)) {
-              for (let k = 0; k < start && k < chars.length; k++) {
-                if (chars[k] !== content) break;
-                a = k + 1;
+              for (let k = 0; k < start && t.startsWith(content, a); k++) {
+                a += content.length;
               }
             }
-            let b = chars.length;
-            for (let k = 0; k < stop && chars.length - k - 1 >= 0; k++) {
-              if (chars[chars.length - k - 1] !== content) break;
-              b = chars.length - k - 1;
-            }
-            return b <= a ? "" : chars.slice(a, b).join("");
+            let b = t.length;
+            for (
+              let k = 0;
+              k < stop && b - content.length >= 0 &&
+              t.startsWith(content, b - content.length);
+              k++
+            ) b -= content.length;
+            return b <= a ? "" : a === 0 && b === t.length ? t : t.slice(a, b);
           })
         );
         return;

@@ -60,11 +60,32 @@ function filterChars(
   return out;
 }
 
-function bertNormalize(
-  s: string,
-  lead: Lead,
-  o: { lower: boolean; strip: boolean; clean: boolean; chinese: boolean },
-): string {
+type BertOptions = {
+  lower: boolean;
+  strip: boolean;
+  clean: boolean;
+  chinese: boolean;
+};
+
+/** ASCII text: no marks, no CJK; controls but \t \n \r go, those three become spaces. */
+function bertAscii(s: string, lead: Lead, o: BertOptions): string {
+  if (o.clean) {
+    let out = "";
+    let from = 0;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x20 && c !== 0x7f) continue;
+      out += s.slice(from, i);
+      if (c === 9 || c === 10 || c === 13) out += " ";
+      else if (i === 0) lead.atZero = false;
+      from = i + 1;
+    }
+    s = from === 0 ? s : out + s.slice(from);
+  }
+  return o.lower ? s.toLowerCase() : s;
+}
+
+function bertOther(s: string, lead: Lead, o: BertOptions): string {
   if (o.clean) {
     s = filterChars(s, lead, (cp) =>
       !(cp === 0 || cp === 0xfffd ||
@@ -86,6 +107,27 @@ function bertNormalize(
   }
   if (o.lower) s = lowercaseChars(s);
   return s;
+}
+
+/**
+ * BERT's normalizer. Every step works character by character (canonical
+ * decomposition only reorders marks, which never sit next to ASCII
+ * letters' other side), so ASCII runs take a fast path.
+ */
+function bertNormalize(s: string, lead: Lead, o: BertOptions): string {
+  const parts: string[] = [];
+  const other: Lead = { atZero: true };
+  const n = s.length;
+  for (let i = 0; i < n;) {
+    let j = i;
+    const ascii = s.charCodeAt(i) < 0x80;
+    while (j < n && (s.charCodeAt(j) < 0x80) === ascii) j++;
+    const seg = i === 0 && j === n ? s : s.slice(i, j);
+    const l = i === 0 ? lead : other;
+    parts.push(ascii ? bertAscii(seg, l, o) : bertOther(seg, l, o));
+    i = j;
+  }
+  return parts.join("");
 }
 
 function strip(s: string, lead: Lead, left: boolean, right: boolean): string {
@@ -250,6 +292,13 @@ export function buildNormalizer(
     case "Replace": {
       const re = patternRegExp(c.pattern, "Replace normalizer", fail);
       const content = String(c.content ?? "");
+      const literal = obj(c.pattern)?.String;
+      if (typeof literal === "string" && literal !== "") {
+        return (s, lead) => {
+          if (content === "" && s.startsWith(literal)) lead.atZero = false;
+          return s.replaceAll(literal, content);
+        };
+      }
       return (s, lead) => replaceAll(s, re, content, lead);
     }
     case "BertNormalizer": {

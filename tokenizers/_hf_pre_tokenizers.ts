@@ -92,6 +92,42 @@ function splitWith(
   };
 }
 
+/**
+ * BERT's pre-tokenizer in one pass: white space cuts (and goes),
+ * punctuation is a piece of its own. Same pieces as the two splits.
+ */
+const bertStep: PreStep = (p) => {
+  const out: string[] = [];
+  let atZero = false;
+  for (let k = 0; k < p.list.length; k++) {
+    const s = p.list[k];
+    let start = -1;
+    for (let i = 0; i < s.length;) {
+      const cp = s.codePointAt(i)!;
+      const len = cp > 0xffff ? 2 : 1;
+      const ws = isWhitespace(cp);
+      if (ws || isPunctuation(cp)) {
+        if (start >= 0) {
+          if (out.length === 0) atZero = k === 0 && p.atZero && start === 0;
+          out.push(s.slice(start, i));
+          start = -1;
+        }
+        if (!ws) {
+          if (out.length === 0) atZero = k === 0 && p.atZero && i === 0;
+          out.push(s.slice(i, i + len));
+        }
+      } else if (start < 0) start = i;
+      i += len;
+    }
+    if (start >= 0) {
+      if (out.length === 0) atZero = k === 0 && p.atZero && start === 0;
+      out.push(start === 0 ? s : s.slice(start));
+    }
+  }
+  p.list = out;
+  p.atZero = atZero;
+};
+
 /** Maps each piece to the GPT-2 byte alphabet (`Ġ` for a space). */
 export function toByteAlphabet(piece: string): string {
   let ascii = true;
@@ -186,8 +222,7 @@ export function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         ));
         return;
       case "BertPreTokenizer":
-        steps.push(splitWith((s) => findChars(s, isWhitespace), "Removed"));
-        steps.push(splitWith((s) => findChars(s, isPunctuation), "Isolated"));
+        steps.push(bertStep);
         return;
       case "CharDelimiterSplit": {
         const d = String(c.delimiter ?? "");

@@ -303,11 +303,22 @@ function readModel(
         ? model.max_input_chars_per_word
         : 100,
     });
+    const cache = new Map<string, Int32Array>();
+    const limit = cacheSize ?? 50_000;
     const encodeWord = (w: string, out: number[]) => {
+      const hit = cache.get(w);
+      if (hit) {
+        for (let i = 0; i < hit.length; i++) out.push(hit[i]);
+        return;
+      }
       const before = out.length;
       wp.encodeWord(w, out);
       if (out[before] === -1) {
         throw fail(`WordPiece unk_token "${unkText}" is not in model.vocab`);
+      }
+      if (limit > 0 && w.length <= 256) {
+        if (cache.size >= limit) cache.clear();
+        cache.set(w, Int32Array.from(out.slice(before)));
       }
     };
     return {
