@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { defaultRegistry } from "./mod.ts";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * console.log(reg.formats().map((f) => f.name));
  * ```
@@ -41,7 +41,7 @@ export {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultRegistry } from "./mod.ts";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * assert(Array.isArray(reg.layers()));
  * ```

@@ -55,7 +55,7 @@ function extensionOf(pathOrExt: string): string {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createRegistry } from "./registry.ts";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const reg = createRegistry().use({
  *   kind: "format", name: "raw", extensions: [".raw"],
  *   detect: (head) => head[0] === 0x52,

@@ -9,8 +9,8 @@
  *   deno run -A bench/attention_bench.ts       # machine + tokens/s table
  */
 
-import { multiHeadAttention } from "../layers/attention.ts";
-import { transformerBlock } from "../layers/transformer_block.ts";
+import { multiHeadAttentionLayer } from "../layers/attention.ts";
+import { transformerBlockLayer } from "../layers/transformer_block.ts";
 import type { LayerPlugin, LayerState } from "../core/plugin.ts";
 import { createRng } from "../core/rng.ts";
 import { createScope } from "../core/scope.ts";
@@ -36,8 +36,8 @@ function setup<C>(plugin: LayerPlugin<C>, json: Record<string, unknown>) {
   return { layer: plugin.build(cfg, createScope(tensors)), tensors };
 }
 
-const attn = setup(multiHeadAttention, { d_model: D, num_heads: HEADS });
-const block = setup(transformerBlock, {
+const attn = setup(multiHeadAttentionLayer, { d_model: D, num_heads: HEADS });
+const block = setup(transformerBlockLayer, {
   d_model: D,
   num_heads: HEADS,
   intermediate_size: FF,

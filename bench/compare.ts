@@ -34,7 +34,7 @@ import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
 import type { Tensor } from "../core/tensor.ts";
-import type { FastDType } from "../kernels/fast/quant_ref.ts";
+import type { FastDType } from "../kernels/quant_ref.ts";
 import { makeWeight } from "../tests/kernels/fast/_helpers.ts";
 import {
   decode,

@@ -9,7 +9,7 @@
 import { gguf as hfGguf } from "@huggingface/gguf";
 import { parseGgufHeader, readGgufHeader } from "../formats/gguf/mod.ts";
 import { memorySource } from "../core/sources.ts";
-import { dequantize, quantize } from "../kernels/quants.ts";
+import { dequantizeGguf, quantizeGguf } from "../core/quants/mod.ts";
 import { encodeFromF32 } from "../core/dtypes.ts";
 import { memoryFetch, vocabGguf, weights } from "./_gguf_inputs.ts";
 
@@ -41,8 +41,8 @@ Deno.bench({
 
 const N = 4 * 1024 * 1024;
 const x = weights(N);
-const q8 = quantize("Q8_0", x);
-const q4 = quantize("Q4_0", x);
+const q8 = quantizeGguf("Q8_0", x);
+const q4 = quantizeGguf("Q4_0", x);
 
 Deno.bench({
   name: "F32 → F16 (16 MiB of F32)",
@@ -56,14 +56,14 @@ Deno.bench({
   name: "F32 → Q8_0 (16 MiB of F32)",
   group: "quantize",
   fn() {
-    quantize("Q8_0", x);
+    quantizeGguf("Q8_0", x);
   },
 });
 Deno.bench({
   name: "F32 → Q4_0 (16 MiB of F32)",
   group: "quantize",
   fn() {
-    quantize("Q4_0", x);
+    quantizeGguf("Q4_0", x);
   },
 });
 
@@ -73,20 +73,20 @@ Deno.bench({
   group: "dequantize",
   baseline: true,
   fn() {
-    dequantize("F16", f16, N);
+    dequantizeGguf("F16", f16, N);
   },
 });
 Deno.bench({
   name: "Q8_0 → F32 (16 MiB of F32)",
   group: "dequantize",
   fn() {
-    dequantize("Q8_0", q8, N);
+    dequantizeGguf("Q8_0", q8, N);
   },
 });
 Deno.bench({
   name: "Q4_0 → F32 (16 MiB of F32)",
   group: "dequantize",
   fn() {
-    dequantize("Q4_0", q4, N);
+    dequantizeGguf("Q4_0", q4, N);
   },
 });

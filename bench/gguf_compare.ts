@@ -10,7 +10,7 @@
 import { gguf as hfGguf } from "@huggingface/gguf";
 import { parseGgufHeader, readGgufHeader } from "../formats/gguf/mod.ts";
 import { memorySource } from "../core/sources.ts";
-import { dequantize, quantize } from "../kernels/quants.ts";
+import { dequantizeGguf, quantizeGguf } from "../core/quants/mod.ts";
 import { memoryFetch, vocabGguf, weights } from "./_gguf_inputs.ts";
 
 const rounds = Number(Deno.args[0] ?? 15);
@@ -61,9 +61,9 @@ console.log(
   } MB of F32), median of ${rounds}:`,
 );
 for (const type of ["Q8_0", "Q4_0"] as const) {
-  const q = quantize(type, x);
-  const tq = await median(() => quantize(type, x));
-  const td = await median(() => dequantize(type, q, N));
+  const q = quantizeGguf(type, x);
+  const tq = await median(() => quantizeGguf(type, x));
+  const td = await median(() => dequantizeGguf(type, q, N));
   console.log(
     `  ${type}: quantize ${
       (mbF32 / (tq / 1000)).toFixed(0).padStart(5)

@@ -25,7 +25,7 @@ import {
 } from "../kernels/fast/attention.ts";
 import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
-import type { FastDType } from "../kernels/fast/quant_ref.ts";
+import type { FastDType } from "../kernels/quant_ref.ts";
 import { cosines, makeWeight } from "../tests/kernels/fast/_helpers.ts";
 
 // ---- dense F32 matmul, 16 × 512 → 512

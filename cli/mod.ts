@@ -141,8 +141,8 @@ function takeGlobals(
 }
 
 /**
- * Imports a plugin module and registers its default export (a plugin or a
- * list of plugins).
+ * Imports a plugin module and registers its default export: a plugin, a
+ * zero-argument plugin factory (`npyFormat`), or a list of them.
  *
  * @param reg The registry to add to.
  * @param specifier A local path (relative to the working directory), or a
@@ -174,12 +174,15 @@ export async function loadPlugin(
     );
   }
   const exp = mod.default;
-  const list = (Array.isArray(exp) ? exp : [exp]) as Plugin[];
+  // A zero-argument factory (the naming rule's `<format>Format`) is called once.
+  const list = (Array.isArray(exp) ? exp : [exp]).map((p) =>
+    typeof p === "function" && p.length === 0 ? p() : p
+  ) as Plugin[];
   if (
     !exp || list.some((p) => !p || (p.kind !== "format" && p.kind !== "layer"))
   ) {
     throw new TypeError(
-      `Cannot load plugin ${specifier}: its default export must be a format or layer plugin (kind "format" | "layer") or a list of them`,
+      `Cannot load plugin ${specifier}: its default export must be a format or layer plugin (kind "format" | "layer"), a zero-argument factory of one, or a list of them`,
     );
   }
   reg.use(list);

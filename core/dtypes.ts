@@ -8,11 +8,21 @@
  */
 
 import { UnsupportedDTypeError } from "./errors.ts";
-import * as legacyQuants from "../kernels/quants/legacy.ts";
-import * as kQuants from "../kernels/quants/k_quants.ts";
 import { f4e2m1, f8e4m3, f8e5m2 } from "./_minifloat.ts";
+import {
+  QUANT_BLOCKS,
+  type QuantBlock,
+  type QuantTypeName,
+} from "./quants/blocks.ts";
+import { QUANT_CODECS } from "./quants/codecs.ts";
+import { F16_TO_F32_BITS } from "./quants/f16.ts";
 
-/** Every dtype name modelhost knows, including those it can only name. */
+export type { QuantTypeName } from "./quants/blocks.ts";
+
+/**
+ * Every dtype name modelhost knows, including those it can only name; the
+ * quantized ones are listed in `core/quants/blocks.ts`.
+ */
 export type DTypeName =
   | "BOOL"
   | "U8"
@@ -30,30 +40,7 @@ export type DTypeName =
   | "F8_E4M3"
   | "F8_E5M2"
   | "F4"
-  | "Q4_0"
-  | "Q4_1"
-  | "Q5_0"
-  | "Q5_1"
-  | "Q8_0"
-  | "Q8_1"
-  | "Q2_K"
-  | "Q3_K"
-  | "Q4_K"
-  | "Q5_K"
-  | "Q6_K"
-  | "Q8_K"
-  | "IQ2_XXS"
-  | "IQ2_XS"
-  | "IQ3_XXS"
-  | "IQ1_S"
-  | "IQ4_NL"
-  | "IQ3_S"
-  | "IQ2_S"
-  | "IQ4_XS"
-  | "IQ1_M"
-  | "TQ1_0"
-  | "TQ2_0"
-  | "MXFP4";
+  | QuantTypeName;
 
 /** Decodes `count` elements stored in `src` to F32. */
 export type ToF32 = (src: Uint8Array, count: number) => Float32Array;
@@ -88,7 +75,7 @@ export interface DTypeInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { alignedView } from "./dtypes.ts";
+ * import { alignedView } from "@modelhost/modelhost/core";
  * const odd = new Uint8Array(9).subarray(1);
  * const view = alignedView(odd, 4);
  * assert(view.byteOffset % 4 === 0 && view.length === 8);
@@ -123,7 +110,7 @@ function checkBytes(name: string, src: Uint8Array, need: number): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { roundHalfEven } from "./dtypes.ts";
+ * import { roundHalfEven } from "@modelhost/modelhost/core";
  * assert(roundHalfEven(2.5) === 2 && roundHalfEven(3.5) === 4 && roundHalfEven(-1.5) === -2);
  * ```
  */
@@ -235,26 +222,6 @@ const f64Codec = {
   },
 };
 
-/**
- * F32 bits of every F16 code, built from the bit layout: widening is one
- * lookup per element, 1.4-2.2x faster than `Float32Array.from(Float16Array)` on
- * 4-16 MiB (bench/dtypes_compare.ts; at 64 MiB memory bandwidth evens the
- * native paths out), and NaN payloads are kept bit for bit.
- */
-const F16_TO_F32_BITS: Uint32Array = (() => {
-  const bits = new Uint32Array(65536);
-  const f = new Float32Array(bits.buffer);
-  for (let h = 0; h < 65536; h++) {
-    const sign = (h & 0x8000) << 16;
-    const e = (h >>> 10) & 31, m = h & 0x3ff;
-    if (e === 0) f[h] = m * 2 ** -24; // zero and subnormals, exact in F32
-    else if (e === 31) bits[h] = 0x7f800000 | (m << 13); // Inf, NaN
-    else bits[h] = ((e + 112) << 23) | (m << 13); // rebias 15 -> 127
-    bits[h] = (bits[h] | sign) >>> 0;
-  }
-  return bits;
-})();
-
 /** F16: widening by table, narrowing through the platform's `Float16Array` (round to nearest even). */
 const f16Codec = {
   toF32(src: Uint8Array, count: number): Float32Array {
@@ -313,8 +280,21 @@ function row(r: Row): DTypeInfo {
   return { exactInF32: false, ...r };
 }
 
+/** A quantized type's row: its block facts and codec from `core/quants/`. */
+function quantRow(b: QuantBlock): DTypeInfo {
+  return row({
+    name: b.name,
+    kind: "quant",
+    gguf: b.gguf,
+    blockSize: b.blockSize,
+    blockBytes: b.blockBytes,
+    ...QUANT_CODECS[b.name],
+  });
+}
+
 /**
- * The table. Block layouts follow ggml's type traits; the GGUF ids are the
+ * The table. Block layouts follow ggml's type traits (the quantized rows
+ * come from `core/quants/blocks.ts`); the GGUF ids are the
  * numbers of the `ggml_type` enum.
  *
  * Narrowing from F32 (`fromF32`):
@@ -334,7 +314,7 @@ function row(r: Row): DTypeInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
+ * import { decodeToF32, encodeFromF32 } from "@modelhost/modelhost/core";
  * const back = decodeToF32("F8_E4M3", encodeFromF32("F8_E4M3", new Float32Array([300, 500])), 2);
  * assert(back[0] === 288 && Number.isNaN(back[1]));
  * ```
@@ -487,196 +467,7 @@ export const DTYPES: readonly DTypeInfo[] = [
     exactInF32: true,
     ...f4e2m1,
   }),
-  row({
-    name: "Q4_0",
-    kind: "quant",
-    gguf: 2,
-    blockSize: 32,
-    blockBytes: 18,
-    toF32: legacyQuants.dequantizeQ4_0,
-    fromF32: legacyQuants.quantizeQ4_0,
-  }),
-  row({
-    name: "Q4_1",
-    kind: "quant",
-    gguf: 3,
-    blockSize: 32,
-    blockBytes: 20,
-    toF32: legacyQuants.dequantizeQ4_1,
-    fromF32: legacyQuants.quantizeQ4_1,
-  }),
-  row({
-    name: "Q5_0",
-    kind: "quant",
-    gguf: 6,
-    blockSize: 32,
-    blockBytes: 22,
-    toF32: legacyQuants.dequantizeQ5_0,
-    fromF32: legacyQuants.quantizeQ5_0,
-  }),
-  row({
-    name: "Q5_1",
-    kind: "quant",
-    gguf: 7,
-    blockSize: 32,
-    blockBytes: 24,
-    toF32: legacyQuants.dequantizeQ5_1,
-    fromF32: legacyQuants.quantizeQ5_1,
-  }),
-  row({
-    name: "Q8_0",
-    kind: "quant",
-    gguf: 8,
-    blockSize: 32,
-    blockBytes: 34,
-    toF32: legacyQuants.dequantizeQ8_0,
-    fromF32: legacyQuants.quantizeQ8_0,
-  }),
-  row({
-    name: "Q8_1",
-    kind: "quant",
-    gguf: 9,
-    blockSize: 32,
-    blockBytes: 36,
-    toF32: legacyQuants.dequantizeQ8_1,
-  }),
-  row({
-    name: "Q2_K",
-    kind: "quant",
-    gguf: 10,
-    blockSize: 256,
-    blockBytes: 84,
-    toF32: kQuants.dequantizeQ2_K,
-    fromF32: kQuants.quantizeQ2_K,
-  }),
-  row({
-    name: "Q3_K",
-    kind: "quant",
-    gguf: 11,
-    blockSize: 256,
-    blockBytes: 110,
-    toF32: kQuants.dequantizeQ3_K,
-    fromF32: kQuants.quantizeQ3_K,
-  }),
-  row({
-    name: "Q4_K",
-    kind: "quant",
-    gguf: 12,
-    blockSize: 256,
-    blockBytes: 144,
-    toF32: kQuants.dequantizeQ4_K,
-    fromF32: kQuants.quantizeQ4_K,
-  }),
-  row({
-    name: "Q5_K",
-    kind: "quant",
-    gguf: 13,
-    blockSize: 256,
-    blockBytes: 176,
-    toF32: kQuants.dequantizeQ5_K,
-    fromF32: kQuants.quantizeQ5_K,
-  }),
-  row({
-    name: "Q6_K",
-    kind: "quant",
-    gguf: 14,
-    blockSize: 256,
-    blockBytes: 210,
-    toF32: kQuants.dequantizeQ6_K,
-    fromF32: kQuants.quantizeQ6_K,
-  }),
-  row({
-    name: "Q8_K",
-    kind: "quant",
-    gguf: 15,
-    blockSize: 256,
-    blockBytes: 292,
-    toF32: kQuants.dequantizeQ8_K,
-  }),
-  row({
-    name: "IQ2_XXS",
-    kind: "quant",
-    gguf: 16,
-    blockSize: 256,
-    blockBytes: 66,
-  }),
-  row({
-    name: "IQ2_XS",
-    kind: "quant",
-    gguf: 17,
-    blockSize: 256,
-    blockBytes: 74,
-  }),
-  row({
-    name: "IQ3_XXS",
-    kind: "quant",
-    gguf: 18,
-    blockSize: 256,
-    blockBytes: 98,
-  }),
-  row({
-    name: "IQ1_S",
-    kind: "quant",
-    gguf: 19,
-    blockSize: 256,
-    blockBytes: 50,
-  }),
-  row({
-    name: "IQ4_NL",
-    kind: "quant",
-    gguf: 20,
-    blockSize: 32,
-    blockBytes: 18,
-  }),
-  row({
-    name: "IQ3_S",
-    kind: "quant",
-    gguf: 21,
-    blockSize: 256,
-    blockBytes: 110,
-  }),
-  row({
-    name: "IQ2_S",
-    kind: "quant",
-    gguf: 22,
-    blockSize: 256,
-    blockBytes: 82,
-  }),
-  row({
-    name: "IQ4_XS",
-    kind: "quant",
-    gguf: 23,
-    blockSize: 256,
-    blockBytes: 136,
-  }),
-  row({
-    name: "IQ1_M",
-    kind: "quant",
-    gguf: 29,
-    blockSize: 256,
-    blockBytes: 56,
-  }),
-  row({
-    name: "TQ1_0",
-    kind: "quant",
-    gguf: 34,
-    blockSize: 256,
-    blockBytes: 54,
-  }),
-  row({
-    name: "TQ2_0",
-    kind: "quant",
-    gguf: 35,
-    blockSize: 256,
-    blockBytes: 66,
-  }),
-  row({
-    name: "MXFP4",
-    kind: "quant",
-    gguf: 39,
-    blockSize: 32,
-    blockBytes: 17,
-  }),
+  ...Object.values(QUANT_BLOCKS).map(quantRow),
 ];
 
 const BY_NAME = new Map<string, DTypeInfo>(DTYPES.map((d) => [d.name, d]));
@@ -697,7 +488,7 @@ const BY_GGUF = new Map<number, DTypeInfo>(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeInfo } from "./dtypes.ts";
+ * import { dtypeInfo } from "@modelhost/modelhost/core";
  * assert(dtypeInfo("Q8_0").blockBytes === 34);
  * ```
  */
@@ -721,7 +512,7 @@ export function dtypeInfo(name: string): DTypeInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeFromSafetensors } from "./dtypes.ts";
+ * import { dtypeFromSafetensors } from "@modelhost/modelhost/core";
  * assert(dtypeFromSafetensors("F8_E4M3")?.blockBytes === 1);
  * ```
  */
@@ -738,7 +529,7 @@ export function dtypeFromSafetensors(code: string): DTypeInfo | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeFromGguf } from "./dtypes.ts";
+ * import { dtypeFromGguf } from "@modelhost/modelhost/core";
  * assert(dtypeFromGguf(2)?.name === "Q4_0");
  * ```
  */
@@ -757,7 +548,7 @@ export function dtypeFromGguf(id: number): DTypeInfo | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { byteLengthOf } from "./dtypes.ts";
+ * import { byteLengthOf } from "@modelhost/modelhost/core";
  * assert(byteLengthOf("Q4_0", 64) === 36);
  * assert(byteLengthOf("F4", 6) === 3);
  * ```
@@ -787,7 +578,7 @@ export function byteLengthOf(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { decodeToF32 } from "./dtypes.ts";
+ * import { decodeToF32 } from "@modelhost/modelhost/core";
  * const bytes = new Uint8Array(new Int16Array([-3, 7]).buffer);
  * assert(decodeToF32("I16", bytes, 2)[0] === -3);
  * ```
@@ -815,7 +606,7 @@ export function decodeToF32(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { decodeToF32, encodeFromF32 } from "./dtypes.ts";
+ * import { decodeToF32, encodeFromF32 } from "@modelhost/modelhost/core";
  * const bytes = encodeFromF32("BF16", new Float32Array([1.5, -2]));
  * assert(decodeToF32("BF16", bytes, 2)[1] === -2);
  * ```

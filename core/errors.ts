@@ -18,7 +18,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { UnsupportedDTypeError } from "./errors.ts";
+ * import { UnsupportedDTypeError } from "@modelhost/modelhost/core";
  * const err = new UnsupportedDTypeError("IQ2_XXS", "no dequantizer for this type");
  * assert(err.dtype === "IQ2_XXS");
  * ```
@@ -50,7 +50,7 @@ export class UnsupportedDTypeError extends TypeError {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { u64ToNumber } from "./errors.ts";
+ * import { u64ToNumber } from "@modelhost/modelhost/core";
  * assert(u64ToNumber(42n, "tensor count") === 42);
  * ```
  */
@@ -76,7 +76,7 @@ export function u64ToNumber(value: bigint, what: string): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { elementCount } from "./errors.ts";
+ * import { elementCount } from "@modelhost/modelhost/core";
  * assert(elementCount([2, 3, 4], "tensor x") === 24);
  * ```
  */

@@ -6,7 +6,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dtypeInfo, toFloat32 } from "./mod.ts";
+ * import { dtypeInfo, toFloat32 } from "@modelhost/modelhost/core";
  * const t = { name: "x", dtype: "U8" as const, shape: [2], bytes: new Uint8Array([3, 4]) };
  * assert(toFloat32(t)[1] === 4 && dtypeInfo("U8").blockBytes === 1);
  * ```

@@ -104,8 +104,8 @@ function missing(name: string, known: string[]): RangeError {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { memoryTensorIndex } from "./model.ts";
- * import { tensorFromF32 } from "./tensor.ts";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const idx = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
  * assert(idx.info("w").byteLength === 16);
  * ```
@@ -151,7 +151,7 @@ export function memoryTensorIndex(tensors: Iterable<Tensor>): TensorIndex {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { lazyTensorIndex } from "./model.ts";
+ * import { lazyTensorIndex } from "@modelhost/modelhost/core";
  * const idx = lazyTensorIndex(
  *   [{ name: "b", dtype: "U8", shape: [2], byteLength: 2, byteOffset: 0 }],
  *   (info) => Promise.resolve(new Uint8Array(info.byteLength)),
@@ -197,8 +197,8 @@ export function lazyTensorIndex(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { loadAllTensors, memoryTensorIndex } from "./model.ts";
- * import { tensorFromF32 } from "./tensor.ts";
+ * import { loadAllTensors, memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const all = await loadAllTensors(memoryTensorIndex([tensorFromF32("w", new Float32Array(2), [2])]));
  * assert(all.has("w"));
  * ```

@@ -14,9 +14,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "./network.ts";
- * import { floatTensor } from "./tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = {
  *   input_size: 4,
@@ -147,8 +147,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseLayer } from "./network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { parseLayer } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const p = parseLayer(defaultRegistry(), { type: "dense", output_size: 3 }, "layers[0]", 5);
  * assert(p.inputSize === 5 && p.outputSize === 3);
  * ```
@@ -228,8 +228,8 @@ function gridField(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseNetwork } from "./network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { parseNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const spec = parseNetwork(defaultRegistry(), {
  *   input_size: 4,
  *   layers: [{ type: "dense", output_size: 8 }, { type: "dense", output_size: 2 }],
@@ -326,8 +326,8 @@ export function parseNetwork(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { layerParams, parseLayer } from "./network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { layerParams, parseLayer } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const p = parseLayer(defaultRegistry(), { type: "dense", input_size: 3, output_size: 2 }, "x");
  * assert(layerParams(p)[0].shape.join() === "2,3");
  * ```
@@ -346,7 +346,7 @@ export function layerParams(layer: ParsedLayer): ParamSpec[] {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { prefixParams } from "./network.ts";
+ * import { prefixParams } from "@modelhost/modelhost/core";
  * const s = prefixParams("gate", [{ name: "weight", shape: [2, 4] }]);
  * assert(s[0].name === "gate.weight");
  * ```
@@ -374,8 +374,8 @@ function fanIn(shape: readonly number[]): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { defaultInit } from "./network.ts";
- * import { createRng } from "./rng.ts";
+ * import { defaultInit } from "@modelhost/modelhost/core";
+ * import { createRng } from "@modelhost/modelhost/core";
  * const v = defaultInit({ name: "w", shape: [2, 3], init: "ones" }, createRng(1));
  * assert(v.length === 6 && v[5] === 1);
  * ```
@@ -407,9 +407,9 @@ export function defaultInit(spec: ParamSpec, rng: Rng): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { initLayer, parseLayer } from "./network.ts";
- * import { createRng } from "./rng.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { initLayer, parseLayer } from "@modelhost/modelhost/core";
+ * import { createRng } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const p = parseLayer(defaultRegistry(), { type: "dense", input_size: 3, output_size: 2 }, "x");
  * assert(initLayer(p, createRng(1)).get("weight")!.length === 6);
  * ```
@@ -461,8 +461,8 @@ function layerSeed(seed: number, i: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { networkParams, parseNetwork } from "./network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { networkParams, parseNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const spec = parseNetwork(defaultRegistry(), { input_size: 2, layers: [{ type: "dense", output_size: 3 }] });
  * assert(networkParams(spec).map((p) => p.name).join() === "layers.0.weight,layers.0.bias");
  * ```
@@ -490,8 +490,8 @@ function specOf(lookup: LayerLookup, config: unknown): NetworkSpec {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { initNetwork } from "./network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const w = initNetwork(defaultRegistry(), { input_size: 4, layers: [{ type: "dense", output_size: 2 }] }, 7);
  * assert(w.get("layers.0.weight")!.shape.join() === "2,4");
  * ```
@@ -528,8 +528,8 @@ export function initNetwork(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { checkNetworkTensors, initNetwork } from "./network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { checkNetworkTensors, initNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2 }] };
  * const w = initNetwork(reg, cfg, 1);
@@ -581,9 +581,9 @@ export function checkNetworkTensors(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "./network.ts";
- * import { floatTensor, toFloat32 } from "./tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor, toFloat32 } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 2, layers: [{ type: "dense", output_size: 1, bias: false }] };
  * const w = initNetwork(reg, cfg, 3);

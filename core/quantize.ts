@@ -19,9 +19,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantize, toFloat32 } from "./mod.ts";
+ * import { quantizeAffine, toFloat32 } from "@modelhost/modelhost";
  * const w = new Float32Array([0.5, -1, 0.25, 2]);
- * const q = quantize("w", w, [2, 2], { dtype: "I8", granularity: "channel", symmetric: true });
+ * const q = quantizeAffine("w", w, [2, 2], { dtype: "I8", granularity: "channel", symmetric: true });
  * const back = toFloat32(q);
  * assert(Math.abs(back[3] - 2) < 1e-6 && q.bytes.length === 4);
  * ```
@@ -34,8 +34,8 @@ import { roundHalfEven } from "./dtypes.ts";
 import { elementCount } from "./errors.ts";
 import type { QuantParams, Tensor } from "./tensor.ts";
 
-/** Options of {@link quantize}. */
-export interface QuantizeOptions {
+/** Options of {@link quantizeAffine}. */
+export interface QuantizeAffineOptions {
   /** Code type: `I8` or `U8` (affine), or `F4` (E2M1 with block scales). */
   dtype: "I8" | "U8" | "F4";
   /**
@@ -56,26 +56,53 @@ export interface QuantizeOptions {
 }
 
 /**
- * The defaults of the optional {@link QuantizeOptions} fields.
+ * The defaults of the optional {@link QuantizeAffineOptions} fields.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeDefaults } from "./quantize.ts";
- * assert(quantizeDefaults.blockSize === 32);
+ * import { quantizeAffineDefaults } from "@modelhost/modelhost";
+ * assert(quantizeAffineDefaults.blockSize === 32);
  * ```
  */
-export const quantizeDefaults = {
+export const quantizeAffineDefaults = {
   granularity: "tensor",
   symmetric: false,
   blockSize: 32,
-} as const satisfies Omit<QuantizeOptions, "dtype">;
+} as const satisfies Omit<QuantizeAffineOptions, "dtype">;
+
+/**
+ * Old name of {@link QuantizeAffineOptions}.
+ *
+ * @deprecated Use {@link QuantizeAffineOptions}; this alias goes in the next
+ * release.
+ */
+export type QuantizeOptions = QuantizeAffineOptions;
+
+/**
+ * Old name of {@link quantizeAffineDefaults}.
+ *
+ * @deprecated Use {@link quantizeAffineDefaults}; this alias goes in the next
+ * release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { quantizeDefaults } from "@modelhost/modelhost";
+ * assert(quantizeAffineDefaults.symmetric === false);
+ * ```
+ */
+export const quantizeDefaults: typeof quantizeAffineDefaults =
+  quantizeAffineDefaults;
 
 /** The largest F4 E2M1 magnitude; block scales map each block's max to it. */
 const F4_MAX = 6;
 
 /**
- * Quantizes F32 values into a stored tensor with `quant` parameters.
+ * Quantizes F32 values into a stored tensor with `quant` parameters
+ * (affine I8/U8 codes, or F4 codes with block scales). Not to be confused
+ * with the GGUF block quantizer `quantizeGguf` of `formats/gguf`, which
+ * writes ggml blocks (Q8_0, Q4_K, ...) whose scales live inside the bytes.
  *
  * @param name The tensor's name (used in error messages and kept on the result).
  * @param values The values, row-major; every one must be finite.
@@ -91,19 +118,18 @@ const F4_MAX = 6;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantize } from "./quantize.ts";
- * import { toFloat32 } from "./tensor.ts";
+ * import { quantizeAffine, toFloat32 } from "@modelhost/modelhost";
  * const w = new Float32Array(64).map((_, i) => Math.sin(i));
- * const q = quantize("w", w, [2, 32], { dtype: "F4" });
+ * const q = quantizeAffine("w", w, [2, 32], { dtype: "F4" });
  * assert(q.bytes.length === 32 && (q.quant!.scale as Float32Array).length === 2);
  * assert(Math.abs(toFloat32(q)[5] - w[5]) < 0.1);
  * ```
  */
-export function quantize(
+export function quantizeAffine(
   name: string,
   values: Float32Array,
   shape: number[],
-  options: QuantizeOptions,
+  options: QuantizeAffineOptions,
 ): Tensor {
   const n = elementCount(shape, `tensor "${name}"`);
   if (n !== values.length) {
@@ -129,18 +155,33 @@ export function quantize(
       `Cannot quantize tensor "${name}" to ${dtype}: supported code types are I8, U8, F4`,
     );
   }
-  return quantizeAffine(name, values, shape, dtype, options);
+  return quantizeInt(name, values, shape, dtype, options);
 }
 
-function quantizeAffine(
+/**
+ * Old name of {@link quantizeAffine}.
+ *
+ * @deprecated Use {@link quantizeAffine}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { quantize } from "@modelhost/modelhost";
+ * const q = quantize("w", new Float32Array([1, -1]), [2], { dtype: "I8", symmetric: true });
+ * assert(q.dtype === "I8" && q.bytes.length === 2);
+ * ```
+ */
+export const quantize: typeof quantizeAffine = quantizeAffine;
+
+function quantizeInt(
   name: string,
   values: Float32Array,
   shape: number[],
   dtype: "I8" | "U8",
-  options: QuantizeOptions,
+  options: QuantizeAffineOptions,
 ): Tensor {
-  const granularity = options.granularity ?? quantizeDefaults.granularity;
-  const symmetric = options.symmetric ?? quantizeDefaults.symmetric;
+  const granularity = options.granularity ?? quantizeAffineDefaults.granularity;
+  const symmetric = options.symmetric ?? quantizeAffineDefaults.symmetric;
   if (granularity !== "tensor" && granularity !== "channel") {
     throw new TypeError(
       `Cannot quantize tensor "${name}": granularity must be "tensor" or "channel", got "${granularity}"`,
@@ -198,9 +239,9 @@ function quantizeF4(
   name: string,
   values: Float32Array,
   shape: number[],
-  options: QuantizeOptions,
+  options: QuantizeAffineOptions,
 ): Tensor {
-  const bs = options.blockSize ?? quantizeDefaults.blockSize;
+  const bs = options.blockSize ?? quantizeAffineDefaults.blockSize;
   if (!Number.isSafeInteger(bs) || bs < 1) {
     throw new TypeError(
       `Cannot quantize tensor "${name}" to F4: blockSize must be a positive integer, got ${bs}`,
@@ -259,7 +300,7 @@ export interface ErrorStats {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { errorStats } from "./quantize.ts";
+ * import { errorStats } from "@modelhost/modelhost/core";
  * const s = errorStats(new Float32Array([1, 0]), new Float32Array([1, 0.5]));
  * assert(s.maxAbsError === 0.5 && Math.abs(s.cosine - 0.894427) < 1e-6);
  * ```

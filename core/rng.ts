@@ -27,7 +27,7 @@ export interface Rng {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createRng } from "./rng.ts";
+ * import { createRng } from "@modelhost/modelhost/core";
  * const a = createRng(7), b = createRng(7);
  * assert(a.next() === b.next());
  * ```

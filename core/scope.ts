@@ -23,8 +23,8 @@ function join(prefix: string, name: string): string {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createScope } from "./scope.ts";
- * import { tensorFromF32 } from "./tensor.ts";
+ * import { createScope } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const w = tensorFromF32("layers.0.weight", new Float32Array(6), [2, 3]);
  * const scope = createScope(new Map([[w.name, w]])).at("layers.0");
  * assert(scope.getF32("weight", [2, 3]).length === 6);

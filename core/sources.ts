@@ -33,7 +33,7 @@ export interface ByteSource {
  *
  * @example
  * ```ts
- * import { checkRange } from "./sources.ts";
+ * import { checkRange } from "@modelhost/modelhost/core";
  * checkRange("x.bin", 10, 2, 8); // fine: ends exactly at the end
  * ```
  */
@@ -69,7 +69,7 @@ export function checkRange(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { memorySource } from "./sources.ts";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const src = memorySource(new Uint8Array([1, 2, 3]));
  * const b = await src.read(1, 2);
  * assert(b[0] === 2 && src.size === 3);
@@ -125,7 +125,7 @@ function parseTotal(contentRange: string | null): number | undefined {
  *
  * @example
  * ```ts ignore
- * import { httpSource } from "./sources.ts";
+ * import { httpSource } from "@modelhost/modelhost/core";
  * const src = await httpSource("https://example.com/model.safetensors");
  * const head = await src.read(0, 8);
  * ```

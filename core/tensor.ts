@@ -67,7 +67,7 @@ export interface FloatTensor {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { floatTensor } from "./tensor.ts";
+ * import { floatTensor } from "@modelhost/modelhost/core";
  * const x = floatTensor(new Float32Array(6), [2, 3]);
  * assert(x.shape[1] === 3);
  * ```
@@ -93,7 +93,7 @@ export function floatTensor(data: Float32Array, shape: number[]): FloatTensor {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { numel } from "./tensor.ts";
+ * import { numel } from "@modelhost/modelhost/core";
  * assert(numel({ shape: [4, 8] }) === 32);
  * ```
  */
@@ -192,7 +192,7 @@ function applyQuant(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { toFloat32 } from "./tensor.ts";
+ * import { toFloat32 } from "@modelhost/modelhost/core";
  * const t = {
  *   name: "w", dtype: "I8" as const, shape: [2],
  *   bytes: new Uint8Array([2, 254]), quant: { scale: 0.5 },
@@ -226,7 +226,7 @@ export function toFloat32(t: Tensor): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { tensorFromF32, toFloat32 } from "./tensor.ts";
+ * import { tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  * const t = tensorFromF32("b", new Float32Array([1, 2]), [2]);
  * assert(toFloat32(t)[1] === 2);
  * ```

@@ -1,7 +1,7 @@
 /**
  * The built-in example (`deno task demo`): what storing one million Gaussian
  * weights in each dtype costs in accuracy and bytes, for the plain float
- * dtypes and for the quantized forms with scales (`quantize`); then a
+ * dtypes and for the quantized forms with scales (`quantizeAffine`); then a
  * network saved in every format, reopened and run, quantized and exported.
  *
  * @module
@@ -19,8 +19,8 @@ import {
   initNetwork,
   loadAllTensors,
   memoryTensorIndex,
-  quantize,
-  type QuantizeOptions,
+  quantizeAffine,
+  type QuantizeAffineOptions,
   toFloat32,
 } from "../mod.ts";
 import { openModel, writeModel } from "../io/mod.ts";
@@ -62,7 +62,7 @@ for (const d of DTYPES) {
 }
 
 // Codes plus scales: the bytes count the codes and the F32 scales / zero points.
-const quantized: [string, QuantizeOptions][] = [
+const quantized: [string, QuantizeAffineOptions][] = [
   ["I8, per tensor, symmetric", { dtype: "I8", symmetric: true }],
   ["I8, per tensor", { dtype: "I8" }],
   ["I8, per channel", { dtype: "I8", granularity: "channel" }],
@@ -71,7 +71,7 @@ const quantized: [string, QuantizeOptions][] = [
   ["F4 E2M1, scale per 32", { dtype: "F4" }],
 ];
 for (const [label, options] of quantized) {
-  const t = quantize("w", w, SHAPE, options);
+  const t = quantizeAffine("w", w, SHAPE, options);
   const q = t.quant!;
   const params = (typeof q.scale === "number" ? 1 : q.scale.length) *
     (q.zeroPoint === undefined ? 1 : 2);

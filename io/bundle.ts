@@ -7,8 +7,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { loadBundleFile, saveBundleFile } from "./bundle.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { loadBundleFile, saveBundleFile } from "@modelhost/modelhost/io/bundle";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const path = `${await Deno.makeTempDir()}/m.bundle.json`;
  * const w = tensorFromF32("layers.0.weight", new Float32Array([1, 2, 3, 4]), [2, 2]);
  * await saveBundleFile(path, [{ id: "m", tensors: [w] }]);
@@ -45,7 +45,7 @@ import { writeFileAtomic } from "./file.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { saveBundleFile } from "./bundle.ts";
+ * import { saveBundleFile } from "@modelhost/modelhost/io/bundle";
  * const path = `${await Deno.makeTempDir()}/empty.bundle.json`;
  * const n = await saveBundleFile(path, [{ id: "empty", tensors: [] }]);
  * assert(n === (await Deno.stat(path)).size);
@@ -76,7 +76,7 @@ export async function saveBundleFile(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { loadBundleFile, saveBundleFile } from "./bundle.ts";
+ * import { loadBundleFile, saveBundleFile } from "@modelhost/modelhost/io/bundle";
  * const path = `${await Deno.makeTempDir()}/two.bundle.json`;
  * await saveBundleFile(path, [{ id: "a", tensors: [] }, { id: "b", tensors: [] }]);
  * const ids = (await loadBundleFile(path)).models.map((m) => m.id);

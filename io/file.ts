@@ -27,7 +27,7 @@ export interface FileByteSource extends ByteSource {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fileSource } from "./file.ts";
+ * import { fileSource } from "@modelhost/modelhost/io";
  * const path = await Deno.makeTempFile();
  * await Deno.writeFile(path, new Uint8Array([9, 8, 7]));
  * const src = await fileSource(path);
@@ -89,7 +89,7 @@ export async function fileSource(path: string): Promise<FileByteSource> {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { writeFileAtomic } from "./file.ts";
+ * import { writeFileAtomic } from "@modelhost/modelhost/io";
  * const dir = await Deno.makeTempDir();
  * await writeFileAtomic(`${dir}/a.bin`, new Uint8Array([1, 2]));
  * assert((await Deno.readFile(`${dir}/a.bin`)).length === 2);

@@ -5,7 +5,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fileSource } from "./mod.ts";
+ * import { fileSource } from "@modelhost/modelhost/io";
  * const path = await Deno.makeTempFile();
  * await Deno.writeFile(path, new Uint8Array([1, 2, 3]));
  * const src = await fileSource(path);

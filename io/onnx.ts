@@ -8,9 +8,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { saveOnnx } from "./onnx.ts";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { saveOnnx } from "@modelhost/modelhost/io/onnx";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 32, layers: [{ type: "dense", output_size: 32, activation: "relu" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));
@@ -66,9 +66,9 @@ export interface SavedOnnx {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { saveOnnx } from "./onnx.ts";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { saveOnnx } from "@modelhost/modelhost/io/onnx";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 1));

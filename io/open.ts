@@ -58,7 +58,7 @@ function isUrl(p: string): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { openSource } from "./open.ts";
+ * import { openSource } from "@modelhost/modelhost/io";
  * const path = await Deno.makeTempFile();
  * await Deno.writeFile(path, new Uint8Array(4));
  * const src = await openSource(path);
@@ -83,9 +83,9 @@ export function openSource(pathOrUrl: string): Promise<ByteSource> {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { detectFormat } from "./open.ts";
- * import { createRegistry } from "../registry.ts";
- * import { memorySource } from "../core/sources.ts";
+ * import { detectFormat } from "@modelhost/modelhost/io";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const reg = createRegistry().use({ kind: "format", name: "x", extensions: [".x"], detect: (h) => h[0] === 1 });
  * assert((await detectFormat(reg, memorySource(new Uint8Array([1]), "a.bin"))).name === "x");
  * ```
@@ -110,8 +110,8 @@ export async function detectFormat(
  *
  * @example
  * ```ts ignore
- * import { openModel } from "./open.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { openModel } from "@modelhost/modelhost/io";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const m = await openModel(defaultRegistry(), "model.safetensors");
  * console.log(m.file.models[0].tensors.names());
  * m.close();
@@ -200,7 +200,7 @@ export interface WrittenModel {
  *
  * @example
  * ```ts ignore
- * import { writeModel } from "./open.ts";
+ * import { writeModel } from "@modelhost/modelhost/io";
  * await writeModel(registry.format("safetensors"), file, "out.safetensors", { dtype: "F16" });
  * ```
  */

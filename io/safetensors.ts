@@ -6,9 +6,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { openSafetensors, saveSafetensors } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
+ * import { openSafetensors, saveSafetensors } from "@modelhost/modelhost/io/safetensors";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  *
  * const dir = await Deno.makeTempDir();
  * const tensors = memoryTensorIndex([
@@ -114,9 +114,9 @@ function resolver(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { openSafetensors, saveSafetensors } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { openSafetensors, saveSafetensors } from "@modelhost/modelhost/io/safetensors";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const path = `${await Deno.makeTempDir()}/m.safetensors`;
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
  * await saveSafetensors(path, { models: [{ id: "m", metadata: {}, tensors }] });
@@ -178,9 +178,9 @@ export interface SavedSafetensors {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { saveSafetensors } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { saveSafetensors } from "@modelhost/modelhost/io/safetensors";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const dir = await Deno.makeTempDir();
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [4])]);
  * const saved = await saveSafetensors(`${dir}/w.safetensors`, { models: [{ id: "m", metadata: {}, tensors }] }, { dtype: "F16" });
@@ -213,9 +213,9 @@ export async function saveSafetensors(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { saveSafetensors, validateSafetensorsFile } from "./safetensors.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { saveSafetensors, validateSafetensorsFile } from "@modelhost/modelhost/io/safetensors";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const path = `${await Deno.makeTempDir()}/v.safetensors`;
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, 2]), [2])]);
  * await saveSafetensors(path, { models: [{ id: "m", metadata: {}, tensors }] }, { sha256: true });

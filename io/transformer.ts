@@ -5,8 +5,8 @@
  *
  * @example
  * ```ts ignore
- * import { loadTransformer } from "./transformer.ts";
- * import { generateText } from "../models/mod.ts";
+ * import { loadTransformer } from "@modelhost/modelhost/io";
+ * import { generateText } from "@modelhost/modelhost/models";
  * const model = await loadTransformer("SmolLM2-135M-Instruct"); // or "model.gguf"
  * const r = await generateText(model, [{ role: "user", content: "Hi!" }], { maxTokens: 32 });
  * console.log(r.text);
@@ -65,7 +65,7 @@ async function readJson(path: string, required: boolean): Promise<unknown> {
  *
  * @example
  * ```ts ignore
- * import { openHfCheckpoint } from "./transformer.ts";
+ * import { openHfCheckpoint } from "@modelhost/modelhost/io";
  * const ckpt = await openHfCheckpoint("TinyLlama-1.1B-Chat-v1.0");
  * console.log(ckpt.config.model_type, ckpt.model.models[0].tensors.names().length);
  * ckpt.close();
@@ -121,7 +121,7 @@ async function isDirectory(path: string): Promise<boolean> {
  *
  * @example
  * ```ts ignore
- * import { loadTransformer } from "./transformer.ts";
+ * import { loadTransformer } from "@modelhost/modelhost/io";
  * const model = await loadTransformer("stories260K.gguf");
  * console.log(model.memory());
  * ```
@@ -189,7 +189,7 @@ export interface ConvertToGgufOptions extends HfToGgufOptions {
  *
  * @example
  * ```ts ignore
- * import { convertHfToGguf } from "./transformer.ts";
+ * import { convertHfToGguf } from "@modelhost/modelhost/io";
  * await convertHfToGguf("SmolLM2-135M", "smollm2-135m-q8_0.gguf", { quantize: "Q8_0" });
  * ```
  */

@@ -2,12 +2,13 @@
  * Element-wise activation functions (scalar reference versions). Each works
  * in double precision and rounds once when it stores to the Float32Array.
  * The SwiGLU product {@link siluMul} runs the WebAssembly SIMD kernel of
- * `kernels/fast` where available (twin: {@link siluMulRef}).
+ * `kernels/fast` where available (twin: {@link siluMulRef}, the one SwiGLU
+ * reference, which `fastSwiglu` is tested against too).
  *
  * @module
  */
 
-import { fastSwiglu } from "./fast/ops.ts";
+import { engineSwiglu } from "./fast/_ops_engine.ts";
 import { softmax } from "./softmax.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
@@ -17,7 +18,7 @@ import { getEngine } from "./wasm/_engine.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ACTIVATIONS } from "./activations.ts";
+ * import { ACTIVATIONS } from "@modelhost/modelhost/kernels";
  * assert(ACTIVATIONS.includes("gelu_tanh") && ACTIVATIONS.includes("silu"));
  * ```
  */
@@ -50,7 +51,7 @@ const TWO_OVER_SQRT_PI = 1.1283791670955126;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { erfc } from "./activations.ts";
+ * import { erfc } from "@modelhost/modelhost/kernels";
  * assert(Math.abs(erfc(1) - 0.15729920705028513) < 1e-15);
  * ```
  */
@@ -98,7 +99,7 @@ function erfPositiveSeries(x: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { erf } from "./activations.ts";
+ * import { erf } from "@modelhost/modelhost/kernels";
  * assert(Math.abs(erf(0.5) - 0.5204998778130465) < 1e-15);
  * ```
  */
@@ -123,7 +124,7 @@ const GELU_TANH_K = Math.sqrt(2 / Math.PI);
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { activate } from "./activations.ts";
+ * import { activate } from "@modelhost/modelhost/kernels";
  * assert(activate("relu", -2) === 0 && activate("leaky_relu", -2, 0.1) === -0.2);
  * ```
  */
@@ -176,7 +177,7 @@ function sigmoid(x: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { applyActivation } from "./activations.ts";
+ * import { applyActivation } from "@modelhost/modelhost/kernels";
  * const y = applyActivation(new Float32Array([0, 0, 1, -1]), 2, "softmax");
  * assert(y[0] === 0.5 && Math.abs(y[2] - 0.8807971) < 1e-6);
  * ```
@@ -218,7 +219,7 @@ function checkGateUp(gate: Float32Array, up: Float32Array): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { siluMulRef } from "./activations.ts";
+ * import { siluMulRef } from "@modelhost/modelhost/kernels";
  * const y = siluMulRef(new Float32Array([0, 2]), new Float32Array([5, 3]));
  * assert(y[0] === 0 && Math.abs(y[1] - 6 / (1 + Math.exp(-2))) < 1e-6);
  * ```
@@ -246,13 +247,14 @@ export function siluMulRef(gate: Float32Array, up: Float32Array): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { siluMul } from "./activations.ts";
+ * import { siluMul } from "@modelhost/modelhost/kernels";
  * const y = siluMul(new Float32Array([1, -1, 3]), new Float32Array([1, 1, 2]));
  * assert(Math.abs(y[2] - 6 / (1 + Math.exp(-3))) < 1e-5);
  * ```
  */
 export function siluMul(gate: Float32Array, up: Float32Array): Float32Array {
   checkGateUp(gate, up);
-  if (gate.length > 0 && getEngine()) return fastSwiglu(gate, up);
+  const e = gate.length > 0 ? getEngine() : null;
+  if (e) return engineSwiglu(e, gate, up);
   return siluMulRef(gate, up);
 }

@@ -105,7 +105,7 @@ function adopt(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createKvCache } from "./attention.ts";
+ * import { createKvCache } from "@modelhost/modelhost/kernels";
  * const c = createKvCache(2, 4, 8, 32);
  * assert(c.length === 0 && c.k.length === 2 * 4 * 32 * 8);
  * ```
@@ -165,7 +165,7 @@ function grow(cache: KvCache, need: number): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { appendKv, createKvCache } from "./attention.ts";
+ * import { appendKv, createKvCache } from "@modelhost/modelhost/kernels";
  * const c = createKvCache(1, 1, 2, 1);
  * appendKv(c, new Float32Array([1, 2, 3, 4]), new Float32Array(4), 2);
  * assert(c.length === 2 && c.k[3] === 4);
@@ -280,7 +280,7 @@ function attendShape(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { appendKv, attend, createKvCache } from "./attention.ts";
+ * import { appendKv, attend, createKvCache } from "@modelhost/modelhost/kernels";
  * const c = createKvCache(1, 1, 4);
  * appendKv(c, new Float32Array(8), new Float32Array([2, 2, 2, 2, 4, 4, 4, 4]), 2);
  * const out = attend(new Float32Array(8).fill(1), c, { heads: 1, seq: 2 });
@@ -350,7 +350,7 @@ export function attend(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { appendKv, attendRef, createKvCache } from "./attention.ts";
+ * import { appendKv, attendRef, createKvCache } from "@modelhost/modelhost/kernels";
  * const c = createKvCache(1, 1, 1);
  * appendKv(c, new Float32Array([0, 0]), new Float32Array([2, 4]), 2);
  * const out = attendRef(new Float32Array([1, 1]), c, { heads: 1, seq: 2 });

@@ -18,7 +18,7 @@ export type DistanceMetric = "euclidean" | "cosine" | "manhattan";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { DISTANCE_METRICS } from "./kmeans.ts";
+ * import { DISTANCE_METRICS } from "@modelhost/modelhost/kernels";
  * assert(DISTANCE_METRICS.includes("cosine"));
  * ```
  */
@@ -77,7 +77,7 @@ function distance(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { distances } from "./kmeans.ts";
+ * import { distances } from "@modelhost/modelhost/kernels";
  * const d = distances(new Float32Array([0, 0]), 1, new Float32Array([3, 4, 0, 1]), 2, 2);
  * assert(d[0] === 5 && d[1] === 1);
  * ```
@@ -129,7 +129,7 @@ function argmin(d: ArrayLike<number>, o: number, k: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { kmeansPlusPlus } from "./kmeans.ts";
+ * import { kmeansPlusPlus } from "@modelhost/modelhost/kernels";
  * const c = kmeansPlusPlus(new Float32Array([0, 0, 10, 10]), 2, 2, 2, 1);
  * assert(c[0] + c[2] === 10);
  * ```
@@ -221,7 +221,7 @@ export interface FitResult {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fitKMeans } from "./kmeans.ts";
+ * import { fitKMeans } from "@modelhost/modelhost/kernels";
  * const data = new Float32Array([0, 0, 0, 1, 10, 10, 10, 11]);
  * const fit = fitKMeans(data, 4, 2, { numClusters: 2, seed: 3 });
  * assert(fit.converged && fit.inertia === 1);

@@ -2,12 +2,13 @@
  * Normalization kernels, per row of a `rows × cols` array. `layerNorm` and
  * the `Ref` twins compute their statistics in double precision; `rmsNorm`
  * runs the WebAssembly SIMD kernel of `kernels/fast` (F32 statistics)
- * where it is available and falls back to {@link rmsNormRef}.
+ * where it is available and falls back to {@link rmsNormRef}, the one RMSNorm
+ * reference (`fastRmsNorm` is tested against it too).
  *
  * @module
  */
 
-import { fastRmsNorm } from "./fast/ops.ts";
+import { engineRmsNorm } from "./fast/_ops_engine.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
 /**
@@ -40,7 +41,7 @@ function check(x: Float32Array, rows: number, cols: number, what: string) {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { layerNorm } from "./norms.ts";
+ * import { layerNorm } from "@modelhost/modelhost/kernels";
  * const y = layerNorm(new Float32Array([1, 3]), 1, 2, new Float32Array([1, 1]), undefined, 0);
  * assert(y[0] === -1 && y[1] === 1);
  * ```
@@ -90,7 +91,7 @@ export function layerNorm(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rmsNorm } from "./norms.ts";
+ * import { rmsNorm } from "@modelhost/modelhost/kernels";
  * const x = new Float32Array(32).fill(2);
  * const y = rmsNorm(x, 1, 32, new Float32Array(32).fill(0.5), 0);
  * assert(Math.abs(y[31] - 0.5) < 1e-6);
@@ -104,11 +105,10 @@ export function rmsNorm(
   epsilon: number,
 ): Float32Array {
   check(x, rows, cols, "RMS norm");
-  if (
-    cols >= FAST_MIN_COLS && rows > 0 && weight.length === cols && getEngine()
-  ) {
-    return fastRmsNorm(x, cols, weight, epsilon);
-  }
+  const e = cols >= FAST_MIN_COLS && rows > 0 && weight.length === cols
+    ? getEngine()
+    : null;
+  if (e) return engineRmsNorm(e, x, cols, weight, epsilon);
   return rmsNormRef(x, rows, cols, weight, epsilon);
 }
 
@@ -126,7 +126,7 @@ export function rmsNorm(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rmsNormRef } from "./norms.ts";
+ * import { rmsNormRef } from "@modelhost/modelhost/kernels";
  * const y = rmsNormRef(new Float32Array([3, 4]), 1, 2, new Float32Array([1, 2]), 0);
  * assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
  * ```

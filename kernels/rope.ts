@@ -12,7 +12,11 @@
  * Angles are computed in float64 and stored as float32 tables.
  * {@link applyRope} rotates on the WebAssembly SIMD kernels of
  * `kernels/fast` (F32 arithmetic) where they apply; {@link applyRopeRef} is
- * its scalar twin (F64 arithmetic).
+ * its scalar twin (F64 arithmetic) and the one RoPE reference (`fastRope`
+ * is tested against it too). Both take either a table (cos/sin rounded to
+ * F32) or the frequencies themselves (the reference then computes every
+ * angle and its cos/sin in F64: the exact rotation), and rotate all of a
+ * head or its leading part (partial rotary, `headDim` option).
  *
  * @module
  */
@@ -53,7 +57,7 @@ export type RopeScaling =
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ropeFrequencies } from "./rope.ts";
+ * import { ropeFrequencies } from "@modelhost/modelhost/kernels";
  * const f = ropeFrequencies(4, 10000);
  * assert(f[0] === 1 && Math.abs(f[1] - 0.01) < 1e-15);
  * ```
@@ -120,7 +124,7 @@ export interface RopeTable {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { ropeFrequencies, ropeTable } from "@modelhost/modelhost/kernels";
  * const t = ropeTable(ropeFrequencies(2), 3);
  * assert(t.cos[0] === 1 && Math.abs(t.sin[2] - Math.sin(2)) < 1e-7);
  * ```
@@ -139,27 +143,55 @@ export function ropeTable(freq: Float64Array, length: number): RopeTable {
   return { length, half, cos, sin };
 }
 
+/**
+ * Options of {@link applyRope} and {@link applyRopeRef}.
+ */
+export interface ApplyRopeOptions {
+  /**
+   * Values per head. The leading `2 · half` of each head rotate (`half`:
+   * the table's, or the number of frequencies); the rest pass through
+   * unchanged (partial rotary embedding, as GPT-NeoX and Phi use).
+   * @default {2 · half}
+   */
+  headDim?: number;
+}
+
+/** The pairs per head (`half`) and values per head (`hd`) of a call. */
+interface RopeDims {
+  half: number;
+  hd: number;
+}
+
 function checkRope(
   x: Float32Array,
   batch: number,
   seq: number,
   heads: number,
-  table: RopeTable,
+  angles: RopeTable | Float64Array,
   start: number,
-): void {
-  const dim = 2 * table.half;
-  if (start + seq > table.length) {
+  options: ApplyRopeOptions,
+): RopeDims {
+  const half = angles instanceof Float64Array ? angles.length : angles.half;
+  const rot = 2 * half;
+  const hd = options.headDim ?? rot;
+  if (!Number.isInteger(hd) || hd < rot) {
+    throw new RangeError(
+      `Cannot apply RoPE: head size ${hd} is smaller than the ${rot} rotated values (or not an integer)`,
+    );
+  }
+  if (!(angles instanceof Float64Array) && start + seq > angles.length) {
     throw new RangeError(
       `Cannot apply RoPE at positions ${start}..${
         start + seq - 1
-      }: the table covers ${table.length}`,
+      }: the table covers ${angles.length}`,
     );
   }
-  if (x.length !== batch * seq * heads * dim) {
+  if (x.length !== batch * seq * heads * hd) {
     throw new RangeError(
-      `Cannot apply RoPE: ${x.length} values is not ${batch}×${seq}×${heads}×${dim}`,
+      `Cannot apply RoPE: ${x.length} values is not ${batch}×${seq}×${heads}×${hd}`,
     );
   }
+  return { half, hd };
 }
 
 /**
@@ -168,10 +200,11 @@ function checkRope(
  * `(b, t)` is at position `start + t`.
  *
  * Runs the WebAssembly SIMD kernel (`rope_neox` / `rope_interleaved`, the
- * kernels of `fastRope`) with the table's cos/sin rows, in F32 (error about
- * 1 ulp of the rotated values), where WebAssembly SIMD is available and the
- * head size allows it (`"neox"`: `headDim/2` a multiple of 4;
- * `"interleaved"`: `headDim` a multiple of 4); otherwise
+ * kernels of `fastRope`) in F32 (error about 1 ulp of the rotated values)
+ * with the table's cos/sin rows, or with cos/sin of the frequencies'
+ * angles computed in F64 and rounded to F32, where WebAssembly SIMD is
+ * available and the rotated size allows it (`"neox"`: `half` a multiple of
+ * 4; `"interleaved"`: `2 · half` a multiple of 4); otherwise
  * {@link applyRopeRef}. The choice never depends on `batch` or `seq`, so
  * a token rotated alone equals the same token rotated in a prefill.
  *
@@ -179,16 +212,18 @@ function checkRope(
  * @param batch Number of sequences.
  * @param seq Tokens per sequence.
  * @param heads Heads per row.
- * @param table A table covering positions up to `start + seq − 1`; its
- *   `half` fixes the head size (`2 · half`).
+ * @param angles A table covering positions up to `start + seq − 1`, or the
+ *   frequencies (from {@link ropeFrequencies}); its `half` (or length) is
+ *   the number of rotated pairs per head.
  * @param style Which elements are rotated together.
  * @param start Position of the first token of every sequence. @default 0
+ * @param options Head size, when only part of each head rotates.
  * @throws {RangeError} When the table is too short or `x` has the wrong length.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { applyRope, ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { applyRope, ropeFrequencies, ropeTable } from "@modelhost/modelhost/kernels";
  * const x = new Float32Array(8).fill(1); // one head of size 8, position 2
  * applyRope(x, 1, 1, 1, ropeTable(ropeFrequencies(8), 3), "neox", 2);
  * assert(Math.abs(x[0] - (Math.cos(2) - Math.sin(2))) < 1e-6);
@@ -199,71 +234,101 @@ export function applyRope(
   batch: number,
   seq: number,
   heads: number,
-  table: RopeTable,
+  angles: RopeTable | Float64Array,
   style: RopeStyle,
   start = 0,
+  options: ApplyRopeOptions = {},
 ): void {
-  checkRope(x, batch, seq, heads, table, start);
-  const half = table.half;
-  const dim = 2 * half;
+  const { half, hd } = checkRope(x, batch, seq, heads, angles, start, options);
+  const rot = 2 * half;
   const neox = style === "neox";
-  const e = (neox ? half % 4 === 0 : dim % 4 === 0) && x.length > 0
+  const e = (neox ? half % 4 === 0 : rot % 4 === 0) && x.length > 0
     ? getEngine()
     : null;
-  if (!e) return applyRopeRef(x, batch, seq, heads, table, style, start);
+  if (!e) {
+    return applyRopeRef(x, batch, seq, heads, angles, style, start, options);
+  }
   // The cos/sin rows of positions start … start+seq−1, in the kernel's
-  // layout: [seq][half] (neox), or [seq][dim] with cos repeated per pair
+  // layout: [seq][half] (neox), or [seq][rot] with cos repeated per pair
   // and (−sin, sin) (interleaved).
-  const width = neox ? half : dim;
+  const width = neox ? half : rot;
   const pc = e.scratch("rope_cos", seq * width * 4 + 64);
   const ps = e.scratch("rope_sin", seq * width * 4 + 64);
   const f = e.f32;
-  const from = start * half, to = (start + seq) * half;
-  if (neox) {
-    f.set(table.cos.subarray(from, to), pc >> 2);
-    f.set(table.sin.subarray(from, to), ps >> 2);
+  const c0 = pc >> 2, s0 = ps >> 2;
+  if (angles instanceof Float64Array) {
+    for (let t = 0; t < seq; t++) {
+      const pos = start + t;
+      for (let i = 0; i < half; i++) {
+        const a = pos * angles[i];
+        const cv = Math.cos(a), sv = Math.sin(a);
+        if (neox) {
+          f[c0 + t * width + i] = cv;
+          f[s0 + t * width + i] = sv;
+        } else {
+          f[c0 + t * width + 2 * i] = f[c0 + t * width + 2 * i + 1] = cv;
+          f[s0 + t * width + 2 * i] = -sv;
+          f[s0 + t * width + 2 * i + 1] = sv;
+        }
+      }
+    }
   } else {
-    for (let i = from, o = 0; i < to; i++, o += 2) {
-      const cv = table.cos[i], sv = table.sin[i];
-      f[(pc >> 2) + o] = cv;
-      f[(pc >> 2) + o + 1] = cv;
-      f[(ps >> 2) + o] = -sv;
-      f[(ps >> 2) + o + 1] = sv;
+    const from = start * half, to = (start + seq) * half;
+    if (neox) {
+      f.set(angles.cos.subarray(from, to), c0);
+      f.set(angles.sin.subarray(from, to), s0);
+    } else {
+      for (let i = from, o = 0; i < to; i++, o += 2) {
+        const cv = angles.cos[i], sv = angles.sin[i];
+        f[c0 + o] = cv;
+        f[c0 + o + 1] = cv;
+        f[s0 + o] = -sv;
+        f[s0 + o + 1] = sv;
+      }
     }
   }
   const px = e.scratch("x", x.byteLength + 64);
   f.set(x, px >> 2);
   const kernel = e.fn[neox ? "rope_neox" : "rope_interleaved"];
-  const rowBytes = seq * heads * dim * 4;
+  const rowBytes = seq * heads * hd * 4;
   for (let b = 0; b < batch; b++) {
-    kernel(px + b * rowBytes, pc, ps, seq, heads, dim, dim);
+    kernel(px + b * rowBytes, pc, ps, seq, heads, hd, rot);
   }
   x.set(f.subarray(px >> 2, (px >> 2) + x.length));
 }
 
 /**
  * Reference rotation of query or key rows in place (F64 arithmetic, one
- * rounding per stored value): the scalar twin of {@link applyRope}. `x` holds `batch × seq` rows of
- * `heads × headDim` values (the output of a q or k projection); row
- * `(b, t)` is at position `start + t`.
+ * rounding per stored value): the scalar twin of {@link applyRope} and the
+ * one RoPE reference. `x` holds `batch × seq` rows of `heads × headDim`
+ * values (the output of a q or k projection); row `(b, t)` is at position
+ * `start + t`. With a table, cos and sin are the table's (F32); with the
+ * frequencies, each angle `(start + t) · freq[i]` and its cos and sin are
+ * computed in F64 (the exact rotation).
  *
  * @param x The rows, modified in place.
  * @param batch Number of sequences.
  * @param seq Tokens per sequence.
  * @param heads Heads per row.
- * @param table A table covering positions up to `start + seq − 1`; its
- *   `half` fixes the head size (`2 · half`).
+ * @param angles A table covering positions up to `start + seq − 1`, or the
+ *   frequencies (from {@link ropeFrequencies}); its `half` (or length) is
+ *   the number of rotated pairs per head.
  * @param style Which elements are rotated together.
  * @param start Position of the first token of every sequence. @default 0
+ * @param options Head size, when only part of each head rotates.
  * @throws {RangeError} When the table is too short or `x` has the wrong length.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { applyRopeRef, ropeFrequencies, ropeTable } from "./rope.ts";
+ * import { applyRopeRef, ropeFrequencies, ropeTable } from "@modelhost/modelhost/kernels";
  * const x = new Float32Array([1, 0]); // one head of size 2, position 1
  * applyRopeRef(x, 1, 1, 1, ropeTable(ropeFrequencies(2), 2), "neox", 1);
  * assert(Math.abs(x[0] - Math.cos(1)) < 1e-7 && Math.abs(x[1] - Math.sin(1)) < 1e-7);
+ * // the frequencies instead of a table: exact F64 angles, and a partial rotation
+ * const y = new Float32Array([1, 0, 5, 6]); // head of 4, the first 2 rotate
+ * applyRopeRef(y, 1, 1, 1, ropeFrequencies(2), "neox", 1, { headDim: 4 });
+ * assert(y[0] === Math.fround(Math.cos(1)) && y[2] === 5 && y[3] === 6);
  * ```
  */
 export function applyRopeRef(
@@ -271,27 +336,37 @@ export function applyRopeRef(
   batch: number,
   seq: number,
   heads: number,
-  table: RopeTable,
+  angles: RopeTable | Float64Array,
   style: RopeStyle,
   start = 0,
+  options: ApplyRopeOptions = {},
 ): void {
-  checkRope(x, batch, seq, heads, table, start);
-  const half = table.half;
-  const dim = 2 * half;
-  const { cos, sin } = table;
+  const { half, hd } = checkRope(x, batch, seq, heads, angles, start, options);
   // Offsets of the two members of pair i, relative to the head's start.
   const stepA = style === "neox" ? 1 : 2;
   const offB = style === "neox" ? half : 1;
+  const freq = angles instanceof Float64Array ? angles : null;
+  const cs = new Float64Array(half), sn = new Float64Array(half);
   for (let b = 0; b < batch; b++) {
     for (let t = 0; t < seq; t++) {
-      const tb = (start + t) * half;
-      const row = (b * seq + t) * heads * dim;
+      const pos = start + t;
+      for (let i = 0; i < half; i++) {
+        if (freq) {
+          const a = pos * freq[i];
+          cs[i] = Math.cos(a);
+          sn[i] = Math.sin(a);
+        } else {
+          cs[i] = (angles as RopeTable).cos[pos * half + i];
+          sn[i] = (angles as RopeTable).sin[pos * half + i];
+        }
+      }
+      const row = (b * seq + t) * heads * hd;
       for (let h = 0; h < heads; h++) {
-        const base = row + h * dim;
+        const base = row + h * hd;
         for (let i = 0; i < half; i++) {
           const ia = base + i * stepA;
           const ib = ia + offB;
-          const c = cos[tb + i], s = sin[tb + i];
+          const c = cs[i], s = sn[i];
           const x1 = x[ia], x2 = x[ib];
           x[ia] = x1 * c - x2 * s;
           x[ib] = x2 * c + x1 * s;

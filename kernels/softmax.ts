@@ -6,12 +6,13 @@
  * Sums and thresholds are computed in double precision, except in
  * `softmax` itself, which runs the WebAssembly SIMD kernel of
  * `kernels/fast` where it applies (see {@link softmax}); its scalar twin is
- * {@link softmaxRef}.
+ * {@link softmaxRef}, the one softmax reference (`fastSoftmax` is tested
+ * against it too).
  *
  * @module
  */
 
-import { fastSoftmax } from "./fast/ops.ts";
+import { engineSoftmax } from "./fast/_ops_engine.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
 /**
@@ -56,7 +57,7 @@ function checkTemperature(t: number, what: string) {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { softmax } from "./softmax.ts";
+ * import { softmax } from "@modelhost/modelhost/kernels";
  * const p = softmax(new Float32Array([0, 0, 0, Math.log(3)]), 1, 4);
  * assert(Math.abs(p[3] - 0.5) < 1e-7);
  * ```
@@ -69,11 +70,10 @@ export function softmax(
 ): Float32Array {
   checkShape(x, rows, cols, "softmax");
   checkTemperature(temperature, "softmax");
-  if (
-    temperature === 1 && cols >= FAST_MIN_COLS && rows > 0 && getEngine()
-  ) {
-    return fastSoftmax(x, cols);
-  }
+  const e = temperature === 1 && cols >= FAST_MIN_COLS && rows > 0
+    ? getEngine()
+    : null;
+  if (e) return engineSoftmax(e, x, cols);
   return softmaxRef(x, rows, cols, temperature);
 }
 
@@ -90,7 +90,7 @@ export function softmax(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { softmaxRef } from "./softmax.ts";
+ * import { softmaxRef } from "@modelhost/modelhost/kernels";
  * const p = softmaxRef(new Float32Array([0, 0, 0, Math.log(3)]), 1, 4);
  * assert(Math.abs(p[3] - 0.5) < 1e-7);
  * ```
@@ -132,7 +132,7 @@ export function softmaxRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { maskedSoftmax } from "./softmax.ts";
+ * import { maskedSoftmax } from "@modelhost/modelhost/kernels";
  * const p = maskedSoftmax(new Float32Array([5, 1, 1]), 1, 3, [false, true, true]);
  * assert(p[0] === 0 && p[1] === 0.5);
  * ```
@@ -201,7 +201,7 @@ function sortedRow(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { sparsemax } from "./softmax.ts";
+ * import { sparsemax } from "@modelhost/modelhost/kernels";
  * const p = sparsemax(new Float32Array([1, 0]), 1, 2);
  * assert(p[0] === 1 && p[1] === 0);
  * ```
@@ -248,7 +248,7 @@ export function sparsemax(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { entmax15 } from "./softmax.ts";
+ * import { entmax15 } from "@modelhost/modelhost/kernels";
  * const p = entmax15(new Float32Array([3, 0, 0]), 1, 3);
  * assert(p[0] === 1 && p[1] === 0);
  * ```
@@ -307,7 +307,7 @@ export function entmax15(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { entmaxBisect } from "./softmax.ts";
+ * import { entmaxBisect } from "@modelhost/modelhost/kernels";
  * const p = entmaxBisect(new Float32Array([1, 0.5, -3]), 1, 3, 1.25);
  * assert(Math.abs(p[0] + p[1] + p[2] - 1) < 1e-6 && p[2] === 0);
  * ```
@@ -373,7 +373,7 @@ export function entmaxBisect(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { gumbelSoftmax } from "./softmax.ts";
+ * import { gumbelSoftmax } from "@modelhost/modelhost/kernels";
  * const u = Math.exp(-1); // gives g = 0
  * const p = gumbelSoftmax(new Float32Array([0, 0]), 1, 2, [u, u]);
  * assert(p[0] === 0.5);

@@ -18,16 +18,16 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { multiHeadAttention } from "./attention.ts";
- * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
+ * import { multiHeadAttentionLayer } from "@modelhost/modelhost/layers";
+ * import { createRng, createScope, floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
- * const cfg = multiHeadAttention.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
- * const init = multiHeadAttention.init!(cfg, createRng(1));
+ * const cfg = multiHeadAttentionLayer.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
+ * const init = multiHeadAttentionLayer.init!(cfg, createRng(1));
  * const tensors = new Map([...init].map(([n, v]) => {
- *   const spec = multiHeadAttention.params(cfg).find((p) => p.name === n)!;
+ *   const spec = multiHeadAttentionLayer.params(cfg).find((p) => p.name === n)!;
  *   return [n, tensorFromF32(n, v, spec.shape)] as const;
  * }));
- * const layer = multiHeadAttention.build(cfg, createScope(tensors));
+ * const layer = multiHeadAttentionLayer.build(cfg, createScope(tensors));
  * const y = layer.forward(floatTensor(new Float32Array(2 * 3 * 8).fill(0.5), [2, 3, 8]));
  * assert(y.shape.join() === "2,3,8");
  * ```
@@ -202,13 +202,13 @@ function ropeOnnx(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { attentionOnnx, multiHeadAttention } from "./attention.ts";
- * import { createRng, createScope, tensorFromF32 } from "../core/mod.ts";
+ * import { attentionOnnx, multiHeadAttentionLayer } from "./attention.ts";
+ * import { createRng, createScope, tensorFromF32 } from "@modelhost/modelhost/core";
  * import { GraphBuilder } from "../formats/onnx/_graph.ts";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
- * const cfg = multiHeadAttention.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
- * const init = multiHeadAttention.init!(cfg, createRng(1));
- * const specs = multiHeadAttention.params(cfg);
+ * const cfg = multiHeadAttentionLayer.parse({ type: "mha", d_model: 8, num_heads: 2 }, ctx);
+ * const init = multiHeadAttentionLayer.init!(cfg, createRng(1));
+ * const specs = multiHeadAttentionLayer.params(cfg);
  * const tensors = new Map(specs.map((s) => [s.name, tensorFromF32(s.name, init.get(s.name)!, s.shape)]));
  * const g = new GraphBuilder({ opset: 17, weightDtype: "keep", options: { maxSequenceLength: 16 } });
  * const x = g.addInput("x", 1, ["batch", "sequence", 8]);
@@ -317,16 +317,16 @@ export function attentionOnnx(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { multiHeadAttention } from "./attention.ts";
+ * import { multiHeadAttentionLayer } from "@modelhost/modelhost/layers";
  * const ctx = { path: "layers[0]", parseChild: () => { throw new Error(); } };
- * const cfg = multiHeadAttention.parse(
+ * const cfg = multiHeadAttentionLayer.parse(
  *   { type: "multi_head_attention", d_model: 64, num_heads: 8, num_kv_heads: 2 },
  *   ctx,
  * );
- * assert(multiHeadAttention.params(cfg)[1].shape.join() === "16,64");
+ * assert(multiHeadAttentionLayer.params(cfg)[1].shape.join() === "16,64");
  * ```
  */
-export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
+export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
   kind: "layer",
   type: "multi_head_attention",
   aliases: ["mha"],
@@ -423,3 +423,18 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> = {
   },
   toOnnx: (g, cfg, weights, input) => attentionOnnx(g, cfg, weights, input),
 };
+
+/**
+ * Old name of {@link multiHeadAttentionLayer}.
+ *
+ * @deprecated Use {@link multiHeadAttentionLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { multiHeadAttention, multiHeadAttentionLayer } from "@modelhost/modelhost/layers";
+ * assert(multiHeadAttention === multiHeadAttentionLayer);
+ * ```
+ */
+export const multiHeadAttention: LayerPlugin<AttentionConfig> =
+  multiHeadAttentionLayer;

@@ -10,11 +10,11 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { dense } from "./dense.ts";
- * const reg = createRegistry().use(dense);
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { denseLayer } from "@modelhost/modelhost/layers";
+ * const reg = createRegistry().use(denseLayer);
  * const cfg = { input_size: 3, layers: [{ type: "dense", output_size: 2, activation: "tanh" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
  * const y = net.forward(floatTensor(new Float32Array(6), [2, 3]));
@@ -78,11 +78,11 @@ const FIELDS = [
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dense } from "./dense.ts";
- * assert(dense.type === "dense");
+ * import { denseLayer } from "@modelhost/modelhost/layers";
+ * assert(denseLayer.type === "dense");
  * ```
  */
-export const dense: LayerPlugin<DenseConfig> = {
+export const denseLayer: LayerPlugin<DenseConfig> = {
   kind: "layer",
   type: "dense",
   description: "Fully connected layer with an activation: y = act(x·Wᵀ + b)",
@@ -172,3 +172,17 @@ export const dense: LayerPlugin<DenseConfig> = {
     return activationOnnx(g, cfg.activation, y, cfg.negativeSlope);
   },
 };
+
+/**
+ * Old name of {@link denseLayer}.
+ *
+ * @deprecated Use {@link denseLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { dense, denseLayer } from "@modelhost/modelhost/layers";
+ * assert(dense === denseLayer);
+ * ```
+ */
+export const dense: LayerPlugin<DenseConfig> = denseLayer;

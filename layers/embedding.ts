@@ -10,10 +10,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork } from "../core/network.ts";
- * import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { embedding } from "./embedding.ts";
+ * import { buildNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { embeddingLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(embedding);
  * const w = tensorFromF32("layers.0.weight", new Float32Array([0, 0, 1, 2, 3, 4]), [3, 2]);
  * const net = buildNetwork(reg, { layers: [{ type: "embedding", vocab_size: 3, embedding_dim: 2 }] }, new Map([[w.name, w]]));
@@ -65,11 +65,11 @@ function rowReader(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { embedding } from "./embedding.ts";
- * assert(embedding.type === "embedding");
+ * import { embeddingLayer } from "@modelhost/modelhost/layers";
+ * assert(embeddingLayer.type === "embedding");
  * ```
  */
-export const embedding: LayerPlugin<EmbeddingConfig> = {
+export const embeddingLayer: LayerPlugin<EmbeddingConfig> = {
   kind: "layer",
   type: "embedding",
   description: "Token id → row of a [vocab_size, embedding_dim] table",
@@ -142,3 +142,17 @@ export const embedding: LayerPlugin<EmbeddingConfig> = {
     return g.op("Gather", [table, ids], { axis: 0 });
   },
 };
+
+/**
+ * Old name of {@link embeddingLayer}.
+ *
+ * @deprecated Use {@link embeddingLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { embedding, embeddingLayer } from "@modelhost/modelhost/layers";
+ * assert(embedding === embeddingLayer);
+ * ```
+ */
+export const embedding: LayerPlugin<EmbeddingConfig> = embeddingLayer;

@@ -25,10 +25,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork } from "../core/network.ts";
- * import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
- * import { fitKMeans } from "./kmeans.ts";
+ * import { buildNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
+ * import { fitKMeans } from "@modelhost/modelhost/layers";
  * const data = new Float32Array([0, 0, 0, 1, 10, 10, 10, 11]);
  * const fit = fitKMeans(data, 4, 2, { numClusters: 2, seed: 1 });
  * const c = tensorFromF32("layers.0.centroids", fit.centroids, [2, 2]);
@@ -78,7 +78,7 @@ export {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { KMEANS_OUTPUT_MODES } from "./kmeans.ts";
+ * import { KMEANS_OUTPUT_MODES } from "@modelhost/modelhost/layers";
  * assert(KMEANS_OUTPUT_MODES.includes("probabilities"));
  * ```
  */
@@ -119,11 +119,11 @@ export interface KMeansConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { kmeans } from "./kmeans.ts";
- * assert(kmeans.type === "kmeans");
+ * import { kmeansLayer } from "@modelhost/modelhost/layers";
+ * assert(kmeansLayer.type === "kmeans");
  * ```
  */
-export const kmeans: LayerPlugin<KMeansConfig> = {
+export const kmeansLayer: LayerPlugin<KMeansConfig> = {
   kind: "layer",
   type: "kmeans",
   description:
@@ -369,3 +369,17 @@ export const kmeans: LayerPlugin<KMeansConfig> = {
     return cfg.outputMode === "probabilities" ? p : g.op("MatMul", [p, c]);
   },
 };
+
+/**
+ * Old name of {@link kmeansLayer}.
+ *
+ * @deprecated Use {@link kmeansLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { kmeans, kmeansLayer } from "@modelhost/modelhost/layers";
+ * assert(kmeans === kmeansLayer);
+ * ```
+ */
+export const kmeans: LayerPlugin<KMeansConfig> = kmeansLayer;

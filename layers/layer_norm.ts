@@ -7,10 +7,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { layerNormLayer } from "./layer_norm.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { layerNormLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(layerNormLayer);
  * const cfg = { input_size: 2, layers: [{ type: "layer_norm", epsilon: 0 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
@@ -46,7 +46,7 @@ export interface LayerNormConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { layerNormLayer } from "./layer_norm.ts";
+ * import { layerNormLayer } from "@modelhost/modelhost/layers";
  * assert(layerNormLayer.type === "layer_norm");
  * ```
  */

@@ -1,15 +1,17 @@
 /**
- * Networks and the built-in layer plugins. {@link LAYER_PLUGINS} lists every
- * built-in layer (the default registry holds them all); the network API
+ * Networks and the built-in layer plugins, each exported as `<type>Layer`
+ * (`denseLayer`, `swigluLayer`, `rmsNormLayer`, ...; the names without the
+ * suffix are deprecated aliases kept for one release). {@link LAYER_PLUGINS}
+ * lists every built-in layer (the default registry holds them all); the network API
  * (`parseNetwork`, `initNetwork`, `buildNetwork`, ...) is re-exported from
  * `core/network.ts`.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork, LAYER_PLUGINS } from "./mod.ts";
- * import { createRegistry } from "../registry.ts";
- * import { floatTensor } from "../core/tensor.ts";
+ * import { buildNetwork, initNetwork, LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { floatTensor } from "@modelhost/modelhost/core";
  * const reg = createRegistry().use(LAYER_PLUGINS);
  * const cfg = { input_size: 4, layers: [{ type: "dense", output_size: 2, activation: "softmax" }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 42));
@@ -21,18 +23,18 @@
  */
 
 import type { LayerPlugin } from "../core/plugin.ts";
-import { dense } from "./dense.ts";
-import { embedding } from "./embedding.ts";
+import { denseLayer } from "./dense.ts";
+import { embeddingLayer } from "./embedding.ts";
 import { layerNormLayer } from "./layer_norm.ts";
 import { rmsNormLayer } from "./rms_norm.ts";
 import { softmaxLayer } from "./softmax.ts";
-import { swiglu } from "./swiglu.ts";
-import { sequential } from "./sequential.ts";
-import { residual } from "./residual.ts";
-import { kmeans } from "./kmeans.ts";
-import { parallel } from "./parallel.ts";
-import { multiHeadAttention } from "./attention.ts";
-import { transformerBlock } from "./transformer_block.ts";
+import { swigluLayer } from "./swiglu.ts";
+import { sequentialLayer } from "./sequential.ts";
+import { residualLayer } from "./residual.ts";
+import { kmeansLayer } from "./kmeans.ts";
+import { parallelLayer } from "./parallel.ts";
+import { multiHeadAttentionLayer } from "./attention.ts";
+import { transformerBlockLayer } from "./transformer_block.ts";
 
 export * from "../core/network.ts";
 export {
@@ -40,6 +42,7 @@ export {
   ACTIVATIONS,
   dense,
   type DenseConfig,
+  denseLayer,
 } from "./dense.ts";
 export {
   applySoftmax,
@@ -52,10 +55,18 @@ export {
 } from "./softmax.ts";
 export { type LayerNormConfig, layerNormLayer } from "./layer_norm.ts";
 export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
-export { embedding, type EmbeddingConfig } from "./embedding.ts";
-export { swiglu, type SwigluConfig } from "./swiglu.ts";
-export { sequential, type SequentialConfig } from "./sequential.ts";
-export { residual, type ResidualConfig } from "./residual.ts";
+export {
+  embedding,
+  type EmbeddingConfig,
+  embeddingLayer,
+} from "./embedding.ts";
+export { swiglu, type SwigluConfig, swigluLayer } from "./swiglu.ts";
+export {
+  sequential,
+  type SequentialConfig,
+  sequentialLayer,
+} from "./sequential.ts";
+export { residual, type ResidualConfig, residualLayer } from "./residual.ts";
 export {
   DISTANCE_METRICS,
   type DistanceMetric,
@@ -65,6 +76,7 @@ export {
   kmeans,
   KMEANS_OUTPUT_MODES,
   type KMeansConfig,
+  kmeansLayer,
   type KMeansOutputMode,
   kmeansPlusPlus,
 } from "./kmeans.ts";
@@ -74,17 +86,20 @@ export {
   type GridPosition,
   parallel,
   type ParallelConfig,
+  parallelLayer,
 } from "./parallel.ts";
 export {
   type AttentionConfig,
   type KvCache,
   multiHeadAttention,
+  multiHeadAttentionLayer,
   type RopeScaling,
   type RopeStyle,
 } from "./attention.ts";
 export {
   transformerBlock,
   type TransformerBlockConfig,
+  transformerBlockLayer,
 } from "./transformer_block.ts";
 
 /**
@@ -93,21 +108,21 @@ export {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { LAYER_PLUGINS } from "./mod.ts";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
  * assert(LAYER_PLUGINS.some((p) => p.type === "dense"));
  * ```
  */
 export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
-  dense,
+  denseLayer,
   softmaxLayer,
   layerNormLayer,
   rmsNormLayer,
-  embedding,
-  swiglu,
-  sequential,
-  residual,
-  kmeans,
-  parallel,
-  multiHeadAttention,
-  transformerBlock,
+  embeddingLayer,
+  swigluLayer,
+  sequentialLayer,
+  residualLayer,
+  kmeansLayer,
+  parallelLayer,
+  multiHeadAttentionLayer,
+  transformerBlockLayer,
 ] as LayerPlugin<unknown>[];

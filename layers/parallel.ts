@@ -31,9 +31,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = {
  *   type: "parallel",
@@ -87,7 +87,7 @@ import { ints, reduce, sliceLast, zerosLast } from "./_onnx.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { COMBINE_MODES } from "./parallel.ts";
+ * import { COMBINE_MODES } from "@modelhost/modelhost/layers";
  * assert(COMBINE_MODES.includes("filter"));
  * ```
  */
@@ -340,11 +340,11 @@ function gatherRows(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parallel } from "./parallel.ts";
- * assert(parallel.type === "parallel");
+ * import { parallelLayer } from "@modelhost/modelhost/layers";
+ * assert(parallelLayer.type === "parallel");
  * ```
  */
-export const parallel: LayerPlugin<ParallelConfig> = {
+export const parallelLayer: LayerPlugin<ParallelConfig> = {
   kind: "layer",
   type: "parallel",
   description:
@@ -734,3 +734,17 @@ export const parallel: LayerPlugin<ParallelConfig> = {
     return acc!;
   },
 };
+
+/**
+ * Old name of {@link parallelLayer}.
+ *
+ * @deprecated Use {@link parallelLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { parallel, parallelLayer } from "@modelhost/modelhost/layers";
+ * assert(parallel === parallelLayer);
+ * ```
+ */
+export const parallel: LayerPlugin<ParallelConfig> = parallelLayer;

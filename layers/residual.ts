@@ -15,9 +15,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const reg = defaultRegistry();
  * const cfg = { input_size: 2, layers: [{ type: "residual", layers: [{ type: "softmax" }] }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
@@ -67,11 +67,11 @@ function sameShape(a: FloatTensor, b: FloatTensor): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { residual } from "./residual.ts";
- * assert(residual.type === "residual");
+ * import { residualLayer } from "@modelhost/modelhost/layers";
+ * assert(residualLayer.type === "residual");
  * ```
  */
-export const residual: LayerPlugin<ResidualConfig> = {
+export const residualLayer: LayerPlugin<ResidualConfig> = {
   kind: "layer",
   type: "residual",
   description:
@@ -205,3 +205,17 @@ export const residual: LayerPlugin<ResidualConfig> = {
     return g.op("Add", [input, ctx.previousInput]);
   },
 };
+
+/**
+ * Old name of {@link residualLayer}.
+ *
+ * @deprecated Use {@link residualLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { residual, residualLayer } from "@modelhost/modelhost/layers";
+ * assert(residual === residualLayer);
+ * ```
+ */
+export const residual: LayerPlugin<ResidualConfig> = residualLayer;

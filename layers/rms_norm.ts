@@ -6,10 +6,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { rmsNormLayer } from "./rms_norm.ts";
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { rmsNormLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(rmsNormLayer);
  * const cfg = { input_size: 2, layers: [{ type: "rms_norm", epsilon: 0 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
@@ -43,7 +43,7 @@ export interface RmsNormConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rmsNormLayer } from "./rms_norm.ts";
+ * import { rmsNormLayer } from "@modelhost/modelhost/layers";
  * assert(rmsNormLayer.type === "rms_norm");
  * ```
  */

@@ -9,8 +9,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseNetwork } from "../core/network.ts";
- * import { defaultRegistry } from "../mod.ts";
+ * import { parseNetwork } from "@modelhost/modelhost/core";
+ * import { defaultRegistry } from "@modelhost/modelhost";
  * const spec = parseNetwork(defaultRegistry(), {
  *   input_size: 4,
  *   layers: [{ type: "sequential", layers: [{ type: "dense", output_size: 8 }, { type: "dense", output_size: 2 }] }],
@@ -49,11 +49,11 @@ export interface SequentialConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { sequential } from "./sequential.ts";
- * assert(sequential.type === "sequential");
+ * import { sequentialLayer } from "@modelhost/modelhost/layers";
+ * assert(sequentialLayer.type === "sequential");
  * ```
  */
-export const sequential: LayerPlugin<SequentialConfig> = {
+export const sequentialLayer: LayerPlugin<SequentialConfig> = {
   kind: "layer",
   type: "sequential",
   description: "Sub-layers run one after another, as one layer",
@@ -116,3 +116,17 @@ export const sequential: LayerPlugin<SequentialConfig> = {
   toOnnx: (g, cfg, weights, input, ctx) =>
     lowerChain(g, "layers", "layers", cfg.layers, weights, input, ctx),
 };
+
+/**
+ * Old name of {@link sequentialLayer}.
+ *
+ * @deprecated Use {@link sequentialLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { sequential, sequentialLayer } from "@modelhost/modelhost/layers";
+ * assert(sequential === sequentialLayer);
+ * ```
+ */
+export const sequential: LayerPlugin<SequentialConfig> = sequentialLayer;

@@ -21,10 +21,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { softmaxLayer } from "./softmax.ts";
+ * import { buildNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { softmaxLayer } from "@modelhost/modelhost/layers";
  * const reg = createRegistry().use(softmaxLayer);
  * const net = buildNetwork(reg, { input_size: 2, layers: [{ type: "softmax", softmax_variant: "sparsemax" }] }, new Map());
  * const y = net.forward(floatTensor(new Float32Array([1, 0]), [1, 2]));
@@ -71,7 +71,7 @@ import {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SOFTMAX_VARIANTS } from "./softmax.ts";
+ * import { SOFTMAX_VARIANTS } from "@modelhost/modelhost/layers";
  * assert(SOFTMAX_VARIANTS.includes("sparsemax"));
  * ```
  */
@@ -156,7 +156,7 @@ function agree(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseSoftmaxFields } from "./softmax.ts";
+ * import { parseSoftmaxFields } from "@modelhost/modelhost/layers";
  * const c = parseSoftmaxFields({ softmax_variant: "grid", softmax_rows: 2 }, "gate", 6);
  * assert(c.gridCols === 3);
  * ```
@@ -290,7 +290,7 @@ export function parseSoftmaxFields(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseSoftmaxFields, softmaxFieldsJSON } from "./softmax.ts";
+ * import { parseSoftmaxFields, softmaxFieldsJSON } from "@modelhost/modelhost/layers";
  * const j = softmaxFieldsJSON(parseSoftmaxFields({ softmax_variant: "gumbel", seed: 3 }, "x", 4));
  * assert(j.seed === 3 && j.input_size === 4);
  * ```
@@ -328,7 +328,7 @@ function uniformOpen(rng: Rng): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { applySoftmax, parseSoftmaxFields } from "./softmax.ts";
+ * import { applySoftmax, parseSoftmaxFields } from "@modelhost/modelhost/layers";
  * const cfg = parseSoftmaxFields({ temperature: 2 }, "x", 2);
  * const p = applySoftmax(cfg, new Float32Array([2, 0]), 1, 2);
  * assert(Math.abs(p[0] - 1 / (1 + Math.exp(-1))) < 1e-7);
@@ -610,7 +610,7 @@ export function softmaxOnnx(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { softmaxLayer } from "./softmax.ts";
+ * import { softmaxLayer } from "@modelhost/modelhost/layers";
  * assert(softmaxLayer.type === "softmax");
  * ```
  */

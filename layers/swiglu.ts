@@ -11,11 +11,11 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildNetwork, initNetwork } from "../core/network.ts";
- * import { floatTensor } from "../core/tensor.ts";
- * import { createRegistry } from "../registry.ts";
- * import { swiglu } from "./swiglu.ts";
- * const reg = createRegistry().use(swiglu);
+ * import { buildNetwork, initNetwork } from "@modelhost/modelhost/core";
+ * import { floatTensor } from "@modelhost/modelhost/core";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
+ * import { swigluLayer } from "@modelhost/modelhost/layers";
+ * const reg = createRegistry().use(swigluLayer);
  * const cfg = { input_size: 4, layers: [{ type: "swiglu", intermediate_size: 8 }] };
  * const net = buildNetwork(reg, cfg, initNetwork(reg, cfg, 0));
  * assert(net.forward(floatTensor(new Float32Array(8), [2, 4])).shape.join() === "2,4");
@@ -59,11 +59,11 @@ const PROJ = ["gate_proj", "up_proj", "down_proj"] as const;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { swiglu } from "./swiglu.ts";
- * assert(swiglu.type === "swiglu");
+ * import { swigluLayer } from "@modelhost/modelhost/layers";
+ * assert(swigluLayer.type === "swiglu");
  * ```
  */
-export const swiglu: LayerPlugin<SwigluConfig> = {
+export const swigluLayer: LayerPlugin<SwigluConfig> = {
   kind: "layer",
   type: "swiglu",
   description: "Gated feed-forward: down(silu(gate(x)) · up(x)) (Llama MLP)",
@@ -171,3 +171,17 @@ export const swiglu: LayerPlugin<SwigluConfig> = {
     return proj("down_proj", g.op("Mul", [gate, up]), [d, h]);
   },
 };
+
+/**
+ * Old name of {@link swigluLayer}.
+ *
+ * @deprecated Use {@link swigluLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { swiglu, swigluLayer } from "@modelhost/modelhost/layers";
+ * assert(swiglu === swigluLayer);
+ * ```
+ */
+export const swiglu: LayerPlugin<SwigluConfig> = swigluLayer;

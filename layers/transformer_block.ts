@@ -17,17 +17,17 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { transformerBlock } from "./transformer_block.ts";
- * import { createRng, createScope, floatTensor, tensorFromF32 } from "../core/mod.ts";
+ * import { transformerBlockLayer } from "@modelhost/modelhost/layers";
+ * import { createRng, createScope, floatTensor, tensorFromF32 } from "@modelhost/modelhost/core";
  * const ctx = { path: "layers[1]", parseChild: () => { throw new Error(); } };
- * const cfg = transformerBlock.parse(
+ * const cfg = transformerBlockLayer.parse(
  *   { type: "transformer_block", d_model: 8, num_heads: 2, intermediate_size: 16 },
  *   ctx,
  * );
- * const specs = transformerBlock.params(cfg);
- * const init = transformerBlock.init!(cfg, createRng(3));
+ * const specs = transformerBlockLayer.params(cfg);
+ * const init = transformerBlockLayer.init!(cfg, createRng(3));
  * const tensors = new Map(specs.map((s) => [s.name, tensorFromF32(s.name, init.get(s.name)!, s.shape)]));
- * const block = transformerBlock.build(cfg, createScope(tensors));
+ * const block = transformerBlockLayer.build(cfg, createScope(tensors));
  * const state = {};
  * const y = block.forward(floatTensor(new Float32Array(4 * 8).fill(1), [4, 8]), state);
  * assert(y.shape.join() === "4,8");
@@ -53,9 +53,9 @@ import {
   parseAttentionFields,
 } from "./_attention_config.ts";
 import { boolField, numberField, positiveInt } from "./_fields.ts";
-import { attentionOnnx, multiHeadAttention } from "./attention.ts";
+import { attentionOnnx, multiHeadAttentionLayer } from "./attention.ts";
 import { rmsNormOnnx } from "./_onnx.ts";
-import { swiglu, type SwigluConfig } from "./swiglu.ts";
+import { type SwigluConfig, swigluLayer } from "./swiglu.ts";
 
 /** Normalized transformer-block config: the attention fields plus the MLP and norms. */
 export interface TransformerBlockConfig extends AttentionConfig {
@@ -76,7 +76,7 @@ const BLOCK_FIELDS = [
 
 /** The block's MLP as a `swiglu` layer config (weights under `mlp.`). */
 function mlpConfig(cfg: TransformerBlockConfig): SwigluConfig {
-  return swiglu.parse({
+  return swigluLayer.parse({
     type: "swiglu",
     input_size: cfg.d_model,
     intermediate_size: cfg.intermediate_size,
@@ -99,17 +99,17 @@ function mlpConfig(cfg: TransformerBlockConfig): SwigluConfig {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { transformerBlock } from "./transformer_block.ts";
+ * import { transformerBlockLayer } from "@modelhost/modelhost/layers";
  * const ctx = { path: "layers[1]", inputSize: 64, parseChild: () => { throw new Error(); } };
- * const cfg = transformerBlock.parse(
+ * const cfg = transformerBlockLayer.parse(
  *   { type: "transformer_block", num_heads: 8, num_kv_heads: 4, intermediate_size: 172, rms_norm_eps: 1e-5 },
  *   ctx,
  * );
  * assert(cfg.d_model === 64 && cfg.head_dim === 8);
- * assert(transformerBlock.params(cfg).some((p) => p.name === "mlp.down_proj.weight"));
+ * assert(transformerBlockLayer.params(cfg).some((p) => p.name === "mlp.down_proj.weight"));
  * ```
  */
-export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
+export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
   kind: "layer",
   type: "transformer_block",
   description:
@@ -144,7 +144,7 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
     const out: ParamSpec[] = [
       { name: "input_layernorm.weight", shape: [d], init: "ones" },
     ];
-    for (const p of multiHeadAttention.params(cfg)) {
+    for (const p of multiHeadAttentionLayer.params(cfg)) {
       out.push({ ...p, name: `self_attn.${p.name}` });
     }
     out.push({
@@ -152,7 +152,7 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
       shape: [d],
       init: "ones",
     });
-    for (const p of swiglu.params(mlpConfig(cfg))) {
+    for (const p of swigluLayer.params(mlpConfig(cfg))) {
       out.push({ ...p, name: `mlp.${p.name}` });
     }
     return out;
@@ -161,11 +161,11 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
     const d = cfg.d_model;
     const out = new Map<string, Float32Array>();
     out.set("input_layernorm.weight", new Float32Array(d).fill(1));
-    for (const [n, v] of multiHeadAttention.init!(cfg, rng)) {
+    for (const [n, v] of multiHeadAttentionLayer.init!(cfg, rng)) {
       out.set(`self_attn.${n}`, v);
     }
     out.set("post_attention_layernorm.weight", new Float32Array(d).fill(1));
-    for (const [n, v] of swiglu.init!(mlpConfig(cfg), rng)) {
+    for (const [n, v] of swigluLayer.init!(mlpConfig(cfg), rng)) {
       out.set(`mlp.${n}`, v);
     }
     return out;
@@ -173,9 +173,9 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
   build(cfg, weights: Scope): Layer {
     const d = cfg.d_model, eps = cfg.rms_norm_eps;
     const normIn = weights.getF32("input_layernorm.weight", [d]);
-    const attn = multiHeadAttention.build(cfg, weights.at("self_attn"));
+    const attn = multiHeadAttentionLayer.build(cfg, weights.at("self_attn"));
     const normPost = weights.getF32("post_attention_layernorm.weight", [d]);
-    const mlp = swiglu.build(mlpConfig(cfg), weights.at("mlp"));
+    const mlp = swigluLayer.build(mlpConfig(cfg), weights.at("mlp"));
     return {
       forward(x: FloatTensor, state?: LayerState): FloatTensor {
         const s = x.shape;
@@ -211,7 +211,7 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
       norm("input_layernorm.weight", input),
     );
     const h = g.op("Add", [input, a]);
-    const m = swiglu.toOnnx!(
+    const m = swigluLayer.toOnnx!(
       g,
       mlpConfig(cfg),
       weights.at("mlp"),
@@ -221,3 +221,18 @@ export const transformerBlock: LayerPlugin<TransformerBlockConfig> = {
     return g.op("Add", [h, m]);
   },
 };
+
+/**
+ * Old name of {@link transformerBlockLayer}.
+ *
+ * @deprecated Use {@link transformerBlockLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { transformerBlock, transformerBlockLayer } from "@modelhost/modelhost/layers";
+ * assert(transformerBlock === transformerBlockLayer);
+ * ```
+ */
+export const transformerBlock: LayerPlugin<TransformerBlockConfig> =
+  transformerBlockLayer;

@@ -12,7 +12,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configFromHf, transformerNetwork } from "./config.ts";
+ * import { configFromHf, transformerNetwork } from "@modelhost/modelhost/models";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 32, hidden_size: 16, intermediate_size: 40,
  *   num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2,
@@ -49,7 +49,7 @@ export interface FamilyInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { FAMILIES } from "./config.ts";
+ * import { FAMILIES } from "@modelhost/modelhost/models";
  * assert(FAMILIES.some((f) => f.modelType === "qwen2"));
  * ```
  */
@@ -83,7 +83,7 @@ export const FAMILIES: readonly FamilyInfo[] = [
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { SUPPORTED_MODEL_TYPES } from "./config.ts";
+ * import { SUPPORTED_MODEL_TYPES } from "@modelhost/modelhost/models";
  * assert(SUPPORTED_MODEL_TYPES.includes("llama") && SUPPORTED_MODEL_TYPES.includes("mistral"));
  * ```
  */
@@ -215,7 +215,7 @@ function idList(v: unknown): number[] {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ropeScalingFromHf } from "./config.ts";
+ * import { ropeScalingFromHf } from "@modelhost/modelhost/models";
  * const s = ropeScalingFromHf({ rope_type: "linear", factor: 2 }, "config.json");
  * assert(s?.rope_type === "linear");
  * ```
@@ -275,7 +275,7 @@ export function ropeScalingFromHf(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configFromHf } from "./config.ts";
+ * import { configFromHf } from "@modelhost/modelhost/models";
  * const cfg = configFromHf({
  *   model_type: "qwen2", vocab_size: 64, hidden_size: 32, intermediate_size: 48,
  *   num_hidden_layers: 1, num_attention_heads: 4, num_key_value_heads: 2,
@@ -368,7 +368,7 @@ export function configFromHf(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configFromHf, configToHf } from "./config.ts";
+ * import { configFromHf, configToHf } from "@modelhost/modelhost/models";
  * const j = configToHf(configFromHf({
  *   model_type: "mistral", vocab_size: 8, hidden_size: 8, intermediate_size: 8,
  *   num_hidden_layers: 1, num_attention_heads: 2, sliding_window: 16,
@@ -432,7 +432,7 @@ export function configToHf(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configFromHf, transformerNetwork } from "./config.ts";
+ * import { configFromHf, transformerNetwork } from "@modelhost/modelhost/models";
  * const net = transformerNetwork(configFromHf({
  *   model_type: "llama", vocab_size: 10, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,

@@ -17,9 +17,9 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufToHf, hfToGguf } from "./convert.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
+ * import { ggufToHf, hfToGguf } from "@modelhost/modelhost/models";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  * const d = 4, v = 3, f = 8;
  * const t = (name: string, shape: number[]) =>
  *   tensorFromF32(name, Float32Array.from({ length: shape.reduce((a, b) => a * b) }, (_, i) => i), shape);
@@ -135,9 +135,9 @@ function fileType(types: Set<DTypeName>): number | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { hfToGguf } from "./convert.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { hfToGguf } from "@modelhost/modelhost/models";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const t = (name: string, shape: number[]) =>
  *   tensorFromF32(name, new Float32Array(shape.reduce((a, b) => a * b)), shape);
  * const L = "model.layers.0.";
@@ -311,9 +311,9 @@ export interface GgufToHfOptions {
  *
  * @example
  * ```ts ignore
- * import { ggufToHf } from "./convert.ts";
- * import { readGguf } from "../formats/gguf/mod.ts";
- * import { memorySource } from "../core/sources.ts";
+ * import { ggufToHf } from "@modelhost/modelhost/models";
+ * import { readGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const hf = await ggufToHf(await readGguf(memorySource(await Deno.readFile("stories260K.gguf"))));
  * console.log(hf.config, hf.model.models[0].tensors.names());
  * ```

@@ -8,7 +8,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { detectArchitecture } from "./detect.ts";
+ * import { detectArchitecture } from "@modelhost/modelhost/models";
  * const L = "model.layers.0.";
  * const d = detectArchitecture([
  *   { name: "model.embed_tokens.weight", shape: [100, 64] },
@@ -156,7 +156,7 @@ function expectedShape(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { detectArchitecture } from "./detect.ts";
+ * import { detectArchitecture } from "@modelhost/modelhost/models";
  * const d = detectArchitecture([{ name: "encoder.layer.0.attention.self.query.weight", shape: [8, 8] }]);
  * assert(d.family === "unknown" && d.config === undefined);
  * ```
@@ -370,7 +370,7 @@ export function detectArchitecture(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { networkNameOf } from "./detect.ts";
+ * import { networkNameOf } from "@modelhost/modelhost/models";
  * assert(networkNameOf({ name: "output.weight", shape: [9, 4], role: "lm_head", kind: "weight" }, 2) === "layers.4.weight");
  * ```
  */

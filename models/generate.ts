@@ -10,10 +10,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, generate, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, generate, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,
@@ -83,7 +83,7 @@ export interface GenerateOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GENERATE_DEFAULTS } from "./generate.ts";
+ * import { GENERATE_DEFAULTS } from "@modelhost/modelhost/models";
  * assert(GENERATE_DEFAULTS.maxTokens === 256 && GENERATE_DEFAULTS.topP === 1);
  * ```
  */
@@ -150,8 +150,8 @@ export interface GenerateResult {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { promptIds } from "./generate.ts";
- * import type { Transformer } from "./transformer.ts";
+ * import { promptIds } from "@modelhost/modelhost/models";
+ * import type { Transformer } from "@modelhost/modelhost/models";
  * assert(promptIds({ tokenizer: undefined } as Transformer, [1, 2]).join() === "1,2");
  * ```
  */
@@ -333,10 +333,10 @@ function checkOptions(o: GenerateOptions): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, generate, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, generate, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,
@@ -469,10 +469,10 @@ export async function* generate(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, generateText, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, generateText, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2,

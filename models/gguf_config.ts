@@ -11,7 +11,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configFromGguf } from "./gguf_config.ts";
+ * import { configFromGguf } from "@modelhost/modelhost/models";
  * const cfg = configFromGguf({
  *   "general.architecture": "llama",
  *   "llama.embedding_length": 64, "llama.block_count": 5, "llama.feed_forward_length": 172,
@@ -39,7 +39,7 @@ import { llama3ScalingFromFactors } from "./rotary.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GGUF_ARCHITECTURES } from "./gguf_config.ts";
+ * import { GGUF_ARCHITECTURES } from "@modelhost/modelhost/models";
  * assert(GGUF_ARCHITECTURES.includes("llama"));
  * ```
  */
@@ -82,7 +82,7 @@ function describe(v: unknown): string {
  * @example
  * ```ts
  * import { assertThrows } from "@std/assert";
- * import { configFromGguf } from "./gguf_config.ts";
+ * import { configFromGguf } from "@modelhost/modelhost/models";
  * assertThrows(
  *   () => configFromGguf({ "general.architecture": "gpt2" }, []),
  *   TypeError,
@@ -255,8 +255,8 @@ export interface GgufMetadata {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configToGguf } from "./gguf_config.ts";
- * import { configFromHf } from "./config.ts";
+ * import { configToGguf } from "@modelhost/modelhost/models";
+ * import { configFromHf } from "@modelhost/modelhost/models";
  * const { values, types } = configToGguf(configFromHf({
  *   model_type: "mistral", vocab_size: 8, hidden_size: 8, intermediate_size: 8,
  *   num_hidden_layers: 1, num_attention_heads: 2, sliding_window: 16,

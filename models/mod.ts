@@ -12,10 +12,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, generateText, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, generateText, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "qwen2", vocab_size: 32, hidden_size: 16, intermediate_size: 32,
  *   num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2,

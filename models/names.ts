@@ -17,7 +17,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseTensorName, tensorName } from "./names.ts";
+ * import { parseTensorName, tensorName } from "@modelhost/modelhost/models";
  * const p = parseTensorName("blk.3.attn_k.bias")!;
  * assert(p.role === "attn_k" && p.layer === 3 && p.kind === "bias");
  * assert(tensorName("hf", p) === "model.layers.3.self_attn.k_proj.bias");
@@ -101,7 +101,7 @@ const byGguf = new Map(BLOCK_PARTS.map((p) => [p.gguf, p]));
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { parseTensorName } from "./names.ts";
+ * import { parseTensorName } from "@modelhost/modelhost/models";
  * assert(parseTensorName("model.layers.0.mlp.up_proj.weight")?.role === "mlp_up");
  * assert(parseTensorName("layers.3.weight", 2)?.role === "final_norm");
  * assert(parseTensorName("vision_tower.x") === undefined);
@@ -172,7 +172,7 @@ export function parseTensorName(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { tensorName } from "./names.ts";
+ * import { tensorName } from "@modelhost/modelhost/models";
  * assert(tensorName("gguf", { role: "attn_o", layer: 1, kind: "weight" }) === "blk.1.attn_output.weight");
  * assert(tensorName("network", { role: "lm_head", kind: "weight" }, 4) === "layers.6.weight");
  * ```
@@ -220,7 +220,7 @@ export function tensorName(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { renameTensor } from "./names.ts";
+ * import { renameTensor } from "@modelhost/modelhost/models";
  * assert(renameTensor("model.embed_tokens.weight", "gguf") === "token_embd.weight");
  * assert(renameTensor("blk.0.ffn_down.weight", "network", 2) === "layers.1.mlp.down_proj.weight");
  * ```

@@ -22,8 +22,8 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { permuteToHalfSplit, permuteToInterleaved } from "./rotary.ts";
- * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
+ * import { permuteToHalfSplit, permuteToInterleaved } from "@modelhost/modelhost/models";
+ * import { tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  * // one head of size 4: HF rows 0,1,2,3 → GGUF rows 0,2,1,3
  * const w = tensorFromF32("q", new Float32Array([0, 1, 2, 3]), [4, 1]);
  * const g = permuteToInterleaved(w, 1);
@@ -109,8 +109,8 @@ function permuteRows(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { permuteToInterleaved } from "./rotary.ts";
- * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
+ * import { permuteToInterleaved } from "@modelhost/modelhost/models";
+ * import { tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  * const b = tensorFromF32("k.bias", new Float32Array([0, 1, 2, 3, 4, 5, 6, 7]), [8]);
  * assert(toFloat32(permuteToInterleaved(b, 2)).join() === "0,2,1,3,4,6,5,7");
  * ```
@@ -131,8 +131,8 @@ export function permuteToInterleaved(t: Tensor, heads: number): Tensor {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { permuteToHalfSplit } from "./rotary.ts";
- * import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
+ * import { permuteToHalfSplit } from "@modelhost/modelhost/models";
+ * import { tensorFromF32, toFloat32 } from "@modelhost/modelhost/core";
  * const w = tensorFromF32("q", new Float32Array([0, 2, 1, 3]), [4]);
  * assert(toFloat32(permuteToHalfSplit(w, 1)).join() === "0,1,2,3");
  * ```
@@ -153,7 +153,7 @@ export function permuteToHalfSplit(t: Tensor, heads: number): Tensor {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { llama3RopeFactors } from "./rotary.ts";
+ * import { llama3RopeFactors } from "@modelhost/modelhost/models";
  * const f = llama3RopeFactors(128, 500000, {
  *   rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4,
  *   original_max_position_embeddings: 8192,
@@ -203,7 +203,7 @@ function matches(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { llama3RopeFactors, llama3ScalingFromFactors } from "./rotary.ts";
+ * import { llama3RopeFactors, llama3ScalingFromFactors } from "@modelhost/modelhost/models";
  * const rule = {
  *   rope_type: "llama3" as const, factor: 32, low_freq_factor: 1, high_freq_factor: 4,
  *   original_max_position_embeddings: 8192,

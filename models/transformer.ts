@@ -23,10 +23,10 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const reg = createRegistry().use(LAYER_PLUGINS);
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
@@ -55,7 +55,7 @@ import {
   type Tensor,
   toFloat32,
 } from "../core/tensor.ts";
-import { isFastDType } from "../kernels/fast/quant_ref.ts";
+import { isFastDType } from "../kernels/quant_ref.ts";
 import {
   allocateKernelBytes,
   kernelCopyBytes,
@@ -194,10 +194,10 @@ function defaultLookup(): LayerLookup {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { buildTransformer, configFromHf, transformerNetwork } from "./mod.ts";
- * import { initNetwork } from "../core/network.ts";
- * import { LAYER_PLUGINS } from "../layers/mod.ts";
- * import { createRegistry } from "../registry.ts";
+ * import { buildTransformer, configFromHf, transformerNetwork } from "@modelhost/modelhost/models";
+ * import { initNetwork } from "@modelhost/modelhost/core";
+ * import { LAYER_PLUGINS } from "@modelhost/modelhost/layers";
+ * import { createRegistry } from "@modelhost/modelhost/registry";
  * const cfg = configFromHf({
  *   model_type: "llama", vocab_size: 16, hidden_size: 8, intermediate_size: 16,
  *   num_hidden_layers: 1, num_attention_heads: 2, tie_word_embeddings: true,
@@ -436,9 +436,9 @@ function defaultsFromJson(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { transformerFromFiles } from "./transformer.ts";
- * import { memoryTensorIndex } from "../core/model.ts";
- * import { tensorFromF32 } from "../core/tensor.ts";
+ * import { transformerFromFiles } from "@modelhost/modelhost/models";
+ * import { memoryTensorIndex } from "@modelhost/modelhost/core";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const d = 4, v = 6, f = 8;
  * const t = (name: string, shape: number[]) =>
  *   tensorFromF32(name, Float32Array.from({ length: shape.reduce((a, b) => a * b) }, (_, i) => Math.sin(i)), shape);
@@ -501,9 +501,9 @@ export async function transformerFromFiles(
  *
  * @example
  * ```ts ignore
- * import { transformerFromGguf } from "./transformer.ts";
- * import { readGguf } from "../formats/gguf/mod.ts";
- * import { memorySource } from "../core/sources.ts";
+ * import { transformerFromGguf } from "@modelhost/modelhost/models";
+ * import { readGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { memorySource } from "@modelhost/modelhost/core";
  * const file = await readGguf(memorySource(await Deno.readFile("stories260K.gguf")));
  * const model = await transformerFromGguf(file);
  * console.log(model.config.numLayers, model.tokenizer?.vocabSize);

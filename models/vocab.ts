@@ -20,7 +20,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufVocabFromTokenizerJson, tokenizerJsonFromGguf } from "./vocab.ts";
+ * import { ggufVocabFromTokenizerJson, tokenizerJsonFromGguf } from "@modelhost/modelhost/models";
  * const md = {
  *   "tokenizer.ggml.model": "llama",
  *   "tokenizer.ggml.tokens": ["<unk>", "<s>", "</s>", "▁", "a", "b", "▁a", "▁ab"],
@@ -53,7 +53,7 @@ import type { GgufMetadata } from "./gguf_config.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GgufTokenType } from "./vocab.ts";
+ * import { GgufTokenType } from "@modelhost/modelhost/models";
  * assert(GgufTokenType.BYTE === 6 && GgufTokenType.CONTROL === 3);
  * ```
  */
@@ -135,7 +135,7 @@ function splitPatterns(pre: unknown, out: string[]): boolean {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufPreName } from "./vocab.ts";
+ * import { ggufPreName } from "@modelhost/modelhost/models";
  * const smollm = { type: "Sequence", pretokenizers: [
  *   { type: "Digits", individual_digits: true },
  *   { type: "ByteLevel", add_prefix_space: false, use_regex: true },
@@ -172,7 +172,7 @@ export function ggufPreName(preTokenizer: unknown): string | undefined {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufVocabFromTokenizerJson } from "./vocab.ts";
+ * import { ggufVocabFromTokenizerJson } from "@modelhost/modelhost/models";
  * const { values } = ggufVocabFromTokenizerJson({
  *   model: { type: "BPE", vocab: { "a": 0, "b": 1, "ab": 2 }, merges: ["a b"] },
  *   pre_tokenizer: { type: "ByteLevel", add_prefix_space: false },
@@ -311,8 +311,8 @@ export interface HfTokenizerFiles {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { tokenizerJsonFromGguf } from "./vocab.ts";
- * import { createTokenizer } from "../tokenizers/mod.ts";
+ * import { tokenizerJsonFromGguf } from "@modelhost/modelhost/models";
+ * import { createTokenizer } from "@modelhost/modelhost/tokenizers";
  * const md = {
  *   "tokenizer.ggml.model": "llama",
  *   "tokenizer.ggml.tokens": ["<unk>", "<s>", "</s>", "▁", "a", "b", "▁a", "▁ab"],

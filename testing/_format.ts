@@ -31,7 +31,7 @@ const DETECT_BYTES = 64;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { collectBytes } from "./mod.ts";
+ * import { collectBytes } from "@modelhost/modelhost/testing";
  * async function* chunks() { yield new Uint8Array([1]); yield new Uint8Array([2, 3]); }
  * const all = await collectBytes(chunks());
  * assert(all.join() === "1,2,3");
@@ -208,9 +208,9 @@ function firstDifference(a: Uint8Array, b: Uint8Array): number {
  *
  * @example
  * ```ts
- * import { assertFormatRoundTrip } from "./mod.ts";
- * import { safetensorsFormat } from "../formats/safetensors/mod.ts";
- * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
+ * import { assertFormatRoundTrip } from "@modelhost/modelhost/testing";
+ * import { safetensorsFormat } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, -2]), [2])]);
  * await assertFormatRoundTrip(safetensorsFormat(), {
  *   models: [{ id: "m", metadata: { note: "hi" }, tensors }],
@@ -426,9 +426,9 @@ async function withDeadline<T>(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { assertHostileInputs } from "./mod.ts";
- * import { safetensorsFormat, serializeSafetensors } from "../formats/safetensors/mod.ts";
- * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
+ * import { assertHostileInputs } from "@modelhost/modelhost/testing";
+ * import { safetensorsFormat, serializeSafetensors } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array(4), [2, 2])]);
  * const bytes = await serializeSafetensors({ models: [{ id: "m", metadata: {}, tensors }] });
  * const report = await assertHostileInputs(safetensorsFormat(), bytes, { mutations: 20 });

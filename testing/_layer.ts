@@ -72,7 +72,7 @@ export interface LayerCheck {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { cosineInput } from "./mod.ts";
+ * import { cosineInput } from "@modelhost/modelhost/testing";
  * const x = cosineInput([2, 3]);
  * assert(x.data.length === 6 && Math.abs(x.data[0] - 2.1) < 1e-6);
  * ```
@@ -122,9 +122,9 @@ function sameTensors(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { assertLayerPlugin } from "./mod.ts";
- * import { dense } from "../layers/dense.ts";
- * const { output } = assertLayerPlugin(dense, { type: "dense", output_size: 3 }, {
+ * import { assertLayerPlugin } from "@modelhost/modelhost/testing";
+ * import { denseLayer } from "@modelhost/modelhost/layers";
+ * const { output } = assertLayerPlugin(denseLayer, { type: "dense", output_size: 3 }, {
  *   inputShape: [2, 4],
  *   outputShape: [2, 3],
  * });

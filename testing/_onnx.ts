@@ -77,8 +77,8 @@ export interface OnnxCheck {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { assertLayerMatchesOnnx, type OnnxRunner } from "./mod.ts";
- * import { dense } from "../layers/dense.ts";
+ * import { assertLayerMatchesOnnx, type OnnxRunner } from "@modelhost/modelhost/testing";
+ * import { denseLayer } from "@modelhost/modelhost/layers";
  * import * as ort from "onnxruntime-node";
  *
  * const run: OnnxRunner = async (model, input) => {
@@ -91,7 +91,7 @@ export interface OnnxCheck {
  *   return { data: y.data as Float32Array, shape: y.dims };
  * };
  * const check = await assertLayerMatchesOnnx(
- *   dense,
+ *   denseLayer,
  *   { type: "dense", output_size: 3, activation: "gelu" },
  *   { inputShape: [2, 4], run },
  * );

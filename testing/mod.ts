@@ -16,9 +16,9 @@
  *
  * @example
  * ```ts
- * import { assertFormatRoundTrip, assertHostileInputs } from "./mod.ts";
- * import { safetensorsFormat } from "../formats/safetensors/mod.ts";
- * import { memoryTensorIndex, tensorFromF32 } from "../mod.ts";
+ * import { assertFormatRoundTrip, assertHostileInputs } from "@modelhost/modelhost/testing";
+ * import { safetensorsFormat } from "@modelhost/modelhost/formats/safetensors";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost";
  *
  * const plugin = safetensorsFormat();
  * const tensors = memoryTensorIndex([tensorFromF32("w", new Float32Array([1, 2, 3]), [3])]);

@@ -96,7 +96,7 @@ function splitSystem(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { chatml } from "./chat.ts";
+ * import { chatml } from "@modelhost/modelhost/tokenizers";
  * const p = chatml([{ role: "user", content: "Hi" }]);
  * assert(p === "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
  * ```
@@ -128,7 +128,7 @@ export function chatml(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { llama2Chat } from "./chat.ts";
+ * import { llama2Chat } from "@modelhost/modelhost/tokenizers";
  * const p = llama2Chat([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }]);
  * assert(p === "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]");
  * ```
@@ -166,7 +166,7 @@ export function llama2Chat(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { llama3Chat } from "./chat.ts";
+ * import { llama3Chat } from "@modelhost/modelhost/tokenizers";
  * const p = llama3Chat([{ role: "user", content: "Hi" }]);
  * assert(p === "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>" +
  *   "<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -198,7 +198,7 @@ export function llama3Chat(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { zephyrChat } from "./chat.ts";
+ * import { zephyrChat } from "@modelhost/modelhost/tokenizers";
  * const p = zephyrChat([{ role: "user", content: "Hi" }]);
  * assert(p === "<|user|>\nHi</s>\n<|assistant|>\n");
  * ```
@@ -225,7 +225,7 @@ export function zephyrChat(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { mistralChat } from "./chat.ts";
+ * import { mistralChat } from "@modelhost/modelhost/tokenizers";
  * const p = mistralChat([{ role: "user", content: "Hi" }, { role: "assistant", content: "Hello" }]);
  * assert(p === "<s>[INST] Hi [/INST]Hello</s>");
  * ```
@@ -257,7 +257,7 @@ export function mistralChat(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { CHAT_TEMPLATES } from "./chat.ts";
+ * import { CHAT_TEMPLATES } from "@modelhost/modelhost/tokenizers";
  * const text = CHAT_TEMPLATES.chatml([{ role: "user", content: "hi" }]);
  * assert(text.includes("<|im_start|>user\nhi<|im_end|>"));
  * ```

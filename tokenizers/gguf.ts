@@ -44,7 +44,7 @@ export interface GgufTokenizerOptions {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GGUF_TOKENIZER_MODELS } from "./gguf.ts";
+ * import { GGUF_TOKENIZER_MODELS } from "@modelhost/modelhost/tokenizers";
  * assert(GGUF_TOKENIZER_MODELS.includes("llama") && GGUF_TOKENIZER_MODELS.includes("gpt2"));
  * ```
  */
@@ -109,7 +109,7 @@ function unwrap(v: unknown): unknown {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { tokenizerFromGguf } from "./gguf.ts";
+ * import { tokenizerFromGguf } from "@modelhost/modelhost/tokenizers";
  * const tok = tokenizerFromGguf({
  *   "tokenizer.ggml.model": "llama",
  *   "tokenizer.ggml.tokens": ["<unk>", "<s>", "</s>", "▁", "a", "b", "▁a", "▁ab"],

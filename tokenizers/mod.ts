@@ -21,7 +21,7 @@
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createTokenizer } from "./mod.ts";
+ * import { createTokenizer } from "@modelhost/modelhost/tokenizers";
  * const tok = createTokenizer({
  *   "tokenizer.ggml.model": "llama",
  *   "tokenizer.ggml.tokens": ["<unk>", "<s>", "</s>", "▁", "h", "i", "▁h", "▁hi"],
@@ -131,7 +131,7 @@ export type TokenizerSource =
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createTokenizer } from "./mod.ts";
+ * import { createTokenizer } from "@modelhost/modelhost/tokenizers";
  * const tok = createTokenizer({
  *   model: { type: "BPE", vocab: { "a": 0, "b": 1, "ab": 2, "<|endoftext|>": 3 }, merges: [["a", "b"]] },
  *   added_tokens: [{ id: 3, content: "<|endoftext|>", special: true }],

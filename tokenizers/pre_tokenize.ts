@@ -48,7 +48,7 @@ const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { toJsPattern } from "./pre_tokenize.ts";
+ * import { toJsPattern } from "@modelhost/modelhost/tokenizers";
  * assert(toJsPattern("(?i:'s)") === "(?:'[sS])");
  * ```
  */
@@ -285,7 +285,7 @@ export function toJsPattern(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { toJsRegExp } from "./pre_tokenize.ts";
+ * import { toJsRegExp } from "@modelhost/modelhost/tokenizers";
  * const re = toJsRegExp("\\p{N}{1,3}");
  * assert("12345".match(re)!.join(",") === "123,45");
  * ```
@@ -619,7 +619,7 @@ const ALIASES: Record<string, string> = {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { GGUF_PRE_NAMES } from "./pre_tokenize.ts";
+ * import { GGUF_PRE_NAMES } from "@modelhost/modelhost/tokenizers";
  * assert(GGUF_PRE_NAMES.includes("default"));
  * ```
  */
@@ -640,7 +640,7 @@ export const GGUF_PRE_NAMES: readonly string[] = [
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { ggufPreTokenizer } from "./pre_tokenize.ts";
+ * import { ggufPreTokenizer } from "@modelhost/modelhost/tokenizers";
  * assert(ggufPreTokenizer("llama-bpe").ignoreMerges);
  * assert(ggufPreTokenizer("gpt-2").patterns.length === 1);
  * ```

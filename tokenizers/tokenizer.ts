@@ -23,7 +23,7 @@ export type TokenizerKind =
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { TokenAttr } from "./tokenizer.ts";
+ * import { TokenAttr } from "@modelhost/modelhost/tokenizers";
  * assert(TokenAttr.NORMAL === 1);
  * ```
  */

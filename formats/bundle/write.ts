@@ -19,7 +19,7 @@ import type {
   TensorIndex,
   TensorInfo,
 } from "../../core/model.ts";
-import { quantize } from "../../core/quantize.ts";
+import { quantizeAffine } from "../../core/quantize.ts";
 import { type QuantParams, type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { toBase64 } from "../../core/_base64.ts";
 import { PlainString, writeCanonical } from "./_json.ts";
@@ -200,7 +200,7 @@ function convert(
       quantized &&
       (target.name === "I8" || target.name === "U8" || target.name === "F4")
     ) {
-      return quantize(name, values, [...t.shape], {
+      return quantizeAffine(name, values, [...t.shape], {
         dtype: target.name,
         granularity: storage.granularity,
         symmetric: storage.symmetric,

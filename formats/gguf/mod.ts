@@ -109,9 +109,11 @@ export {
 export {
   dequantize,
   DEQUANTIZE_TYPES,
+  dequantizeGguf,
   quantize,
   QUANTIZE_TYPES,
-} from "../../kernels/quants.ts";
+  quantizeGguf,
+} from "../../core/quants/mod.ts";
 export {
   parseGgufHeader,
   readGgufHeader,

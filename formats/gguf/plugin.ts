@@ -5,7 +5,7 @@
  */
 
 import type { FormatPlugin } from "../../core/plugin.ts";
-import { QUANTIZE_TYPES } from "../../kernels/quants.ts";
+import { QUANTIZE_TYPES } from "../../core/quants/mod.ts";
 import { readGguf } from "./read.ts";
 import { type GgufWriteOptions, writeGguf } from "./write.ts";
 

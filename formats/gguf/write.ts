@@ -9,7 +9,7 @@ import { dtypeInfo, type DTypeName, encodeFromF32 } from "../../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import type { Model, ModelFile, TensorInfo } from "../../core/model.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
-import { quantize, QUANTIZE_TYPES } from "../../kernels/quants.ts";
+import { QUANTIZE_TYPES, quantizeGguf } from "../../core/quants/mod.ts";
 import {
   DEFAULT_ALIGNMENT,
   GGUF_TYPE_NAMES,
@@ -616,7 +616,7 @@ function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
   } else {
     const values = toFloat32(t);
     bytes = QUANTIZE_TYPES.includes(p.to)
-      ? quantize(p.to, values)
+      ? quantizeGguf(p.to, values)
       : encodeFromF32(p.to, values);
   }
   if (bytes.byteLength !== p.byteLength) {

@@ -1,7 +1,10 @@
 /**
  * Scaled dot-product attention over a KV cache, for prefill (many query
- * rows) and decode (one), with grouped-query heads; fast (WebAssembly SIMD,
- * split by heads across worker threads) and scalar `Ref` twins.
+ * rows) and decode (one), with grouped-query heads, on WebAssembly SIMD
+ * split by heads across worker threads. Its scalar twin is `attendRef` of
+ * `kernels/attention.ts`, the one attention reference, which it runs where
+ * it cannot run itself; {@link fastAttentionRef} is that reference on this
+ * module's caches.
  *
  * A call appends the new keys and values (already position-encoded) to
  * the cache, then lets each query row attend to the cache: query `i` of a
@@ -14,6 +17,7 @@
 
 import { type Engine, getEngine } from "../wasm/_engine.ts";
 import { runSplit } from "./_dispatch.ts";
+import { attendRef } from "../attention.ts";
 
 /** A key/value cache for one attention layer. */
 export interface KvCache {
@@ -40,8 +44,8 @@ export interface KvCacheOptions {
   /** Positions it can hold. */
   capacity: number;
   /**
-   * Keep it in kernel memory (needed by {@link fastAttention}); `false`
-   * makes a plain-array cache for {@link fastAttentionRef}.
+   * Keep it in kernel memory (needed by {@link fastAttention}'s SIMD path);
+   * `false` makes a plain-array cache (the reference path).
    * @default {true}
    */
   fast?: boolean;
@@ -104,7 +108,7 @@ const FINALIZER = new FinalizationRegistry<
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createKvCache } from "./attention.ts";
+ * import { createKvCache } from "@modelhost/modelhost/kernels/fast";
  * const cache = createKvCache({ kvHeads: 2, headDim: 8, capacity: 16 });
  * assert(cache.length === 0 && cache.k.length === 2 * 16 * 8);
  * ```
@@ -219,7 +223,41 @@ function append(
 }
 
 /**
- * Reference attention (F64 accumulation; appends to `cache`).
+ * The reference step: appends to `cache`, then `attendRef` (the one
+ * attention reference) on the cache seen as one sequence.
+ */
+function referenceStep(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  cache: KvCache,
+  s: Shape,
+): Float32Array {
+  append(cache.k, cache.v, k, v, s, cache.capacity);
+  cache.length += s.seq;
+  return attendRef(q, {
+    batch: 1,
+    kvHeads: s.kvH,
+    headDim: s.hd,
+    length: cache.length,
+    capacity: cache.capacity,
+    k: cache.k,
+    v: cache.v,
+  }, {
+    heads: s.heads,
+    seq: s.seq,
+    start: s.start,
+    causal: s.causal,
+    scale: s.scale,
+  });
+}
+
+/**
+ * Reference attention step on a cache of this module (F64 accumulation;
+ * appends to `cache`): the append, then `attendRef` of
+ * `kernels/attention.ts`, the one attention reference, over the cache as
+ * one sequence. Not a second implementation: the face of `attendRef` for
+ * the caches {@link createKvCache} makes.
  *
  * @param q Queries, `[seq][heads][headDim]`.
  * @param k New keys, `[seq][kvHeads][headDim]`.
@@ -233,7 +271,7 @@ function append(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createKvCache, fastAttentionRef } from "./attention.ts";
+ * import { createKvCache, fastAttentionRef } from "@modelhost/modelhost/kernels/fast";
  * const cache = createKvCache({ kvHeads: 1, headDim: 2, capacity: 4, fast: false });
  * const out = fastAttentionRef(new Float32Array([1, 0]), new Float32Array([1, 0]), new Float32Array([5, 6]), cache, { heads: 1 });
  * assert(out[0] === 5 && out[1] === 6 && cache.length === 1);
@@ -246,44 +284,14 @@ export function fastAttentionRef(
   cache: KvCache,
   opts: AttentionOptions,
 ): Float32Array {
-  const s = shapeOf(q, k, v, cache, opts);
-  const K = cache.k, V = cache.v;
-  append(K, V, k, v, s, cache.capacity);
-  const out = new Float32Array(q.length);
-  const group = s.heads / s.kvH;
-  const total = s.start + s.seq;
-  const p = new Float64Array(total);
-  for (let i = 0; i < s.seq; i++) {
-    const len = s.causal ? s.start + i + 1 : total;
-    for (let h = 0; h < s.heads; h++) {
-      const qo = (i * s.heads + h) * s.hd;
-      const base = Math.floor(h / group) * cache.capacity;
-      let m = -Infinity;
-      for (let j = 0; j < len; j++) {
-        let d = 0;
-        const ko = (base + j) * s.hd;
-        for (let t = 0; t < s.hd; t++) d += q[qo + t] * K[ko + t];
-        p[j] = d * s.scale;
-        m = Math.max(m, p[j]);
-      }
-      let sum = 0;
-      for (let j = 0; j < len; j++) sum += p[j] = Math.exp(p[j] - m);
-      for (let t = 0; t < s.hd; t++) {
-        let acc = 0;
-        for (let j = 0; j < len; j++) acc += p[j] * V[(base + j) * s.hd + t];
-        out[qo + t] = acc / sum;
-      }
-    }
-  }
-  cache.length += s.seq;
-  return out;
+  return referenceStep(q, k, v, cache, shapeOf(q, k, v, cache, opts));
 }
 
 /**
  * Attention (WebAssembly SIMD, heads split across worker threads), the
- * fast twin of {@link fastAttentionRef}. Needs a cache from
+ * fast twin of `attendRef` (`kernels/attention.ts`). Needs a cache from
  * {@link createKvCache} in kernel memory and `headDim` a multiple of 4;
- * otherwise it runs the reference.
+ * otherwise it appends and runs `attendRef`.
  *
  * @param q Queries, `[seq][heads][headDim]` (seq > 1: prefill, 1: decode).
  * @param k New keys, `[seq][kvHeads][headDim]`.
@@ -297,7 +305,7 @@ export function fastAttentionRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { createKvCache, fastAttention } from "./attention.ts";
+ * import { createKvCache, fastAttention } from "@modelhost/modelhost/kernels/fast";
  * const cache = createKvCache({ kvHeads: 1, headDim: 4, capacity: 8 });
  * const q = new Float32Array([1, 0, 0, 0, 0, 1, 0, 0]); // two positions
  * const k = q.slice(), v = new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]);
@@ -314,7 +322,7 @@ export function fastAttention(
 ): Float32Array {
   const s = shapeOf(q, k, v, cache, opts);
   if (!(cache instanceof EngineKvCache) || s.hd % 4 !== 0) {
-    return fastAttentionRef(q, k, v, cache, opts);
+    return referenceStep(q, k, v, cache, s);
   }
   const e = cache.engine;
   append(cache.k, cache.v, k, v, s, cache.capacity);

@@ -1,16 +1,27 @@
 /**
- * Fast element-wise kernels on F32 rows (WebAssembly SIMD), each with a
- * scalar `Ref` twin: softmax, RMSNorm, rotary position embedding (RoPE) and
- * SwiGLU. Inputs are plain `Float32Array`s; every function returns a new
- * array and leaves its inputs unchanged.
+ * Fast element-wise kernels on F32 rows (WebAssembly SIMD): softmax,
+ * RMSNorm, rotary position embedding (RoPE) and SwiGLU. Inputs are plain
+ * `Float32Array`s; every function returns a new array and leaves its inputs
+ * unchanged.
+ *
+ * Each is tested against the one scalar reference of its op, which it also
+ * runs where WebAssembly SIMD is missing: `softmaxRef` (`kernels/softmax.ts`),
+ * `rmsNormRef` (`kernels/norms.ts`), `siluMulRef` (`kernels/activations.ts`)
+ * and `applyRopeRef` (`kernels/rope.ts`). The `fast…Ref` names are
+ * deprecated aliases of those references, kept for one release.
  *
  * `exp` in the fast kernels is a polynomial (Cephes `expf`, about 2 ulp);
- * the reference twins use `Math.exp` in F64.
+ * the references use `Math.exp` in F64.
  *
  * @module
  */
 
-import { type Engine, getEngine } from "../wasm/_engine.ts";
+import { getEngine } from "../wasm/_engine.ts";
+import { siluMulRef } from "../activations.ts";
+import { rmsNormRef } from "../norms.ts";
+import { applyRope, applyRopeRef } from "../rope.ts";
+import { softmaxRef } from "../softmax.ts";
+import { engineRmsNorm, engineSoftmax, engineSwiglu } from "./_ops_engine.ts";
 
 function rowsOf(x: Float32Array, n: number, what: string): number {
   if (!Number.isInteger(n) || n <= 0 || x.length % n !== 0) {
@@ -21,20 +32,14 @@ function rowsOf(x: Float32Array, n: number, what: string): number {
   return x.length / n;
 }
 
-function put(e: Engine, name: string, x: Float32Array): number {
-  const p = e.scratch(name, x.byteLength + 64);
-  e.f32.set(x, p >> 2);
-  return p;
-}
-
-function take(e: Engine, p: number, n: number): Float32Array {
-  return e.f32.slice(p >> 2, (p >> 2) + n);
-}
-
 // ------------------------------------------------------------------ softmax
 
 /**
- * Reference softmax over each row of `n` values (max-subtracted, F64).
+ * Reference softmax over each row of `n` values: {@link softmaxRef} of
+ * `kernels/softmax.ts` (max-subtracted, F64), the one softmax reference.
+ *
+ * @deprecated Use `softmaxRef(x, x.length / n, n)` (exported here too);
+ * this alias goes in the next release.
  *
  * @param x Rows of `n` values.
  * @param n Row length.
@@ -44,27 +49,18 @@ function take(e: Engine, p: number, n: number): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastSoftmaxRef } from "./ops.ts";
+ * import { fastSoftmaxRef } from "@modelhost/modelhost/kernels/fast";
  * const p = fastSoftmaxRef(new Float32Array([0, Math.log(3)]), 2);
  * assert(Math.abs(p[1] - 0.75) < 1e-7);
  * ```
  */
 export function fastSoftmaxRef(x: Float32Array, n: number): Float32Array {
-  const rows = rowsOf(x, n, "softmax");
-  const out = new Float32Array(x.length);
-  for (let r = 0; r < rows; r++) {
-    let m = -Infinity;
-    for (let i = 0; i < n; i++) m = Math.max(m, x[r * n + i]);
-    let s = 0;
-    const e = new Float64Array(n);
-    for (let i = 0; i < n; i++) s += e[i] = Math.exp(x[r * n + i] - m);
-    for (let i = 0; i < n; i++) out[r * n + i] = e[i] / s;
-  }
-  return out;
+  return softmaxRef(x, rowsOf(x, n, "softmax"), n);
 }
 
 /**
- * Softmax over each row of `n` values (WebAssembly SIMD).
+ * Softmax over each row of `n` values (WebAssembly SIMD); without it,
+ * {@link softmaxRef}.
  *
  * @param x Rows of `n` values.
  * @param n Row length.
@@ -74,7 +70,7 @@ export function fastSoftmaxRef(x: Float32Array, n: number): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastSoftmax } from "./ops.ts";
+ * import { fastSoftmax } from "@modelhost/modelhost/kernels/fast";
  * const p = fastSoftmax(new Float32Array([1, 1, 1, 1, 0, 0]), 3);
  * assert(Math.abs(p[0] - 1 / 3) < 1e-6 && Math.abs(p[3] + p[4] + p[5] - 1) < 1e-6);
  * ```
@@ -82,10 +78,7 @@ export function fastSoftmaxRef(x: Float32Array, n: number): Float32Array {
 export function fastSoftmax(x: Float32Array, n: number): Float32Array {
   const rows = rowsOf(x, n, "softmax");
   const e = getEngine();
-  if (!e) return fastSoftmaxRef(x, n);
-  const p = put(e, "x", x);
-  e.fn.softmax_rows(p, rows, n);
-  return take(e, p, x.length);
+  return e ? engineSoftmax(e, x, n) : softmaxRef(x, rows, n);
 }
 
 // ------------------------------------------------------------------ RMSNorm
@@ -99,8 +92,12 @@ function checkWeight(w: Float32Array, n: number, what: string): void {
 }
 
 /**
- * Reference RMSNorm of each row: `y = x / sqrt(mean(x²) + eps) · weight`
- * (F64 accumulation).
+ * Reference RMSNorm of each row: {@link rmsNormRef} of `kernels/norms.ts`
+ * (`y = x / sqrt(mean(x²) + eps) · weight`, F64 accumulation), the one
+ * RMSNorm reference.
+ *
+ * @deprecated Use `rmsNormRef(x, x.length / n, n, weight, eps)` (exported
+ * here too); this alias goes in the next release.
  *
  * @param x Rows of `n` values.
  * @param n Row length.
@@ -112,7 +109,7 @@ function checkWeight(w: Float32Array, n: number, what: string): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastRmsNormRef } from "./ops.ts";
+ * import { fastRmsNormRef } from "@modelhost/modelhost/kernels/fast";
  * const y = fastRmsNormRef(new Float32Array([3, 4]), 2, new Float32Array([1, 2]), 0);
  * assert(Math.abs(y[1] - 8 / Math.sqrt(12.5)) < 1e-6);
  * ```
@@ -125,18 +122,12 @@ export function fastRmsNormRef(
 ): Float32Array {
   const rows = rowsOf(x, n, "RMSNorm");
   checkWeight(weight, n, "RMSNorm");
-  const out = new Float32Array(x.length);
-  for (let r = 0; r < rows; r++) {
-    let ss = 0;
-    for (let i = 0; i < n; i++) ss += x[r * n + i] ** 2;
-    const inv = 1 / Math.sqrt(ss / n + eps);
-    for (let i = 0; i < n; i++) out[r * n + i] = x[r * n + i] * inv * weight[i];
-  }
-  return out;
+  return rmsNormRef(x, rows, n, weight, eps);
 }
 
 /**
- * RMSNorm of each row (WebAssembly SIMD): `y = x / sqrt(mean(x²) + eps) · weight`.
+ * RMSNorm of each row (WebAssembly SIMD): `y = x / sqrt(mean(x²) + eps) · weight`;
+ * without WebAssembly SIMD, {@link rmsNormRef}.
  *
  * @param x Rows of `n` values.
  * @param n Row length.
@@ -148,7 +139,7 @@ export function fastRmsNormRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastRmsNorm } from "./ops.ts";
+ * import { fastRmsNorm } from "@modelhost/modelhost/kernels/fast";
  * const y = fastRmsNorm(new Float32Array([3, 4]), 2, new Float32Array([1, 1]), 0);
  * assert(Math.abs(y[0] - 3 / Math.sqrt(12.5)) < 1e-6);
  * ```
@@ -162,12 +153,9 @@ export function fastRmsNorm(
   const rows = rowsOf(x, n, "RMSNorm");
   checkWeight(weight, n, "RMSNorm");
   const e = getEngine();
-  if (!e) return fastRmsNormRef(x, n, weight, eps);
-  const p = put(e, "x", x);
-  const w = put(e, "w", weight);
-  const y = e.scratch("y", x.byteLength + 64);
-  e.fn.rmsnorm_rows(p, w, y, rows, n, eps);
-  return take(e, y, x.length);
+  return e
+    ? engineRmsNorm(e, x, n, weight, eps)
+    : rmsNormRef(x, rows, n, weight, eps);
 }
 
 // ------------------------------------------------------------------ SwiGLU
@@ -181,7 +169,11 @@ function checkSame(a: Float32Array, b: Float32Array, what: string): void {
 }
 
 /**
- * Reference SwiGLU: `silu(gate) · up`, `silu(g) = g / (1 + e^−g)` (F64).
+ * Reference SwiGLU `silu(gate) · up`: {@link siluMulRef} of
+ * `kernels/activations.ts` (F64), the one SwiGLU reference.
+ *
+ * @deprecated Use `siluMulRef` (exported here too); this alias goes in the
+ * next release.
  *
  * @param gate Gate projections.
  * @param up Up projections, same length.
@@ -191,7 +183,7 @@ function checkSame(a: Float32Array, b: Float32Array, what: string): void {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastSwigluRef } from "./ops.ts";
+ * import { fastSwigluRef } from "@modelhost/modelhost/kernels/fast";
  * const y = fastSwigluRef(new Float32Array([0, 2]), new Float32Array([5, 1]));
  * assert(y[0] === 0 && Math.abs(y[1] - 2 / (1 + Math.exp(-2))) < 1e-6);
  * ```
@@ -201,16 +193,12 @@ export function fastSwigluRef(
   up: Float32Array,
 ): Float32Array {
   checkSame(gate, up, "SwiGLU");
-  const out = new Float32Array(gate.length);
-  for (let i = 0; i < gate.length; i++) {
-    const g = gate[i];
-    out[i] = (g / (1 + Math.exp(-g))) * up[i];
-  }
-  return out;
+  return siluMulRef(gate, up);
 }
 
 /**
- * SwiGLU (WebAssembly SIMD): `silu(gate) · up`.
+ * SwiGLU (WebAssembly SIMD): `silu(gate) · up`; without WebAssembly SIMD,
+ * {@link siluMulRef}.
  *
  * @param gate Gate projections.
  * @param up Up projections, same length.
@@ -220,7 +208,7 @@ export function fastSwigluRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastSwiglu } from "./ops.ts";
+ * import { fastSwiglu } from "@modelhost/modelhost/kernels/fast";
  * const y = fastSwiglu(new Float32Array([1, -1, 3]), new Float32Array([1, 1, 2]));
  * assert(Math.abs(y[2] - 6 / (1 + Math.exp(-3))) < 1e-5);
  * ```
@@ -228,17 +216,12 @@ export function fastSwigluRef(
 export function fastSwiglu(gate: Float32Array, up: Float32Array): Float32Array {
   checkSame(gate, up, "SwiGLU");
   const e = getEngine();
-  if (!e) return fastSwigluRef(gate, up);
-  const g = put(e, "x", gate);
-  const u = put(e, "w", up);
-  const y = e.scratch("y", gate.byteLength + 64);
-  e.fn.swiglu(g, u, y, gate.length);
-  return take(e, y, gate.length);
+  return e ? engineSwiglu(e, gate, up) : siluMulRef(gate, up);
 }
 
 // ------------------------------------------------------------------ RoPE
 
-/** Options of {@link fastRope} and {@link fastRopeRef}. */
+/** Options of {@link fastRope} (and the deprecated {@link fastRopeRef}). */
 export interface RopeOptions {
   /** Heads per row (the row holds `heads × headDim` values). */
   heads: number;
@@ -272,10 +255,9 @@ interface RopeShape {
   rows: number;
   heads: number;
   hd: number;
-  rot: number;
   start: number;
   style: "neox" | "interleaved";
-  inv: number[];
+  freq: Float64Array;
 }
 
 function ropeShape(x: Float32Array, o: RopeOptions): RopeShape {
@@ -292,32 +274,38 @@ function ropeShape(x: Float32Array, o: RopeOptions): RopeShape {
   }
   const rows = rowsOf(x, heads * headDim, "RoPE");
   const half = rot / 2;
-  let inv: number[];
+  let freq: Float64Array;
   if (o.invFreq) {
     if (o.invFreq.length !== half) {
       throw new TypeError(
         `Invalid RoPE invFreq: ${o.invFreq.length} values, expected rotaryDim/2 = ${half}`,
       );
     }
-    inv = Array.from(o.invFreq);
+    freq = Float64Array.from(o.invFreq);
   } else {
     const base = o.base ?? 10000;
-    inv = Array.from({ length: half }, (_, i) => base ** (-(2 * i) / rot));
+    freq = Float64Array.from(
+      { length: half },
+      (_, i) => base ** (-(2 * i) / rot),
+    );
   }
   return {
     rows,
     heads,
     hd: headDim,
-    rot,
     start: o.startPos ?? 0,
     style: o.style ?? "neox",
-    inv,
+    freq,
   };
 }
 
 /**
- * Reference RoPE: rotates each head's leading `rotaryDim` values by
- * position-dependent angles (F64 trigonometry and arithmetic).
+ * Reference RoPE with angles, cos and sin in F64: {@link applyRopeRef} of
+ * `kernels/rope.ts` given the frequencies, the one RoPE reference.
+ *
+ * @deprecated Use `applyRopeRef` (exported here too) with the frequencies
+ * (`ropeFrequencies(rotaryDim, base)`) and `{ headDim }`; this alias goes in
+ * the next release.
  *
  * @param x Rows of `heads × headDim` values, one row per position.
  * @param opts Shape, positions and style.
@@ -327,7 +315,7 @@ function ropeShape(x: Float32Array, o: RopeOptions): RopeShape {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastRopeRef } from "./ops.ts";
+ * import { fastRopeRef } from "@modelhost/modelhost/kernels/fast";
  * // one head of 2 at position 1, θ = 1 rad: (1, 0) → (cos 1, sin 1)
  * const y = fastRopeRef(new Float32Array([1, 0]), { heads: 1, headDim: 2, startPos: 1 });
  * assert(Math.abs(y[0] - Math.cos(1)) < 1e-7 && Math.abs(y[1] - Math.sin(1)) < 1e-7);
@@ -336,32 +324,20 @@ function ropeShape(x: Float32Array, o: RopeOptions): RopeShape {
 export function fastRopeRef(x: Float32Array, opts: RopeOptions): Float32Array {
   const s = ropeShape(x, opts);
   const out = x.slice();
-  const half = s.rot / 2;
-  for (let r = 0; r < s.rows; r++) {
-    const pos = s.start + r;
-    for (let h = 0; h < s.heads; h++) {
-      const b = (r * s.heads + h) * s.hd;
-      for (let i = 0; i < half; i++) {
-        const a = pos * s.inv[i];
-        const c = Math.cos(a), sn = Math.sin(a);
-        const [i1, i2] = s.style === "neox"
-          ? [b + i, b + i + half]
-          : [b + 2 * i, b + 2 * i + 1];
-        const x1 = x[i1], x2 = x[i2];
-        out[i1] = x1 * c - x2 * sn;
-        out[i2] = x2 * c + x1 * sn;
-      }
-    }
-  }
+  applyRopeRef(out, 1, s.rows, s.heads, s.freq, s.style, s.start, {
+    headDim: s.hd,
+  });
   return out;
 }
 
 /**
  * RoPE (WebAssembly SIMD): rotates each head's leading `rotaryDim` values by
- * position-dependent angles. The cos/sin tables are computed in F64 and
+ * position-dependent angles; {@link applyRope} of `kernels/rope.ts` given
+ * the frequencies, on a copy. The cos/sin rows are computed in F64 and
  * rounded to F32; rotations run in F32. Rotary sizes the SIMD kernel does
  * not cover (`"neox"` needs `rotaryDim/2` a multiple of 4, `"interleaved"`
- * needs `rotaryDim` a multiple of 4) run the reference.
+ * needs `rotaryDim` a multiple of 4), or a missing WebAssembly SIMD, run
+ * {@link applyRopeRef} (F64 angles).
  *
  * @param x Rows of `heads × headDim` values, one row per position.
  * @param opts Shape, positions and style.
@@ -371,7 +347,7 @@ export function fastRopeRef(x: Float32Array, opts: RopeOptions): Float32Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { fastRope } from "./ops.ts";
+ * import { fastRope } from "@modelhost/modelhost/kernels/fast";
  * const x = new Float32Array(16).fill(1);
  * const y = fastRope(x, { heads: 2, headDim: 8, startPos: 0 });
  * assert(y.every((v) => v === 1)); // position 0 does not rotate
@@ -379,40 +355,9 @@ export function fastRopeRef(x: Float32Array, opts: RopeOptions): Float32Array {
  */
 export function fastRope(x: Float32Array, opts: RopeOptions): Float32Array {
   const s = ropeShape(x, opts);
-  const half = s.rot / 2;
-  const e = getEngine();
-  const vectorizable = s.style === "neox" ? half % 4 === 0 : s.rot % 4 === 0;
-  if (!e || !vectorizable) return fastRopeRef(x, opts);
-  const neox = s.style === "neox";
-  const width = neox ? half : s.rot;
-  const cs = new Float32Array(s.rows * width);
-  const sn = new Float32Array(s.rows * width);
-  for (let r = 0; r < s.rows; r++) {
-    const pos = s.start + r;
-    for (let i = 0; i < half; i++) {
-      const a = pos * s.inv[i];
-      const c = Math.cos(a), si = Math.sin(a);
-      if (neox) {
-        cs[r * width + i] = c;
-        sn[r * width + i] = si;
-      } else {
-        cs[r * width + 2 * i] = cs[r * width + 2 * i + 1] = c;
-        sn[r * width + 2 * i] = -si;
-        sn[r * width + 2 * i + 1] = si;
-      }
-    }
-  }
-  const p = put(e, "x", x);
-  const pc = put(e, "w", cs);
-  const ps = put(e, "y", sn);
-  e.fn[neox ? "rope_neox" : "rope_interleaved"](
-    p,
-    pc,
-    ps,
-    s.rows,
-    s.heads,
-    s.hd,
-    s.rot,
-  );
-  return take(e, p, x.length);
+  const out = x.slice();
+  applyRope(out, 1, s.rows, s.heads, s.freq, s.style, s.start, {
+    headDim: s.hd,
+  });
+  return out;
 }

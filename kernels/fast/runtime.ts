@@ -15,7 +15,7 @@
  *
  * @example
  * ```ts
- * import { configureKernels, kernelInfo, shutdownKernels } from "./runtime.ts";
+ * import { configureKernels, kernelInfo, shutdownKernels } from "@modelhost/modelhost/kernels/fast";
  * await configureKernels({ threads: 2 });
  * console.log(kernelInfo().backend); // "wasm-relaxed-simd" on current V8
  * await shutdownKernels();
@@ -104,7 +104,7 @@ export interface KernelInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { kernelDefaults } from "./runtime.ts";
+ * import { kernelDefaults } from "@modelhost/modelhost/kernels/fast";
  * assert(kernelDefaults.threads === 1);
  * ```
  */
@@ -122,7 +122,7 @@ export const kernelDefaults: Readonly<Required<KernelOptions>> = DEFAULTS;
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { configureKernels, shutdownKernels } from "./runtime.ts";
+ * import { configureKernels, shutdownKernels } from "@modelhost/modelhost/kernels/fast";
  * const info = await configureKernels({ threads: 2, minParallelWork: 1 << 16 });
  * assert(info.threads === 2);
  * await shutdownKernels();
@@ -171,7 +171,7 @@ export async function configureKernels(
  *
  * @example
  * ```ts
- * import { shutdownKernels } from "./runtime.ts";
+ * import { shutdownKernels } from "@modelhost/modelhost/kernels/fast";
  * await shutdownKernels();
  * ```
  */
@@ -188,7 +188,7 @@ export async function shutdownKernels(): Promise<void> {
  *
  * @example
  * ```ts
- * import { kernelInfo } from "./runtime.ts";
+ * import { kernelInfo } from "@modelhost/modelhost/kernels/fast";
  * console.log(kernelInfo().backend);
  * ```
  */
@@ -231,7 +231,7 @@ export function kernelInfo(): KernelInfo {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { allocateKernelBytes } from "./runtime.ts";
+ * import { allocateKernelBytes } from "@modelhost/modelhost/kernels/fast";
  * const b = allocateKernelBytes(34);
  * assert(b.length === 34);
  * ```
@@ -259,9 +259,9 @@ export function allocateKernelBytes(n: number): Uint8Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { kernelCopyBytes } from "./runtime.ts";
- * import { fastLinear } from "./matmul.ts";
- * import { tensorFromF32 } from "../../core/tensor.ts";
+ * import { kernelCopyBytes } from "@modelhost/modelhost/kernels/fast";
+ * import { fastLinear } from "@modelhost/modelhost/kernels/fast";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
  * const w = tensorFromF32("w", new Float32Array(8 * 8), [8, 8]);
  * assert(kernelCopyBytes(w.bytes) === 0);
  * fastLinear(new Float32Array(8), 1, w);

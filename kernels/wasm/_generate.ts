@@ -1,6 +1,6 @@
 /**
  * Renders the text of `_module_bytes.ts`: both kernel module variants as
- * base64, emitted from the kernel source. Used by `scripts/build_wasm.ts`
+ * base64, emitted from the kernel source. Used by `tools/build_wasm.ts`
  * and by the test that checks the stored file is current.
  *
  * @module

@@ -1,7 +1,7 @@
 /**
  * The kernel source: every WebAssembly function modelhost ships, written
  * with the assembler in `_asm.ts`. `buildKernelModule()` emits the module
- * bytes; `scripts/build_wasm.ts` stores them (base64) in `_module_bytes.ts`,
+ * bytes; `tools/build_wasm.ts` stores them (base64) in `_module_bytes.ts`,
  * and a test regenerates them in memory to check that file is current.
  *
  * Conventions: every pointer is a byte offset into the one shared memory;

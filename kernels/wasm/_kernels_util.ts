@@ -7,9 +7,11 @@
  */
 
 import {
+  call,
   type Code,
   f32,
   f32x4,
+  type FuncBuilder,
   get,
   i32,
   i8x16,
@@ -131,3 +133,12 @@ export function hsum(v: Code, t: Local): Code {
     f32.add(f32x4.extract_lane(get(t), 0), f32x4.extract_lane(get(t), 1)),
   );
 }
+
+/** Scalar `exp` through the vector one (lane 0). */
+export function exp1(exp4: FuncBuilder, x: Code): Code {
+  return f32x4.extract_lane(call(exp4, f32x4.splat(x)), 0);
+}
+
+/** Address `base + i·4`. */
+export const at = (base: Local | Code, i: Code): Code =>
+  i32.add(typeof base === "function" ? base : get(base), i32.shl(i, c(2)));

@@ -250,3 +250,36 @@ Deno.test("cli: names of Object.prototype members are unknown commands, not cras
     assertStringIncludes(help.out, "Commands:");
   }
 });
+
+Deno.test("cli: loadPlugin calls a zero-argument factory exported as default, and refuses other functions", async () => {
+  const { loadPlugin } = await import("../../cli/mod.ts");
+  const { createRegistry } = await import("../../registry.ts");
+  const dir = await Deno.makeTempDir();
+  try {
+    const factory = join(dir, "factory.js");
+    await Deno.writeTextFile(
+      factory,
+      'export default () => ({ kind: "format", name: "tmpfmt", extensions: [".tmpfmt"] });\n',
+    );
+    const reg = createRegistry();
+    const got = await loadPlugin(reg, factory);
+    assertEquals(got.map((p) => p.kind === "format" ? p.name : p.type), [
+      "tmpfmt",
+    ]);
+    assertEquals(reg.formatForPath("x.tmpfmt").name, "tmpfmt");
+    const needsArgs = join(dir, "args.js");
+    await Deno.writeTextFile(
+      needsArgs,
+      'export default (o) => ({ kind: "format", name: "x" + o.n, extensions: [] });\n',
+    );
+    let msg = "";
+    try {
+      await loadPlugin(createRegistry(), needsArgs);
+    } catch (e) {
+      msg = e instanceof TypeError ? e.message : String(e);
+    }
+    assertStringIncludes(msg, "zero-argument factory");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

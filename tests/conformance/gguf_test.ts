@@ -20,7 +20,7 @@ import {
 import { fileSource } from "../../io/file.ts";
 import { memorySource } from "../../core/sources.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
-import { dequantize } from "../../kernels/quants.ts";
+import { dequantizeGguf } from "../../core/quants/mod.ts";
 
 /** Every GGUF fixture that has a gguf-py dump: real files, then reference outputs. */
 function ggufFixtures(): string[] {
@@ -244,7 +244,7 @@ conformanceTest(
           const at = `${ref.file} ${t.name}`;
           const stored = await model.tensors.load(t.name);
           assertEquals(stored.dtype, t.type, at);
-          const v = dequantize(stored.dtype, stored.bytes, t.n_elements);
+          const v = dequantizeGguf(stored.dtype, stored.bytes, t.n_elements);
           const n = Math.min(4096, v.length);
           // The JSON holds 9 significant digits: they round-trip float32 exactly.
           assertEquals(

@@ -16,7 +16,7 @@ import type { Layer, LayerState } from "../../core/plugin.ts";
 import { createScope } from "../../core/scope.ts";
 import { floatTensor, type Tensor } from "../../core/tensor.ts";
 import { linear } from "../../kernels/linear.ts";
-import { transformerBlock } from "../../layers/transformer_block.ts";
+import { transformerBlockLayer } from "../../layers/transformer_block.ts";
 import { conformanceTest, fixture } from "../_helpers/fixtures.ts";
 
 const GGUF_TO_HF: Record<string, string> = {
@@ -131,7 +131,7 @@ for (const c of CASES) {
           fixture(`reference/llama-logits/${c.stem}.greedy_logits.f32.bin`),
         )).buffer,
       );
-      const cfg = transformerBlock.parse(
+      const cfg = transformerBlockLayer.parse(
         {
           type: "transformer_block",
           rms_norm_eps: 1e-5,
@@ -149,7 +149,7 @@ for (const c of CASES) {
       const scope = createScope(tensors);
       const blocks: Layer[] = [];
       for (let i = 0; i < c.blocks; i++) {
-        blocks.push(transformerBlock.build(cfg, scope.at(`layers.${i}`)));
+        blocks.push(transformerBlockLayer.build(cfg, scope.at(`layers.${i}`)));
       }
       const embd = scope.getF32("token_embd.weight", [V, D]);
       const normW = scope.getF32("output_norm.weight", [D]);

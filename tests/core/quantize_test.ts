@@ -2,6 +2,7 @@ import {
   assert,
   assertAlmostEquals,
   assertEquals,
+  assertStrictEquals,
   assertThrows,
 } from "@std/assert";
 import {
@@ -9,7 +10,13 @@ import {
   type DTypeName,
   encodeFromF32,
 } from "../../core/dtypes.ts";
-import { errorStats, quantize } from "../../core/quantize.ts";
+import {
+  errorStats,
+  quantize,
+  quantizeAffine,
+  quantizeAffineDefaults,
+  quantizeDefaults,
+} from "../../core/quantize.ts";
 import { createRng } from "../../core/rng.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
 
@@ -22,7 +29,7 @@ const f4codes = (t: Tensor): number[] =>
 
 Deno.test("I8 symmetric per tensor: scale = max|x| / 127, zero point 0, round half to even", () => {
   const x = Float32Array.of(-127, 0.5, 1.5, 2.5, 127, -3.2, 0);
-  const q = quantize("w", x, [7], { dtype: "I8", symmetric: true });
+  const q = quantizeAffine("w", x, [7], { dtype: "I8", symmetric: true });
   assertEquals(q.dtype, "I8");
   assertEquals(q.quant, { scale: 1 });
   assertEquals(i8(q), [-127, 0, 2, 2, 127, -3, 0]);
@@ -31,7 +38,7 @@ Deno.test("I8 symmetric per tensor: scale = max|x| / 127, zero point 0, round ha
 
 Deno.test("U8 symmetric: zero point 128, codes 1..255", () => {
   const x = Float32Array.of(-127, 127, 0, 10.5);
-  const q = quantize("w", x, [4], { dtype: "U8", symmetric: true });
+  const q = quantizeAffine("w", x, [4], { dtype: "U8", symmetric: true });
   assertEquals(q.quant, { scale: 1, zeroPoint: 128 });
   assertEquals(Array.from(q.bytes), [1, 255, 128, 138]);
 });
@@ -39,26 +46,30 @@ Deno.test("U8 symmetric: zero point 128, codes 1..255", () => {
 Deno.test("asymmetric: the range min..max (widened to hold 0) spans all 256 codes and 0 is exact", () => {
   // Range 255 -> scale 1; zero point = qmin - min / scale.
   const x = Float32Array.of(-100, 0, 155, 20.5);
-  const u = quantize("w", x, [4], { dtype: "U8" });
+  const u = quantizeAffine("w", x, [4], { dtype: "U8" });
   assertEquals(u.quant, { scale: 1, zeroPoint: 100 });
   assertEquals(Array.from(u.bytes), [0, 100, 255, 120]);
-  const s = quantize("w", x, [4], { dtype: "I8" });
+  const s = quantizeAffine("w", x, [4], { dtype: "I8" });
   assertEquals(s.quant, { scale: 1, zeroPoint: -28 });
   assertEquals(i8(s), [-128, -28, 127, -8]);
   assertEquals(Array.from(toFloat32(s)), [-100, 0, 155, 20]);
   // A positive-only tensor still holds 0 exactly: the range starts at 0.
-  const p = quantize("p", Float32Array.of(0, 2.55, 1), [3], { dtype: "U8" });
+  const p = quantizeAffine("p", Float32Array.of(0, 2.55, 1), [3], {
+    dtype: "U8",
+  });
   assertEquals(p.quant!.zeroPoint, undefined); // all-zero zero points are left out
   assertEquals(toFloat32(p)[0], 0);
   // -1..3: scale 4/255, zero point round(63.75) = 64.
-  const r = quantize("r", Float32Array.of(-1, 0, 3), [3], { dtype: "U8" });
+  const r = quantizeAffine("r", Float32Array.of(-1, 0, 3), [3], {
+    dtype: "U8",
+  });
   assertEquals(r.quant, { scale: Math.fround(4 / 255), zeroPoint: 64 });
   assertEquals(Array.from(r.bytes), [0, 64, 255]);
 });
 
 Deno.test("per channel (axis 0): one scale and zero point per row", () => {
   const x = Float32Array.of(-127, 0, 63.5, 0.5, 1, -0.25);
-  const q = quantize("w", x, [2, 3], {
+  const q = quantizeAffine("w", x, [2, 3], {
     dtype: "I8",
     granularity: "channel",
     symmetric: true,
@@ -73,7 +84,10 @@ Deno.test("per channel (axis 0): one scale and zero point per row", () => {
   assertEquals(i8(q)[4], 127);
   const back = toFloat32(q);
   for (let i = 3; i < 6; i++) assertAlmostEquals(back[i], x[i], 0.5 / 127);
-  const u = quantize("w", x, [2, 3], { dtype: "U8", granularity: "channel" });
+  const u = quantizeAffine("w", x, [2, 3], {
+    dtype: "U8",
+    granularity: "channel",
+  });
   // Row 0: -127..63.5, scale 190.5/255, zero point 127/scale = 170.
   // Row 1: -0.25..1, scale 1.25/255, zero point 0.25/scale = 51.
   assertEquals(u.quant!.zeroPoint!, Float32Array.of(170, 51));
@@ -84,21 +98,21 @@ Deno.test("all-zero tensors, channels and blocks quantize to exact zeros with a 
   z.fill(0.75, 32);
   for (
     const t of [
-      quantize("z", z.subarray(0, 32), [32], { dtype: "I8" }),
-      quantize("z", z, [2, 32], { dtype: "U8", granularity: "channel" }),
-      quantize("z", z, [64], { dtype: "F4" }),
+      quantizeAffine("z", z.subarray(0, 32), [32], { dtype: "I8" }),
+      quantizeAffine("z", z, [2, 32], { dtype: "U8", granularity: "channel" }),
+      quantizeAffine("z", z, [64], { dtype: "F4" }),
     ]
   ) {
     const back = toFloat32(t);
     for (let i = 0; i < 32; i++) assertEquals(back[i], 0, `${t.dtype} ${i}`);
   }
-  const f4 = quantize("z", z, [64], { dtype: "F4" });
+  const f4 = quantizeAffine("z", z, [64], { dtype: "F4" });
   assertEquals(f4.quant!.scale, Float32Array.of(1, 0.125));
 });
 
 Deno.test("F4 with block scales: the block max maps to code ±6, codes are E2M1, low nibble first", () => {
   const x = Float32Array.of(0.6, -0.3, 0.15, 0, -1.2, 0.3, 0.45, 0.1);
-  const q = quantize("w", x, [2, 4], { dtype: "F4", blockSize: 4 });
+  const q = quantizeAffine("w", x, [2, 4], { dtype: "F4", blockSize: 4 });
   assertEquals(q.quant!.blockSize, 4);
   assertEquals(
     q.quant!.scale,
@@ -114,34 +128,38 @@ Deno.test("F4 with block scales: the block max maps to code ±6, codes are E2M1,
 
 Deno.test("quantize rejects non-finite values, wrong shapes, odd F4 counts and bad options", () => {
   assertThrows(
-    () => quantize("w", Float32Array.of(1, 2, NaN), [3], { dtype: "I8" }),
+    () => quantizeAffine("w", Float32Array.of(1, 2, NaN), [3], { dtype: "I8" }),
     TypeError,
     'Cannot quantize tensor "w": value NaN at index 2 is not finite',
   );
   assertThrows(
-    () => quantize("w", Float32Array.of(1, -Infinity), [2], { dtype: "F4" }),
+    () =>
+      quantizeAffine("w", Float32Array.of(1, -Infinity), [2], { dtype: "F4" }),
     TypeError,
     "value -Infinity at index 1",
   );
   assertThrows(
-    () => quantize("w", new Float32Array(6), [4, 2], { dtype: "I8" }),
+    () => quantizeAffine("w", new Float32Array(6), [4, 2], { dtype: "I8" }),
     TypeError,
     "shape [4, 2] holds 8 values, got 6",
   );
   assertThrows(
-    () => quantize("w", new Float32Array(5), [5], { dtype: "F4" }),
+    () => quantizeAffine("w", new Float32Array(5), [5], { dtype: "F4" }),
     RangeError,
     "5 values, F4 packs two per byte",
   );
   assertThrows(
     () =>
-      quantize("w", new Float32Array(4), [4], { dtype: "F4", blockSize: 0 }),
+      quantizeAffine("w", new Float32Array(4), [4], {
+        dtype: "F4",
+        blockSize: 0,
+      }),
     TypeError,
     "blockSize must be a positive integer, got 0",
   );
   assertThrows(
     () =>
-      quantize("w", new Float32Array(4), [4], {
+      quantizeAffine("w", new Float32Array(4), [4], {
         dtype: "Q4_0" as "I8",
       }),
     TypeError,
@@ -264,7 +282,7 @@ function measure(back: Float32Array): { cos: number; max: number } {
 Deno.test("accuracy on 1M Gaussian weights stays within the documented bounds", () => {
   // [label, options, min cosine]; the max error of affine codes is bounded by
   // half the largest scale (round to nearest), plus F32 rounding.
-  const affine: [string, Parameters<typeof quantize>[3], number][] = [
+  const affine: [string, Parameters<typeof quantizeAffine>[3], number][] = [
     ["I8 per tensor, symmetric", { dtype: "I8", symmetric: true }, 0.99990],
     ["I8 per tensor", { dtype: "I8" }, 0.99992],
     ["I8 per channel", { dtype: "I8", granularity: "channel" }, 0.99997],
@@ -272,7 +290,7 @@ Deno.test("accuracy on 1M Gaussian weights stays within the documented bounds", 
     ["U8 per channel", { dtype: "U8", granularity: "channel" }, 0.99997],
   ];
   for (const [label, opts, minCos] of affine) {
-    const q = quantize("w", W, [1024, 1024], opts);
+    const q = quantizeAffine("w", W, [1024, 1024], opts);
     const { cos, max } = measure(toFloat32(q));
     const s = q.quant!.scale;
     const maxScale = typeof s === "number" ? s : Math.max(...s);
@@ -280,7 +298,7 @@ Deno.test("accuracy on 1M Gaussian weights stays within the documented bounds", 
     assert(max <= maxScale * 0.5 * (1 + 1e-5), `${label}: max ${max}`);
     assert(max > maxScale * 0.45, `${label}: max ${max} suspiciously small`);
   }
-  const f4 = quantize("w", W, [1024, 1024], { dtype: "F4" });
+  const f4 = quantizeAffine("w", W, [1024, 1024], { dtype: "F4" });
   const f4m = measure(toFloat32(f4));
   assert(f4m.cos >= 0.994, `F4 cosine ${f4m.cos}`);
   assert(f4m.cos < 0.999, `F4 cosine ${f4m.cos} better than 4 bits allow`);
@@ -309,4 +327,12 @@ Deno.test("accuracy on 1M Gaussian weights stays within the documented bounds", 
     assert(cos >= minCos, `${name}: cosine ${cos} < ${minCos}`);
     assert(max <= maxErr, `${name}: max error ${max} > ${maxErr}`);
   }
+});
+
+Deno.test("quantize and quantizeDefaults stay as deprecated names of quantizeAffine for one release", async () => {
+  assertStrictEquals(quantize, quantizeAffine);
+  assertStrictEquals(quantizeDefaults, quantizeAffineDefaults);
+  const root = await import("../../mod.ts");
+  assertStrictEquals(root.quantize, quantizeAffine);
+  assertStrictEquals(root.quantizeAffine, quantizeAffine);
 });

@@ -9,7 +9,7 @@ import { REPO_ROOT } from "../_helpers/fixtures.ts";
 import { readSafetensors } from "../../formats/safetensors/mod.ts";
 import { fileSource } from "../../io/file.ts";
 import { readNpz } from "../../examples/plugins/npy/mod.ts";
-import { conv1d } from "../../examples/plugins/conv1d/mod.ts";
+import { conv1dLayer } from "../../examples/plugins/conv1d/mod.ts";
 import { saveSafetensors } from "../../io/safetensors.ts";
 import {
   buildNetwork,
@@ -157,7 +157,7 @@ Deno.test("examples: convert npz → safetensors → npz keeps every array", asy
 Deno.test("examples: convert --to onnx exports a network with the conv1d plugin's layer", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const reg = defaultRegistry().use(conv1d);
+    const reg = defaultRegistry().use(conv1dLayer);
     const config = {
       input_size: 3,
       layers: [

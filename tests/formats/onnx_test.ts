@@ -3,7 +3,7 @@ import { memoryTensorIndex } from "../../core/model.ts";
 import { buildNetwork, initNetwork } from "../../core/network.ts";
 import { exportOnnx, exportOnnxFiles } from "../../formats/onnx/mod.ts";
 import { LAYER_PLUGINS } from "../../layers/mod.ts";
-import { dense } from "../../layers/dense.ts";
+import { denseLayer } from "../../layers/dense.ts";
 import { defaultRegistry } from "../../mod.ts";
 import { createRegistry } from "../../registry.ts";
 import { assertAllClose } from "../_helpers/close.ts";
@@ -90,7 +90,7 @@ Deno.test("onnx: opset out of range is a RangeError", () => {
 });
 
 Deno.test("onnx: a layer without a lowering is refused by path and type, never skipped", () => {
-  const noOnnx = { ...dense, type: "opaque", toOnnx: undefined };
+  const noOnnx = { ...denseLayer, type: "opaque", toOnnx: undefined };
   const reg = createRegistry().use(LAYER_PLUGINS).use(noOnnx);
   const cfg = {
     input_size: 3,

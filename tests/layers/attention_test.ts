@@ -1,5 +1,5 @@
 import { assertEquals, assertNotEquals, assertThrows } from "@std/assert";
-import { multiHeadAttention } from "../../layers/attention.ts";
+import { multiHeadAttentionLayer } from "../../layers/attention.ts";
 import type { LayerState } from "../../core/plugin.ts";
 import { createRng } from "../../core/rng.ts";
 import { createScope } from "../../core/scope.ts";
@@ -19,7 +19,7 @@ const RTOL = 1e-5;
 
 /** Runs the case's input through the layer in chunks of the given sizes, one state. */
 function runChunks(c: LayerCase, chunks: number[]): Float32Array {
-  const layer = buildCase(multiHeadAttention, c);
+  const layer = buildCase(multiHeadAttentionLayer, c);
   const [B, T, d] = c.input.shape;
   const x = new Float32Array(c.input.data);
   const out = new Float32Array(B * T * d);
@@ -45,7 +45,7 @@ function runChunks(c: LayerCase, chunks: number[]): Float32Array {
 
 for (const c of VECTORS.attention) {
   Deno.test(`mha ${c.name}: prefill matches PyTorch`, () => {
-    const y = buildCase(multiHeadAttention, c).forward(caseInput(c));
+    const y = buildCase(multiHeadAttentionLayer, c).forward(caseInput(c));
     assertEquals(y.shape, c.output.shape);
     assertClose(y.data, c.output.data, RTOL, c.name);
   });
@@ -53,7 +53,8 @@ for (const c of VECTORS.attention) {
   if (c.config.causal === false) continue; // later tokens change earlier outputs
   Deno.test(`mha ${c.name}: T single-token steps equal the prefill`, () => {
     const T = c.input.shape[1];
-    const prefill = buildCase(multiHeadAttention, c).forward(caseInput(c)).data;
+    const prefill =
+      buildCase(multiHeadAttentionLayer, c).forward(caseInput(c)).data;
     const steps = runChunks(c, Array(T).fill(1));
     assertEquals(steps, prefill);
     assertClose(steps, c.output.data, RTOL, c.name);
@@ -66,14 +67,14 @@ Deno.test("mha: a rank-2 input is one sequence", () => {
   const c = VECTORS.attention[0];
   const [, T, d] = c.input.shape;
   const x = floatTensor(new Float32Array(c.input.data.slice(0, T * d)), [T, d]);
-  const y = buildCase(multiHeadAttention, c).forward(x);
+  const y = buildCase(multiHeadAttentionLayer, c).forward(x);
   assertEquals(y.shape, [T, d]);
   assertClose(y.data, c.output.data.slice(0, T * d), RTOL, "rank 2");
 });
 
 Deno.test("mha: rewinding state.kv.length replays the same outputs", () => {
   const c = VECTORS.attention[0];
-  const layer = buildCase(multiHeadAttention, c);
+  const layer = buildCase(multiHeadAttentionLayer, c);
   const [B, T, d] = c.input.shape;
   const state: LayerState = {};
   const full = layer.forward(caseInput(c), state).data;
@@ -90,7 +91,7 @@ Deno.test("mha: rewinding state.kv.length replays the same outputs", () => {
 
 Deno.test("mha: the cache grows past its first capacity", () => {
   const c = VECTORS.attention[2]; // llama3 scaling, T = 6
-  const layer = buildCase(multiHeadAttention, c);
+  const layer = buildCase(multiHeadAttentionLayer, c);
   const [B, T, d] = c.input.shape;
   const state: LayerState = {};
   // 70 filler steps grow the cache past 16 positions and the RoPE table past 64.
@@ -109,7 +110,7 @@ Deno.test("mha: the cache grows past its first capacity", () => {
 
 Deno.test("mha: forward refuses a wrong feature size", () => {
   const c = VECTORS.attention[0];
-  const layer = buildCase(multiHeadAttention, c);
+  const layer = buildCase(multiHeadAttentionLayer, c);
   assertThrows(
     () => layer.forward(floatTensor(new Float32Array(2 * 3 * 8), [2, 3, 8])),
     TypeError,
@@ -119,7 +120,7 @@ Deno.test("mha: forward refuses a wrong feature size", () => {
 
 Deno.test("mha: config errors name the path and field", () => {
   const p = (json: Record<string, unknown>, inputSize?: number) => () =>
-    multiHeadAttention.parse(
+    multiHeadAttentionLayer.parse(
       { type: "multi_head_attention", ...json },
       ctx("layers[3].branches[1]", inputSize),
     );
@@ -230,7 +231,7 @@ Deno.test("mha: config errors name the path and field", () => {
 });
 
 Deno.test("mha: defaults, inference and toJSON round trip", () => {
-  const cfg = multiHeadAttention.parse(
+  const cfg = multiHeadAttentionLayer.parse(
     {
       type: "mha",
       num_heads: 4,
@@ -256,15 +257,15 @@ Deno.test("mha: defaults, inference and toJSON round trip", () => {
     v_bias: true,
     o_bias: false,
   });
-  const json = multiHeadAttention.toJSON(cfg);
+  const json = multiHeadAttentionLayer.toJSON(cfg);
   assertEquals(json.type, "multi_head_attention");
   assertEquals(
-    multiHeadAttention.parse(JSON.parse(JSON.stringify(json)), ctx()),
+    multiHeadAttentionLayer.parse(JSON.parse(JSON.stringify(json)), ctx()),
     cfg,
   );
-  assertEquals(multiHeadAttention.outputSize(cfg), 32);
+  assertEquals(multiHeadAttentionLayer.outputSize(cfg), 32);
   assertEquals(
-    multiHeadAttention.parse({
+    multiHeadAttentionLayer.parse({
       type: "mha",
       d_model: 8,
       num_heads: 2,
@@ -275,7 +276,7 @@ Deno.test("mha: defaults, inference and toJSON round trip", () => {
 });
 
 Deno.test("mha: params follow the naming convention", () => {
-  const cfg = multiHeadAttention.parse(
+  const cfg = multiHeadAttentionLayer.parse(
     {
       type: "mha",
       d_model: 32,
@@ -289,7 +290,7 @@ Deno.test("mha: params follow the naming convention", () => {
     ctx(),
   );
   assertEquals(
-    multiHeadAttention.params(cfg).map((p) => [p.name, p.shape]),
+    multiHeadAttentionLayer.params(cfg).map((p) => [p.name, p.shape]),
     [
       ["q_proj.weight", [64, 32]],
       ["q_proj.bias", [64]],
@@ -303,14 +304,14 @@ Deno.test("mha: params follow the naming convention", () => {
 });
 
 Deno.test("mha: init is deterministic for a seed and fits params", () => {
-  const cfg = multiHeadAttention.parse(
+  const cfg = multiHeadAttentionLayer.parse(
     { type: "mha", d_model: 16, num_heads: 4, num_kv_heads: 2, bias: true },
     ctx(),
   );
-  const a = multiHeadAttention.init!(cfg, createRng(42));
-  const b = multiHeadAttention.init!(cfg, createRng(42));
-  const c = multiHeadAttention.init!(cfg, createRng(43));
-  const specs = multiHeadAttention.params(cfg);
+  const a = multiHeadAttentionLayer.init!(cfg, createRng(42));
+  const b = multiHeadAttentionLayer.init!(cfg, createRng(42));
+  const c = multiHeadAttentionLayer.init!(cfg, createRng(43));
+  const specs = multiHeadAttentionLayer.params(cfg);
   assertEquals([...a.keys()], specs.map((s) => s.name));
   for (const s of specs) {
     const v = a.get(s.name)!;
@@ -327,7 +328,7 @@ Deno.test("mha: init is deterministic for a seed and fits params", () => {
   const tensors = new Map(
     specs.map((s) => [s.name, tensorFromF32(s.name, a.get(s.name)!, s.shape)]),
   );
-  const y = multiHeadAttention.build(cfg, createScope(tensors)).forward(
+  const y = multiHeadAttentionLayer.build(cfg, createScope(tensors)).forward(
     floatTensor(new Float32Array(3 * 16).fill(0.25), [3, 16]),
   );
   assertEquals(y.data.every(Number.isFinite), true);
@@ -335,11 +336,12 @@ Deno.test("mha: init is deterministic for a seed and fits params", () => {
 
 Deno.test("mha: build names missing and misshapen weights by full path", () => {
   const c = VECTORS.attention[3]; // all biases
-  const cfg = multiHeadAttention.parse(c.config, ctx());
+  const cfg = multiHeadAttentionLayer.parse(c.config, ctx());
   const tensors = caseTensors(c, "layers.2.");
   tensors.delete("layers.2.o_proj.bias");
   assertThrows(
-    () => multiHeadAttention.build(cfg, createScope(tensors).at("layers.2")),
+    () =>
+      multiHeadAttentionLayer.build(cfg, createScope(tensors).at("layers.2")),
     TypeError,
     'Missing weight "layers.2.o_proj.bias"',
   );
@@ -348,7 +350,8 @@ Deno.test("mha: build names missing and misshapen weights by full path", () => {
     tensorFromF32("layers.2.o_proj.bias", new Float32Array(8), [8]),
   );
   assertThrows(
-    () => multiHeadAttention.build(cfg, createScope(tensors).at("layers.2")),
+    () =>
+      multiHeadAttentionLayer.build(cfg, createScope(tensors).at("layers.2")),
     TypeError,
     'Weight "layers.2.o_proj.bias" has shape [8], expected [16]',
   );
@@ -356,6 +359,6 @@ Deno.test("mha: build names missing and misshapen weights by full path", () => {
 
 Deno.test("mha: registered in the default registry with its alias", () => {
   const reg = defaultRegistry();
-  assertEquals(reg.layer("mha"), multiHeadAttention);
-  assertEquals(reg.layer("multi_head_attention"), multiHeadAttention);
+  assertEquals(reg.layer("mha"), multiHeadAttentionLayer);
+  assertEquals(reg.layer("multi_head_attention"), multiHeadAttentionLayer);
 });

@@ -1,5 +1,5 @@
 import { assertEquals, assertNotEquals, assertThrows } from "@std/assert";
-import { transformerBlock } from "../../layers/transformer_block.ts";
+import { transformerBlockLayer } from "../../layers/transformer_block.ts";
 import type { LayerState } from "../../core/plugin.ts";
 import { createRng } from "../../core/rng.ts";
 import { createScope } from "../../core/scope.ts";
@@ -18,8 +18,8 @@ const RTOL = 1e-5;
 
 /** Builds the case under `layers.4` (a prefix swap away from HF's `model.layers.4`). */
 function build(c: LayerCase) {
-  const cfg = transformerBlock.parse(c.config, ctx("layers[4]"));
-  return transformerBlock.build(
+  const cfg = transformerBlockLayer.parse(c.config, ctx("layers[4]"));
+  return transformerBlockLayer.build(
     cfg,
     createScope(caseTensors(c, "layers.4.")).at("layers.4"),
   );
@@ -65,7 +65,7 @@ Deno.test("transformer_block: a rank-2 input is one sequence", () => {
 });
 
 Deno.test("transformer_block: params carry the Hugging Face Llama names", () => {
-  const cfg = transformerBlock.parse(
+  const cfg = transformerBlockLayer.parse(
     {
       type: "transformer_block",
       d_model: 64,
@@ -77,7 +77,7 @@ Deno.test("transformer_block: params carry the Hugging Face Llama names", () => 
     ctx(),
   );
   assertEquals(
-    transformerBlock.params(cfg).map((p) => [p.name, p.shape]),
+    transformerBlockLayer.params(cfg).map((p) => [p.name, p.shape]),
     [
       ["input_layernorm.weight", [64]],
       ["self_attn.q_proj.weight", [64, 64]],
@@ -94,7 +94,7 @@ Deno.test("transformer_block: params carry the Hugging Face Llama names", () => 
 });
 
 Deno.test("transformer_block: defaults and toJSON round trip", () => {
-  const cfg = transformerBlock.parse(
+  const cfg = transformerBlockLayer.parse(
     { type: "transformer_block", num_heads: 2, intermediate_size: 32 },
     ctx("layers[1]", 16),
   );
@@ -104,18 +104,18 @@ Deno.test("transformer_block: defaults and toJSON round trip", () => {
     1e-6,
     false,
   ]);
-  const json = transformerBlock.toJSON(cfg);
+  const json = transformerBlockLayer.toJSON(cfg);
   assertEquals(json.type, "transformer_block");
   assertEquals(
-    transformerBlock.parse(JSON.parse(JSON.stringify(json)), ctx()),
+    transformerBlockLayer.parse(JSON.parse(JSON.stringify(json)), ctx()),
     cfg,
   );
-  assertEquals(transformerBlock.outputSize(cfg), 16);
+  assertEquals(transformerBlockLayer.outputSize(cfg), 16);
 });
 
 Deno.test("transformer_block: config errors name the path and field", () => {
   const p = (json: Record<string, unknown>) => () =>
-    transformerBlock.parse(
+    transformerBlockLayer.parse(
       { type: "transformer_block", ...json },
       ctx("layers[7]"),
     );
@@ -142,7 +142,7 @@ Deno.test("transformer_block: config errors name the path and field", () => {
 });
 
 Deno.test("transformer_block: init is deterministic, fits params and runs", () => {
-  const cfg = transformerBlock.parse(
+  const cfg = transformerBlockLayer.parse(
     {
       type: "transformer_block",
       d_model: 16,
@@ -154,10 +154,10 @@ Deno.test("transformer_block: init is deterministic, fits params and runs", () =
     },
     ctx(),
   );
-  const specs = transformerBlock.params(cfg);
-  const a = transformerBlock.init!(cfg, createRng(7));
-  const b = transformerBlock.init!(cfg, createRng(7));
-  const c = transformerBlock.init!(cfg, createRng(8));
+  const specs = transformerBlockLayer.params(cfg);
+  const a = transformerBlockLayer.init!(cfg, createRng(7));
+  const b = transformerBlockLayer.init!(cfg, createRng(7));
+  const c = transformerBlockLayer.init!(cfg, createRng(8));
   assertEquals([...a.keys()], specs.map((s) => s.name));
   for (const s of specs) {
     const v = a.get(s.name)!;
@@ -172,7 +172,7 @@ Deno.test("transformer_block: init is deterministic, fits params and runs", () =
   const tensors = new Map(
     specs.map((s) => [s.name, tensorFromF32(s.name, a.get(s.name)!, s.shape)]),
   );
-  const y = transformerBlock.build(cfg, createScope(tensors)).forward(
+  const y = transformerBlockLayer.build(cfg, createScope(tensors)).forward(
     floatTensor(new Float32Array(2 * 3 * 16).fill(0.5), [2, 3, 16]),
   );
   assertEquals(y.data.every(Number.isFinite), true);
@@ -185,16 +185,19 @@ Deno.test("transformer_block: forward and build errors", () => {
     TypeError,
     'transformer_block at "layers.4": input has shape [2, 5], expected [batch, seq, 16]',
   );
-  const cfg = transformerBlock.parse(c.config, ctx());
+  const cfg = transformerBlockLayer.parse(c.config, ctx());
   const tensors = caseTensors(c, "layers.4.");
   tensors.delete("layers.4.mlp.up_proj.weight");
   assertThrows(
-    () => transformerBlock.build(cfg, createScope(tensors).at("layers.4")),
+    () => transformerBlockLayer.build(cfg, createScope(tensors).at("layers.4")),
     TypeError,
     'Missing weight "layers.4.mlp.up_proj.weight"',
   );
 });
 
 Deno.test("transformer_block: registered in the default registry", () => {
-  assertEquals(defaultRegistry().layer("transformer_block"), transformerBlock);
+  assertEquals(
+    defaultRegistry().layer("transformer_block"),
+    transformerBlockLayer,
+  );
 });

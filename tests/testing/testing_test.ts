@@ -17,7 +17,7 @@ import {
   cosineInput,
 } from "../../testing/mod.ts";
 import { safetensorsFormat } from "../../formats/safetensors/mod.ts";
-import { dense } from "../../layers/dense.ts";
+import { denseLayer } from "../../layers/dense.ts";
 import { runOrt } from "../formats/_ort.ts";
 import {
   defaultRegistry,
@@ -96,7 +96,7 @@ Deno.test("testing: SafeTensors round trip keeps dtypes byte for byte, metadata 
 
 Deno.test("testing: the dense layer passes the layer checks", () => {
   const { output, weights } = assertLayerPlugin(
-    dense,
+    denseLayer,
     { type: "dense", output_size: 5, activation: "tanh" },
     {
       inputShape: [2, 3, 4],
@@ -350,7 +350,7 @@ Deno.test("testing: the layer check catches broken layer plugins", () => {
 
 Deno.test("testing: the ONNX check passes dense and catches a wrong lowering", async () => {
   const ok = await assertLayerMatchesOnnx(
-    dense,
+    denseLayer,
     { type: "dense", output_size: 3, activation: "gelu" },
     { inputShape: [4, 5], run: runOrt, opset: 13 },
   );
@@ -358,12 +358,12 @@ Deno.test("testing: the ONNX check passes dense and catches a wrong lowering", a
   assertEquals(ok.actual.shape, [4, 3]);
   // A lowering that forgets the activation.
   const wrong = {
-    ...dense,
+    ...denseLayer,
     toOnnx: (g, cfg, w, input) =>
-      dense.toOnnx!(g, { ...cfg, activation: "linear" }, w, input, {
+      denseLayer.toOnnx!(g, { ...cfg, activation: "linear" }, w, input, {
         path: "x",
       }),
-  } as typeof dense;
+  } as typeof denseLayer;
   await assertRejects(
     () =>
       assertLayerMatchesOnnx(wrong, {
@@ -379,7 +379,7 @@ Deno.test("testing: the ONNX check passes dense and catches a wrong lowering", a
   );
   await assertRejects(
     () =>
-      assertLayerMatchesOnnx({ ...dense, toOnnx: undefined }, {
+      assertLayerMatchesOnnx({ ...denseLayer, toOnnx: undefined }, {
         type: "dense",
         output_size: 1,
       }, {

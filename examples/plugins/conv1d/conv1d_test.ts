@@ -22,7 +22,7 @@ import {
 } from "@modelhost/modelhost/testing";
 import { exportOnnx } from "@modelhost/modelhost/formats/onnx";
 import * as ort from "onnxruntime-node";
-import { conv1d } from "./mod.ts";
+import { conv1dLayer } from "./mod.ts";
 
 interface Case {
   name: string;
@@ -41,7 +41,7 @@ const VECTORS: { cases: Case[] } = JSON.parse(
 );
 
 Deno.test("conv1d: forward matches torch.nn.functional.conv1d", () => {
-  const reg = createRegistry().use(conv1d);
+  const reg = createRegistry().use(conv1dLayer);
   assertEquals(VECTORS.cases.length, 11);
   let worst = 0;
   for (const c of VECTORS.cases) {
@@ -112,12 +112,12 @@ Deno.test("conv1d: the shared layer checks pass for every padding mode and group
     ],
   ];
   for (const [config, inputShape, outputShape] of cases) {
-    assertLayerPlugin(conv1d, config, { inputShape, outputShape });
+    assertLayerPlugin(conv1dLayer, config, { inputShape, outputShape });
   }
 });
 
 Deno.test("conv1d: in_channels is inferred between other layers", () => {
-  const reg = defaultRegistry().use(conv1d);
+  const reg = defaultRegistry().use(conv1dLayer);
   const config = {
     input_size: 3,
     layers: [
@@ -148,7 +148,7 @@ Deno.test("conv1d: in_channels is inferred between other layers", () => {
 });
 
 Deno.test("conv1d: wrong configs and inputs give errors naming the layer and field", () => {
-  const reg = createRegistry().use(conv1d);
+  const reg = createRegistry().use(conv1dLayer);
   const parse = (layer: Record<string, unknown>) =>
     parseNetwork(reg, {
       input_size: 4,
@@ -261,7 +261,7 @@ Deno.test("conv1d: the ONNX export gives the forward pass's outputs in ONNX Runt
   for (const opset of [13, 17, 23]) {
     for (const config of configs) {
       const { maxRelativeError } = await assertLayerMatchesOnnx(
-        conv1d,
+        conv1dLayer,
         config,
         {
           inputShape: [3, 11, 3],
@@ -279,7 +279,7 @@ Deno.test("conv1d: the ONNX export gives the forward pass's outputs in ONNX Runt
 });
 
 Deno.test("conv1d: ONNX Runtime on the exported torch-vector networks gives torch's outputs", async () => {
-  const reg = defaultRegistry().use(conv1d);
+  const reg = defaultRegistry().use(conv1dLayer);
   for (const c of VECTORS.cases.filter((c) => c.input_shape.length === 3)) {
     const config = { layers: [c.config] };
     const tensors = new Map<string, Tensor>([[

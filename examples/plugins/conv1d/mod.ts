@@ -28,9 +28,9 @@
  * ```ts
  * import { assert } from "@std/assert";
  * import { buildNetwork, createRegistry, floatTensor, initNetwork } from "@modelhost/modelhost";
- * import { conv1d } from "./mod.ts";
+ * import { conv1dLayer } from "./mod.ts";
  *
- * const reg = createRegistry().use(conv1d);
+ * const reg = createRegistry().use(conv1dLayer);
  * const config = {
  *   input_size: 3,
  *   layers: [{ type: "conv1d", out_channels: 8, kernel_size: 3, padding: "same" }],
@@ -303,11 +303,11 @@ export function conv1dForward(
  * ```ts
  * import { assert } from "@std/assert";
  * import { createRegistry } from "@modelhost/modelhost";
- * import { conv1d } from "./mod.ts";
- * assert(createRegistry().use(conv1d).layer("conv1d") === conv1d);
+ * import { conv1dLayer } from "./mod.ts";
+ * assert(createRegistry().use(conv1dLayer).layer("conv1d") === conv1dLayer);
  * ```
  */
-export const conv1d: LayerPlugin<Conv1dConfig> = {
+export const conv1dLayer: LayerPlugin<Conv1dConfig> = {
   kind: "layer",
   type: "conv1d",
   description:
@@ -406,4 +406,18 @@ export const conv1d: LayerPlugin<Conv1dConfig> = {
   },
 };
 
-export default conv1d;
+/**
+ * Old name of {@link conv1dLayer}.
+ *
+ * @deprecated Use {@link conv1dLayer}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { conv1d, conv1dLayer } from "./mod.ts";
+ * assert(conv1d === conv1dLayer);
+ * ```
+ */
+export const conv1d: LayerPlugin<Conv1dConfig> = conv1dLayer;
+
+export default conv1dLayer;

@@ -1,13 +1,21 @@
 /** Shared inputs and error measures for the fast-kernel tests. */
 
 import { decodeBase64 } from "@std/encoding";
+import { assert } from "@std/assert";
 import type { Tensor } from "../../../core/tensor.ts";
+import { appendKv, attendRef } from "../../../kernels/attention.ts";
+import type {
+  AttentionOptions,
+  KvCache,
+} from "../../../kernels/fast/attention.ts";
+import type { RopeOptions } from "../../../kernels/fast/ops.ts";
+import { applyRopeRef, ropeFrequencies } from "../../../kernels/rope.ts";
 import {
   BLOCKS,
   dequantizeRowRef,
   type FastDType,
   rowBytes,
-} from "../../../kernels/fast/quant_ref.ts";
+} from "../../../kernels/quant_ref.ts";
 
 /** The NumPy reference vectors (tests/vectors/gen/fast_kernels.py). */
 // deno-lint-ignore no-explicit-any
@@ -115,4 +123,63 @@ export function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
     if (!(d <= m)) m = d;
   }
   return m;
+}
+
+/**
+ * The RoPE reference for `fastRope`'s options: `applyRopeRef` given the
+ * frequencies (angles, cos and sin in F64), on a copy.
+ */
+export function ropeRef(x: Float32Array, o: RopeOptions): Float32Array {
+  const rot = o.rotaryDim ?? o.headDim;
+  const freq = o.invFreq
+    ? Float64Array.from(o.invFreq)
+    : ropeFrequencies(rot, o.base ?? 10000);
+  const out = x.slice();
+  const rows = x.length / (o.heads * o.headDim);
+  applyRopeRef(
+    out,
+    1,
+    rows,
+    o.heads,
+    freq,
+    o.style ?? "neox",
+    o.startPos ?? 0,
+    {
+      headDim: o.headDim,
+    },
+  );
+  return out;
+}
+
+/**
+ * The attention reference for one `fastAttention` step: appends the keys
+ * and values to `cache` (`appendKv`), then `attendRef` over it as one
+ * sequence.
+ */
+export function attentionRef(
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  cache: KvCache,
+  opts: AttentionOptions,
+): Float32Array {
+  const seq = q.length / (opts.heads * cache.headDim);
+  const view = {
+    batch: 1,
+    kvHeads: cache.kvHeads,
+    headDim: cache.headDim,
+    length: cache.length,
+    capacity: cache.capacity,
+    k: cache.k,
+    v: cache.v,
+  };
+  appendKv(view, k, v, seq);
+  assert(view.k === cache.k && view.v === cache.v, "the cache did not grow");
+  cache.length = view.length;
+  return attendRef(q, view, {
+    heads: opts.heads,
+    seq,
+    causal: opts.causal,
+    scale: opts.scale,
+  });
 }

@@ -8,7 +8,7 @@ import {
   configureKernels,
   shutdownKernels,
 } from "../../../kernels/fast/runtime.ts";
-import { cosines, maxDiff, VECTORS } from "./_helpers.ts";
+import { attentionRef, cosines, maxDiff, VECTORS } from "./_helpers.ts";
 
 function steps(
   heads: number,
@@ -25,7 +25,7 @@ function steps(
     const k = cosines(seq * kvHeads * headDim, at + 0.3);
     const v = cosines(seq * kvHeads * headDim, at + 0.7);
     const a = fastAttention(q, k, v, fast, { heads, causal });
-    const b = fastAttentionRef(q, k, v, ref, { heads, causal });
+    const b = attentionRef(q, k, v, ref, { heads, causal });
     // values are averages of |v| ≤ 2.1: absolute budget from F32 rounding
     const d = maxDiff(a, b);
     assert(
@@ -46,7 +46,7 @@ function checkAll(): void {
   steps(4, 4, 16, [6, 2], false);
 }
 
-Deno.test("fastAttention matches fastAttentionRef for prefill and decode, with and without workers", async () => {
+Deno.test("fastAttention matches attendRef for prefill and decode, with and without workers", async () => {
   checkAll();
   try {
     await configureKernels({ threads: 2, minParallelWork: 1 });
@@ -66,7 +66,7 @@ Deno.test("attention reproduces NumPy over a prefill of 3 and one decode step (G
       capacity: 8,
       fast: fastCache,
     });
-    const run = fastCache ? fastAttention : fastAttentionRef;
+    const run = fastCache ? fastAttention : attentionRef;
     for (const step of [A.prefill, A.decode]) {
       const y = run(
         Float32Array.from(step.q),
@@ -107,4 +107,43 @@ Deno.test("attention errors", () => {
     RangeError,
     "kvHeads = 0",
   );
+});
+
+Deno.test("the deprecated fastAttentionRef is attendRef after the append, bit for bit", () => {
+  for (const causal of [true, false]) {
+    const a = createKvCache({
+      kvHeads: 2,
+      headDim: 6,
+      capacity: 16,
+      fast: false,
+    });
+    const b = createKvCache({
+      kvHeads: 2,
+      headDim: 6,
+      capacity: 16,
+      fast: false,
+    });
+    for (const [seq, at] of [[3, 0], [1, 3], [2, 4]]) {
+      const q = cosines(seq * 4 * 6, at), k = cosines(seq * 2 * 6, at + 0.5);
+      const v = cosines(seq * 2 * 6, at + 0.9);
+      assertEquals(
+        fastAttentionRef(q, k, v, a, { heads: 4, causal }),
+        attentionRef(q, k, v, b, { heads: 4, causal }),
+      );
+      assertEquals(a.length, b.length);
+    }
+    // a head size the SIMD kernel does not take: fastAttention is the reference
+    const c = createKvCache({ kvHeads: 2, headDim: 6, capacity: 16 });
+    const d = createKvCache({
+      kvHeads: 2,
+      headDim: 6,
+      capacity: 16,
+      fast: false,
+    });
+    const q = cosines(2 * 4 * 6), kv = cosines(2 * 2 * 6, 1);
+    assertEquals(
+      fastAttention(q, kv, kv, c, { heads: 4, causal }),
+      attentionRef(q, kv, kv, d, { heads: 4, causal }),
+    );
+  }
 });

@@ -6,20 +6,23 @@ import {
 } from "@std/assert";
 import type { Tensor } from "../../../core/tensor.ts";
 import { tensorFromF32 } from "../../../core/tensor.ts";
-import { linear, matmulTransposedRef } from "../../../kernels/linear.ts";
+import {
+  linear,
+  linearRef,
+  matmulTransposedRef,
+} from "../../../kernels/linear.ts";
 import { state } from "../../../kernels/fast/_dispatch.ts";
 import { getEngine } from "../../../kernels/wasm/_engine.ts";
 import {
   fastLinear,
   fastMatmulF32,
   forgetWeight,
-  linearRef,
 } from "../../../kernels/fast/matmul.ts";
 import {
   activationBlocksOf,
   type FastDType,
   quantizeActivationsRef,
-} from "../../../kernels/fast/quant_ref.ts";
+} from "../../../kernels/quant_ref.ts";
 import {
   configureKernels,
   kernelInfo,
@@ -333,6 +336,19 @@ Deno.test("roundF16Activations: F16 weights times F16-rounded activations, as Nu
   // off: F32 activations, the exact product (the rounding is visible)
   assert(worstRatio(off, L.F16, budget) <= 1);
   assert(worstRatio(off, expected, budget) > 1);
+  // the reference takes the rule as an option, whatever the setting
+  const on = linearRef(x, rows, w, bias, { roundF16Activations: true });
+  assert(worstRatio(on, expected, budget) <= 1);
+  assert(worstRatio(on, L.F16, budget) > 1);
+  await configureKernels({ roundF16Activations: true });
+  try {
+    const exact = linearRef(x, rows, w, bias, { roundF16Activations: false });
+    assert(worstRatio(exact, L.F16, budget) <= 1);
+    // without the option it follows the setting
+    assertEquals(linearRef(x, rows, w, bias), on);
+  } finally {
+    await configureKernels({ roundF16Activations: false });
+  }
 });
 
 Deno.test("quantizeActivationsRef reproduces NumPy's Q8_0 and Q8_K activation blocks exactly, and the kernels agree on them", async () => {

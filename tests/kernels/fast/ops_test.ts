@@ -1,4 +1,9 @@
-import { assert, assertAlmostEquals, assertThrows } from "@std/assert";
+import {
+  assert,
+  assertAlmostEquals,
+  assertEquals,
+  assertThrows,
+} from "@std/assert";
 import {
   fastRmsNorm,
   fastRmsNormRef,
@@ -11,7 +16,10 @@ import {
   type RopeOptions,
 } from "../../../kernels/fast/ops.ts";
 import { configureKernels, kernelInfo } from "../../../kernels/fast/runtime.ts";
-import { cosines, VECTORS, worstRatio } from "./_helpers.ts";
+import { siluMulRef } from "../../../kernels/activations.ts";
+import { rmsNormRef } from "../../../kernels/norms.ts";
+import { softmaxRef } from "../../../kernels/softmax.ts";
+import { cosines, ropeRef, VECTORS, worstRatio } from "./_helpers.ts";
 
 /** Relative budget: |a − b| ≤ rel·|b| + abs. */
 function within(
@@ -31,18 +39,18 @@ const SIZES = [1, 3, 4, 7, 64, 101];
 function checkAll(): void {
   for (const n of SIZES) {
     const x = cosines(3 * n).map((v) => 8 * v);
-    within(fastSoftmax(x, n), fastSoftmaxRef(x, n), 1e-6, 1e-9, `softmax ${n}`);
+    within(fastSoftmax(x, n), softmaxRef(x, 3, n), 1e-6, 1e-9, `softmax ${n}`);
     const w = cosines(n, 5);
     within(
       fastRmsNorm(x, n, w, 1e-5),
-      fastRmsNormRef(x, n, w, 1e-5),
+      rmsNormRef(x, 3, n, w, 1e-5),
       2e-6,
       1e-7,
       `rmsnorm ${n}`,
     );
     const g = x.map((v) => v * 3); // silu over ±50: exp far into both tails
     const u = cosines(3 * n, 9);
-    within(fastSwiglu(g, u), fastSwigluRef(g, u), 2e-6, 1e-30, `swiglu ${n}`);
+    within(fastSwiglu(g, u), siluMulRef(g, u), 2e-6, 1e-30, `swiglu ${n}`);
   }
   const cases: RopeOptions[] = [
     { heads: 3, headDim: 64, startPos: 7 },
@@ -55,7 +63,7 @@ function checkAll(): void {
     const x = cosines(5 * o.heads * o.headDim, 1);
     within(
       fastRope(x, o),
-      fastRopeRef(x, o),
+      ropeRef(x, o),
       1e-5,
       1e-5,
       `rope ${JSON.stringify(o)}`,
@@ -63,7 +71,7 @@ function checkAll(): void {
   }
 }
 
-Deno.test("softmax, RMSNorm, SwiGLU and RoPE match their Ref twins (relaxed and plain SIMD)", async () => {
+Deno.test("softmax, RMSNorm, SwiGLU and RoPE match their op's one reference (relaxed and plain SIMD)", async () => {
   try {
     checkAll();
     await configureKernels({ noRelaxedSimd: true });
@@ -74,10 +82,10 @@ Deno.test("softmax, RMSNorm, SwiGLU and RoPE match their Ref twins (relaxed and 
   }
 });
 
-Deno.test("Ref twins reproduce NumPy", () => {
+Deno.test("the references reproduce NumPy", () => {
   const s = VECTORS.softmax;
   within(
-    fastSoftmaxRef(Float32Array.from(s.x), s.n),
+    softmaxRef(Float32Array.from(s.x), s.x.length / s.n, s.n),
     s.y,
     1e-6,
     1e-9,
@@ -92,11 +100,17 @@ Deno.test("Ref twins reproduce NumPy", () => {
   );
   const r = VECTORS.rmsnorm;
   const rx = Float32Array.from(r.x), rw = Float32Array.from(r.w);
-  within(fastRmsNormRef(rx, r.n, rw, r.eps), r.y, 1e-6, 1e-7, "rmsnorm");
+  within(
+    rmsNormRef(rx, rx.length / r.n, r.n, rw, r.eps),
+    r.y,
+    1e-6,
+    1e-7,
+    "rmsnorm",
+  );
   within(fastRmsNorm(rx, r.n, rw, r.eps), r.y, 2e-6, 1e-7, "fast rmsnorm");
   const g = VECTORS.swiglu;
   const gg = Float32Array.from(g.gate), gu = Float32Array.from(g.up);
-  within(fastSwigluRef(gg, gu), g.y, 1e-6, 1e-7, "swiglu");
+  within(siluMulRef(gg, gu), g.y, 1e-6, 1e-7, "swiglu");
   within(fastSwiglu(gg, gu), g.y, 2e-6, 1e-7, "fast swiglu");
   const p = VECTORS.rope;
   const px = Float32Array.from(p.x);
@@ -109,9 +123,9 @@ Deno.test("Ref twins reproduce NumPy", () => {
     base: 500,
     style: "interleaved",
   };
-  within(fastRopeRef(px, neox), p.neox, 1e-6, 1e-6, "rope neox");
+  within(ropeRef(px, neox), p.neox, 1e-6, 1e-6, "rope neox");
   within(fastRope(px, neox), p.neox, 1e-5, 1e-5, "fast rope neox");
-  within(fastRopeRef(px, inter), p.interleaved, 1e-6, 1e-6, "rope interleaved");
+  within(ropeRef(px, inter), p.interleaved, 1e-6, 1e-6, "rope interleaved");
   within(
     fastRope(px, inter),
     p.interleaved,
@@ -155,4 +169,20 @@ Deno.test("ops errors", () => {
     TypeError,
     "expected rotaryDim/2 = 4",
   );
+});
+
+Deno.test("the deprecated fast…Ref names are the ops' one references, bit for bit", () => {
+  const n = 37;
+  const x = cosines(3 * n).map((v) => 8 * v);
+  const w = cosines(n, 5);
+  assertEquals(fastSoftmaxRef(x, n), softmaxRef(x, 3, n));
+  assertEquals(fastRmsNormRef(x, n, w, 1e-5), rmsNormRef(x, 3, n, w, 1e-5));
+  const u = cosines(3 * n, 9);
+  assertEquals(fastSwigluRef(x, u), siluMulRef(x, u));
+  const o: RopeOptions = { heads: 2, headDim: 12, rotaryDim: 6, startPos: 9 };
+  const r = cosines(4 * 24, 2);
+  assertEquals(fastRopeRef(r, o), ropeRef(r, o));
+  // the reference takes over where the SIMD kernel cannot (rotaryDim/2 = 3)
+  assertEquals(fastRope(r, o), ropeRef(r, o));
+  assertThrows(() => fastSoftmaxRef(x, 4), TypeError, "rows of 4");
 });

@@ -8,7 +8,7 @@
 import { assert, assertEquals } from "@std/assert";
 import { state, touchAfter } from "../../../kernels/fast/_dispatch.ts";
 import { fastLinear, fastLinearMany } from "../../../kernels/fast/matmul.ts";
-import { rowBytes } from "../../../kernels/fast/quant_ref.ts";
+import { rowBytes } from "../../../kernels/quant_ref.ts";
 import {
   configureKernels,
   kernelInfo,

@@ -4,22 +4,20 @@
  * its reference `quantize_row_*_ref` bit for bit (what `llama-quantize`
  * writes without an importance matrix).
  *
- * Block layouts (bytes): Q4_0 = d:f16, qs[16] (18); Q4_1 = d:f16, m:f16,
- * qs[16] (20); Q5_0 = d:f16, qh:u32, qs[16] (22); Q5_1 = d:f16, m:f16,
- * qh:u32, qs[16] (24); Q8_0 = d:f16, qs:i8[32] (34); Q8_1 = d:f16, s:f16,
- * qs:i8[32] (36). Element `j` of a block is the low nibble of `qs[j]` for
- * `j < 16` and the high nibble of `qs[j - 16]` after.
+ * Block layouts (bytes, sizes from `QUANT_BLOCKS`): Q4_0 = d:f16, qs[16]
+ * (18); Q4_1 = d:f16, m:f16, qs[16] (20); Q5_0 = d:f16, qh:u32, qs[16] (22);
+ * Q5_1 = d:f16, m:f16, qh:u32, qs[16] (24); Q8_0 = d:f16, qs:i8[32] (34);
+ * Q8_1 = d:f16, s:f16, qs:i8[32] (36). Element `j` of a block is the low
+ * nibble of `qs[j]` for `j < 16` and the high nibble of `qs[j - 16]` after.
  *
  * @module
  */
 
-import {
-  checkBlocks,
-  checkValues,
-  f32ToHalfBits,
-  HALF_TO_F32,
-} from "./_common.ts";
+import { checkBlocks, checkValues } from "./_common.ts";
+import { QUANT_BLOCKS } from "./blocks.ts";
+import { f32ToHalfBits, HALF_TO_F32 } from "./f16.ts";
 
+const { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1 } = QUANT_BLOCKS;
 const fround = Math.fround;
 const FLT_MAX = 3.4028234663852886e38;
 
@@ -41,7 +39,7 @@ const FLT_MAX = 3.4028234663852886e38;
  * ```
  */
 export function dequantizeQ4_0(src: Uint8Array, count: number): Float32Array {
-  const nb = checkBlocks("Q4_0", src, count, 32, 18);
+  const nb = checkBlocks(Q4_0, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 18, y += 32) {
     const d = HALF_TO_F32[src[o] | (src[o + 1] << 8)];
@@ -72,7 +70,7 @@ export function dequantizeQ4_0(src: Uint8Array, count: number): Float32Array {
  * ```
  */
 export function dequantizeQ4_1(src: Uint8Array, count: number): Float32Array {
-  const nb = checkBlocks("Q4_1", src, count, 32, 20);
+  const nb = checkBlocks(Q4_1, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 20, y += 32) {
     const d = HALF_TO_F32[src[o] | (src[o + 1] << 8)];
@@ -103,7 +101,7 @@ export function dequantizeQ4_1(src: Uint8Array, count: number): Float32Array {
  * ```
  */
 export function dequantizeQ5_0(src: Uint8Array, count: number): Float32Array {
-  const nb = checkBlocks("Q5_0", src, count, 32, 22);
+  const nb = checkBlocks(Q5_0, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 22, y += 32) {
     const d = HALF_TO_F32[src[o] | (src[o + 1] << 8)];
@@ -137,7 +135,7 @@ export function dequantizeQ5_0(src: Uint8Array, count: number): Float32Array {
  * ```
  */
 export function dequantizeQ5_1(src: Uint8Array, count: number): Float32Array {
-  const nb = checkBlocks("Q5_1", src, count, 32, 24);
+  const nb = checkBlocks(Q5_1, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 24, y += 32) {
     const d = HALF_TO_F32[src[o] | (src[o + 1] << 8)];
@@ -171,7 +169,7 @@ export function dequantizeQ5_1(src: Uint8Array, count: number): Float32Array {
  * ```
  */
 export function dequantizeQ8_0(src: Uint8Array, count: number): Float32Array {
-  const nb = checkBlocks("Q8_0", src, count, 32, 34);
+  const nb = checkBlocks(Q8_0, src, count);
   const out = new Float32Array(count);
   const s8 = new Int8Array(src.buffer, src.byteOffset, src.byteLength);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 34, y += 32) {
@@ -198,7 +196,7 @@ export function dequantizeQ8_0(src: Uint8Array, count: number): Float32Array {
  * ```
  */
 export function dequantizeQ8_1(src: Uint8Array, count: number): Float32Array {
-  const nb = checkBlocks("Q8_1", src, count, 32, 36);
+  const nb = checkBlocks(Q8_1, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 36, y += 32) {
     const d = HALF_TO_F32[src[o] | (src[o + 1] << 8)];
@@ -241,7 +239,7 @@ function signedAbsMax(x: Float32Array, s: number, n: number): number {
  * ```
  */
 export function quantizeQ4_0(x: Float32Array): Uint8Array {
-  const nb = checkValues("Q4_0", x, 32);
+  const nb = checkValues(Q4_0, x);
   const out = new Uint8Array(nb * 18);
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 32, o += 18) {
     const max = signedAbsMax(x, s, 32);
@@ -294,7 +292,7 @@ function minMax(x: Float32Array, s: number, mm: Float64Array): void {
  * ```
  */
 export function quantizeQ4_1(x: Float32Array): Uint8Array {
-  const nb = checkValues("Q4_1", x, 32);
+  const nb = checkValues(Q4_1, x);
   const out = new Uint8Array(nb * 20);
   const mm = new Float64Array(2);
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 32, o += 20) {
@@ -343,7 +341,7 @@ function putU32(out: Uint8Array, o: number, v: number): void {
  * ```
  */
 export function quantizeQ5_0(x: Float32Array): Uint8Array {
-  const nb = checkValues("Q5_0", x, 32);
+  const nb = checkValues(Q5_0, x);
   const out = new Uint8Array(nb * 22);
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 32, o += 22) {
     const max = signedAbsMax(x, s, 32);
@@ -384,7 +382,7 @@ export function quantizeQ5_0(x: Float32Array): Uint8Array {
  * ```
  */
 export function quantizeQ5_1(x: Float32Array): Uint8Array {
-  const nb = checkValues("Q5_1", x, 32);
+  const nb = checkValues(Q5_1, x);
   const out = new Uint8Array(nb * 24);
   const mm = new Float64Array(2);
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 32, o += 24) {
@@ -430,7 +428,7 @@ export function quantizeQ5_1(x: Float32Array): Uint8Array {
  * ```
  */
 export function quantizeQ8_0(x: Float32Array): Uint8Array {
-  const nb = checkValues("Q8_0", x, 32);
+  const nb = checkValues(Q8_0, x);
   const out = new Uint8Array(nb * 34);
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 32, o += 34) {
     let amax = 0;

@@ -1,15 +1,20 @@
-import { assertEquals, assertThrows } from "@std/assert";
+import { assertEquals, assertStrictEquals, assertThrows } from "@std/assert";
 import { decodeHex, encodeHex } from "@std/encoding";
 import {
-  dequantize,
   DEQUANTIZE_TYPES,
-  quantize,
+  dequantizeGguf,
   QUANTIZE_TYPES,
-} from "../../kernels/quants.ts";
+  quantizeGguf,
+} from "../../core/quants/mod.ts";
 import { dtypeInfo, DTYPES } from "../../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
-import { nearestInt, roundAway } from "../../kernels/quants/_common.ts";
+import { nearestInt, roundAway } from "../../core/quants/_common.ts";
+import {
+  F16_TO_F32_BITS,
+  HALF_TO_F32,
+  halfToFloat,
+} from "../../core/quants/f16.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 
 const vectors = JSON.parse(
@@ -62,7 +67,7 @@ Deno.test("quants: block layouts (ggml's block structs)", () => {
   for (const t of QUANTIZE_TYPES) {
     const d = dtypeInfo(t);
     assertEquals(
-      quantize(t, new Float32Array(d.blockSize * 3)).length,
+      quantizeGguf(t, new Float32Array(d.blockSize * 3)).length,
       3 * d.blockBytes,
       t,
     );
@@ -97,9 +102,9 @@ for (const type of ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]) {
   Deno.test(`quants: ${type} bytes and values equal the NumPy reference (ties, zeros, tiny and large blocks)`, () => {
     const x = f32FromHex(vectors.input_f32_hex);
     const exp = vectors.types[type];
-    const q = quantize(type as "Q8_0", x);
+    const q = quantizeGguf(type as "Q8_0", x);
     assertEquals(encodeHex(q), exp.bytes_hex);
-    const y = dequantize(type as "Q8_0", q, x.length);
+    const y = dequantizeGguf(type as "Q8_0", q, x.length);
     assertEquals(encodeHex(new Uint8Array(y.buffer)), exp.dequant_f32_hex);
   });
 }
@@ -110,14 +115,14 @@ Deno.test("quants: Q4_0 hand-computed block (d = max/-8, codes min(15, trunc(x/d
   x[1] = 3.4; // trunc(3.4 + 8.5) = 11
   x[16] = -1.6; // trunc(6.9) = 6
   x[17] = 7.9; // min(15, trunc(16.4)) = 15
-  const q = quantize("Q4_0", x);
+  const q = quantizeGguf("Q4_0", x);
   assertEquals([q[0], q[1]], [0x00, 0x3c]); // f16 1.0
   assertEquals([q[2], q[3], q[4]], [
     0 | (6 << 4),
     11 | (15 << 4),
     8 | (8 << 4),
   ]);
-  assertEquals(Array.from(dequantize("Q4_0", q, 32).subarray(0, 3)), [
+  assertEquals(Array.from(dequantizeGguf("Q4_0", q, 32).subarray(0, 3)), [
     -8,
     3,
     0,
@@ -132,7 +137,7 @@ Deno.test("quants: K-type hand-made blocks decode to hand-computed values", () =
   q6[192] = 3;
   q6[208] = 0x00;
   q6[209] = 0x38;
-  assertEquals(dequantize("Q6_K", q6, 256)[0], 12);
+  assertEquals(dequantizeGguf("Q6_K", q6, 256)[0], 12);
   // Q4_K: d = 1, dmin = 0.5, sub-block 0 scale 2, min 4: x = 1·2·q − 0.5·4 with q = 7 → 12
   const q4 = new Uint8Array(144);
   q4[1] = 0x3c;
@@ -140,12 +145,12 @@ Deno.test("quants: K-type hand-made blocks decode to hand-computed values", () =
   q4[4] = 2;
   q4[8] = 4;
   q4[16] = 7;
-  assertEquals(dequantize("Q4_K", q4, 256)[0], 12);
+  assertEquals(dequantizeGguf("Q4_K", q4, 256)[0], 12);
   // Q8_K: d = -2 (f32), q = 5 → −10
   const q8 = new Uint8Array(292);
   new DataView(q8.buffer).setFloat32(0, -2, true);
   q8[4] = 5;
-  assertEquals(dequantize("Q8_K", q8, 256)[0], -10);
+  assertEquals(dequantizeGguf("Q8_K", q8, 256)[0], -10);
 });
 
 Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays within its budget", () => {
@@ -165,7 +170,7 @@ Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays wi
     Q6_K: 0.04,
   };
   for (const t of QUANTIZE_TYPES) {
-    const y = dequantize(t, quantize(t, x), n);
+    const y = dequantizeGguf(t, quantizeGguf(t, x), n);
     let err = 0;
     for (let i = 0; i < n; i++) err = Math.max(err, Math.abs(y[i] - x[i]));
     if (!(err < budget[t])) {
@@ -177,28 +182,28 @@ Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays wi
 Deno.test("quants: IQ*, TQ* and MXFP4 are refused by name; bad sizes are RangeErrors", () => {
   for (const t of ["IQ2_XXS", "IQ4_NL", "IQ1_M", "TQ1_0", "TQ2_0", "MXFP4"]) {
     assertThrows(
-      () => dequantize(t as "Q4_0", new Uint8Array(1024), 256),
+      () => dequantizeGguf(t as "Q4_0", new Uint8Array(1024), 256),
       UnsupportedDTypeError,
       `Unsupported dtype ${t}`,
     );
     assertThrows(
-      () => quantize(t as "Q4_0", new Float32Array(256)),
+      () => quantizeGguf(t as "Q4_0", new Float32Array(256)),
       UnsupportedDTypeError,
       t,
     );
   }
   assertThrows(
-    () => quantize("Q8_K", new Float32Array(256)),
+    () => quantizeGguf("Q8_K", new Float32Array(256)),
     UnsupportedDTypeError,
     "cannot quantize to Q8_K",
   );
   assertThrows(
-    () => quantize("Q4_K", new Float32Array(100)),
+    () => quantizeGguf("Q4_K", new Float32Array(100)),
     RangeError,
     "multiple of its block size 256",
   );
   assertThrows(
-    () => dequantize("Q8_0", new Uint8Array(33), 32),
+    () => dequantizeGguf("Q8_0", new Uint8Array(33), 32),
     RangeError,
     "needs 34 bytes (1 blocks of 34), got 33",
   );
@@ -214,24 +219,61 @@ Deno.test("quants: IQ*, TQ* and MXFP4 are refused by name; bad sizes are RangeEr
 
 Deno.test("quants: plain types decode through the same entry point (F16, BF16, F64, I8..I64)", () => {
   assertEquals(
-    Array.from(dequantize("F16", new Uint8Array([0x00, 0x3c, 0x00, 0xc0]), 2)),
+    Array.from(
+      dequantizeGguf("F16", new Uint8Array([0x00, 0x3c, 0x00, 0xc0]), 2),
+    ),
     [1, -2],
   );
   assertEquals(
-    Array.from(dequantize("BF16", new Uint8Array([0x80, 0x3f]), 1)),
+    Array.from(dequantizeGguf("BF16", new Uint8Array([0x80, 0x3f]), 1)),
     [1],
   );
-  assertEquals(Array.from(dequantize("I8", new Uint8Array([0xff]), 1)), [-1]);
+  assertEquals(Array.from(dequantizeGguf("I8", new Uint8Array([0xff]), 1)), [
+    -1,
+  ]);
   assertEquals(
     Array.from(
-      dequantize("I64", new Uint8Array(new BigInt64Array([-7n]).buffer), 1),
+      dequantizeGguf("I64", new Uint8Array(new BigInt64Array([-7n]).buffer), 1),
     ),
     [-7],
   );
   assertEquals(
     Array.from(
-      dequantize("F64", new Uint8Array(new Float64Array([0.5]).buffer), 1),
+      dequantizeGguf("F64", new Uint8Array(new Float64Array([0.5]).buffer), 1),
     ),
     [0.5],
   );
+});
+
+Deno.test("quants: formats/gguf keeps the old names quantize / dequantize for one release", async () => {
+  const gguf = await import("../../formats/gguf/mod.ts");
+  assertStrictEquals(gguf.quantize, quantizeGguf);
+  assertStrictEquals(gguf.dequantize, dequantizeGguf);
+  assertStrictEquals(gguf.quantizeGguf, quantizeGguf);
+  const x = Float32Array.from({ length: 32 }, (_, i) => i - 16);
+  assertEquals(gguf.quantize("Q8_0", x), quantizeGguf("Q8_0", x));
+});
+
+Deno.test("quants: the one F16 table equals the platform's Float16Array on all 65536 codes, NaN payloads kept", () => {
+  const codes = Uint16Array.from({ length: 65536 }, (_, i) => i);
+  const platform = new Float32Array(new Float16Array(codes.buffer));
+  const bits = new Uint32Array(HALF_TO_F32.buffer);
+  let nan = 0;
+  for (let h = 0; h < 65536; h++) {
+    const v = platform[h];
+    if (Number.isNaN(v)) {
+      nan++;
+      assertEquals(Number.isNaN(halfToFloat(h)), true);
+      // sign, all-ones exponent, the 10 payload bits moved up by 13
+      assertEquals(
+        bits[h],
+        (((h & 0x8000) << 16) | 0x7f800000 | ((h & 0x3ff) << 13)) >>> 0,
+      );
+    } else {
+      assertStrictEquals(HALF_TO_F32[h], v, `code ${h}`);
+      assertStrictEquals(halfToFloat(h), v);
+    }
+  }
+  assertEquals(nan, 2 * 1023);
+  assertStrictEquals(HALF_TO_F32.buffer, F16_TO_F32_BITS.buffer); // one table
 });

@@ -2,26 +2,26 @@
  * Scalar reference decoders for the weight dtypes the fast kernels read:
  * F32, F16, BF16 and the ggml blocks Q8_0, Q4_0, Q4_K, Q6_K. They decode
  * one row of a `[rows, cols]` matrix at a time, so the `_ref` kernels
- * never hold a whole weight in F32. Beside them, the reference of how a
+ * never hold a whole weight in F32, with the dtype table's codecs (the block
+ * codecs of `core/quants/`, checked against gguf-py). Beside them, the reference of how a
  * quantized weight is multiplied (llama.cpp's CPU rules): activations
  * quantized to Q8_0 / Q8_K blocks ({@link quantizeActivationsRef}) and
- * integer dot products per block ({@link quantizedDotRef}). These are the
- * `_ref` twins the fast kernels are tested against; they are themselves
- * checked against NumPy (`tests/kernels/fast/gen_vectors.py`).
+ * integer dot products per block ({@link quantizedDotRef}). Together they
+ * are the quantized part of `linearRef` (`kernels/linear.ts`), the
+ * reference the fast kernels are tested against; they are themselves
+ * checked against NumPy (`tests/vectors/gen/fast_kernels.py`). Exported to
+ * users from `kernels/fast` (`BLOCKS` as `FAST_BLOCKS`).
  *
- * Block layouts (little-endian, as in ggml):
- *
- * | dtype | elements | bytes | layout |
- * | ----- | -------- | ----- | ------ |
- * | Q8_0 | 32 | 34 | f16 d, 32 × i8 q; value `d·q` |
- * | Q4_0 | 32 | 18 | f16 d, 16 bytes: low nibbles are elements 0..15, high 16..31; value `d·(q − 8)` |
- * | Q4_K | 256 | 144 | f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) × 8, 128 bytes of nibbles; value `d·sc·q − dmin·m` per 32 |
- * | Q6_K | 256 | 210 | 128 bytes low nibbles, 64 bytes high 2 bits, 16 × i8 scales, f16 d; value `d·sc·(q − 32)` per 16 |
+ * Block sizes and layouts: `core/quants/blocks.ts`.
  *
  * @module
  */
 
-import { UnsupportedDTypeError } from "../../core/errors.ts";
+import { dtypeInfo } from "../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../core/errors.ts";
+import { halfToFloat } from "../core/quants/f16.ts";
+
+export { halfToFloat } from "../core/quants/f16.ts";
 
 /**
  * Weight dtypes with fast kernels (and these reference decoders).
@@ -29,7 +29,7 @@ import { UnsupportedDTypeError } from "../../core/errors.ts";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { FAST_DTYPES } from "./quant_ref.ts";
+ * import { FAST_DTYPES } from "@modelhost/modelhost/kernels/fast";
  * assert(FAST_DTYPES.includes("Q4_0"));
  * ```
  */
@@ -47,26 +47,24 @@ export const FAST_DTYPES = [
 export type FastDType = typeof FAST_DTYPES[number];
 
 /**
- * Elements and bytes per block of each {@link FastDType}.
+ * Elements and bytes per block of each {@link FastDType}, read from the dtype
+ * table (whose quantized rows come from `core/quants/blocks.ts`).
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { BLOCKS } from "./quant_ref.ts";
- * assert(BLOCKS.Q8_0.elems === 32 && BLOCKS.Q8_0.bytes === 34);
+ * import { FAST_BLOCKS } from "@modelhost/modelhost/kernels/fast";
+ * assert(FAST_BLOCKS.Q8_0.elems === 32 && FAST_BLOCKS.Q8_0.bytes === 34);
  * ```
  */
 export const BLOCKS: Readonly<
   Record<FastDType, { elems: number; bytes: number }>
-> = {
-  F32: { elems: 1, bytes: 4 },
-  F16: { elems: 1, bytes: 2 },
-  BF16: { elems: 1, bytes: 2 },
-  Q8_0: { elems: 32, bytes: 34 },
-  Q4_0: { elems: 32, bytes: 18 },
-  Q4_K: { elems: 256, bytes: 144 },
-  Q6_K: { elems: 256, bytes: 210 },
-};
+> = Object.fromEntries(
+  FAST_DTYPES.map((d) => {
+    const { blockSize, blockBytes } = dtypeInfo(d);
+    return [d, { elems: blockSize, bytes: blockBytes }];
+  }),
+) as Record<FastDType, { elems: number; bytes: number }>;
 
 /**
  * Whether a dtype name has fast kernels.
@@ -77,34 +75,12 @@ export const BLOCKS: Readonly<
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { isFastDType } from "./quant_ref.ts";
+ * import { isFastDType } from "@modelhost/modelhost/kernels/fast";
  * assert(isFastDType("Q4_K") && !isFastDType("Q5_0"));
  * ```
  */
 export function isFastDType(dtype: string): dtype is FastDType {
   return (FAST_DTYPES as readonly string[]).includes(dtype);
-}
-
-/**
- * Decodes one IEEE half-precision value from its 16 bits.
- *
- * @param h The bits (0..65535).
- * @returns The value (subnormals, infinities and NaN included).
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { halfToFloat } from "./quant_ref.ts";
- * assert(halfToFloat(0x3c00) === 1 && halfToFloat(0xc000) === -2);
- * ```
- */
-export function halfToFloat(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return sign * m * 2 ** -24;
-  if (e === 31) return m ? NaN : sign * Infinity;
-  return sign * (1 + m / 1024) * 2 ** (e - 15);
 }
 
 /**
@@ -118,7 +94,7 @@ export function halfToFloat(h: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { rowBytes } from "./quant_ref.ts";
+ * import { rowBytes } from "@modelhost/modelhost/kernels/fast";
  * assert(rowBytes("Q4_0", 64) === 36);
  * ```
  */
@@ -133,7 +109,9 @@ export function rowBytes(dtype: FastDType, cols: number): number {
 }
 
 /**
- * Decodes row `row` of a `[rows, cols]` weight matrix stored in `dtype`.
+ * Decodes row `row` of a `[rows, cols]` weight matrix stored in `dtype`,
+ * with the dtype table's decoder (for the ggml blocks, the codecs of
+ * `core/quants/`, bit-exact with ggml's `dequantize_row_*`).
  *
  * @param dtype The stored dtype.
  * @param bytes The whole matrix's bytes.
@@ -147,7 +125,7 @@ export function rowBytes(dtype: FastDType, cols: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dequantizeRowRef } from "./quant_ref.ts";
+ * import { dequantizeRowRef } from "@modelhost/modelhost/kernels/fast";
  * // One Q8_0 block: d = 0.5 (f16 0x3800), codes 0..31.
  * const b = new Uint8Array(34);
  * b[0] = 0x00; b[1] = 0x38;
@@ -173,85 +151,7 @@ export function dequantizeRowRef(
       `Cannot decode row ${row} of ${dtype}: needs ${rb} bytes at offset ${start}, have ${bytes.byteLength}`,
     );
   }
-  const b = bytes.subarray(start, start + rb);
-  const u16 = (i: number) => b[i] | (b[i + 1] << 8);
-  const i8 = (i: number) => (b[i] << 24) >> 24;
-  switch (dtype) {
-    case "F32": {
-      const dv = new DataView(b.buffer, b.byteOffset, rb);
-      for (let i = 0; i < cols; i++) out[i] = dv.getFloat32(4 * i, true);
-      break;
-    }
-    case "F16":
-      for (let i = 0; i < cols; i++) out[i] = halfToFloat(u16(2 * i));
-      break;
-    case "BF16": {
-      const dv = new DataView(new ArrayBuffer(4));
-      for (let i = 0; i < cols; i++) {
-        dv.setUint32(0, u16(2 * i) << 16);
-        out[i] = dv.getFloat32(0);
-      }
-      break;
-    }
-    case "Q8_0":
-      for (let blk = 0; blk < cols / 32; blk++) {
-        const o = blk * 34;
-        const d = halfToFloat(u16(o));
-        for (let j = 0; j < 32; j++) out[blk * 32 + j] = d * i8(o + 2 + j);
-      }
-      break;
-    case "Q4_0":
-      for (let blk = 0; blk < cols / 32; blk++) {
-        const o = blk * 18;
-        const d = halfToFloat(u16(o));
-        for (let j = 0; j < 16; j++) {
-          const q = b[o + 2 + j];
-          out[blk * 32 + j] = d * ((q & 15) - 8);
-          out[blk * 32 + 16 + j] = d * ((q >> 4) - 8);
-        }
-      }
-      break;
-    case "Q4_K":
-      for (let blk = 0; blk < cols / 256; blk++) {
-        const o = blk * 144;
-        const d = halfToFloat(u16(o));
-        const dmin = halfToFloat(u16(o + 2));
-        const s = (j: number) => b[o + 4 + j];
-        for (let j = 0; j < 8; j++) {
-          // 6-bit scale and min of sub-block j
-          const sc = j < 4
-            ? s(j) & 63
-            : (s(j + 4) & 15) | ((s(j - 4) >> 6) << 4);
-          const m = j < 4
-            ? s(j + 4) & 63
-            : (s(j + 4) >> 4) | ((s(j) >> 6) << 4);
-          // sub-blocks 2c and 2c+1 share the 32 bytes qs[32c..32c+32)
-          const qs = o + 16 + (j >> 1) * 32;
-          for (let l = 0; l < 32; l++) {
-            const q = j & 1 ? b[qs + l] >> 4 : b[qs + l] & 15;
-            out[blk * 256 + j * 32 + l] = d * sc * q - dmin * m;
-          }
-        }
-      }
-      break;
-    case "Q6_K":
-      for (let blk = 0; blk < cols / 256; blk++) {
-        const o = blk * 210;
-        const d = halfToFloat(u16(o + 208));
-        for (let e = 0; e < 256; e++) {
-          const half = e >> 7; // 128 elements per half
-          const quarter = (e >> 5) & 3;
-          const l = e & 31;
-          const ql = b[o + half * 64 + (quarter & 1) * 32 + l];
-          const qh = b[o + 128 + half * 32 + l];
-          const low = quarter < 2 ? ql & 15 : ql >> 4;
-          const high = (qh >> (2 * quarter)) & 3;
-          const q = (low | (high << 4)) - 32;
-          out[blk * 256 + e] = d * i8(o + 192 + (e >> 4)) * q;
-        }
-      }
-      break;
-  }
+  out.set(dtypeInfo(dtype).toF32!(bytes.subarray(start, start + rb), cols));
   return out;
 }
 
@@ -271,7 +171,7 @@ export type ActivationBlocks = "Q8_0" | "Q8_K";
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { activationBlocksOf } from "./quant_ref.ts";
+ * import { activationBlocksOf } from "@modelhost/modelhost/kernels/fast";
  * assert(activationBlocksOf("Q4_0") === "Q8_0");
  * assert(activationBlocksOf("Q6_K") === "Q8_K");
  * ```
@@ -317,7 +217,7 @@ export interface QuantizedActivations {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeActivationsRef } from "./quant_ref.ts";
+ * import { quantizeActivationsRef } from "@modelhost/modelhost/kernels/fast";
  * const x = new Float32Array(32);
  * x[0] = 1.27; x[1] = -0.5; x[2] = 0.005;
  * const q = quantizeActivationsRef(x, "Q8_0");
@@ -385,7 +285,7 @@ export function quantizeActivationsRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeActivationsRef, quantizedDotRef } from "./quant_ref.ts";
+ * import { quantizeActivationsRef, quantizedDotRef } from "@modelhost/modelhost/kernels/fast";
  * // One Q8_0 block: d = 0.5 (f16 0x3800), all codes 2: each weight is 1.
  * const w = new Uint8Array(34).fill(2);
  * w[0] = 0x00; w[1] = 0x38;
@@ -498,7 +398,7 @@ export function quantizedDotRef(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { roundToF16 } from "./quant_ref.ts";
+ * import { roundToF16 } from "@modelhost/modelhost/kernels/fast";
  * assert(roundToF16(new Float32Array([0.1]))[0] === 0.0999755859375);
  * ```
  */

@@ -1,6 +1,8 @@
 /**
- * Helpers shared by the block (de)quantizers: half-precision scales, ggml's
- * rounding, C's float-to-int conversions, and the input checks.
+ * Helpers shared by the block (de)quantizers: ggml's rounding, C's
+ * float-to-int conversions, the K-quants' packed 6-bit scales, and the input
+ * checks (sizes from the block table in `blocks.ts`). Half-precision scales
+ * are read and written with `f16.ts`.
  *
  * Every quantizer mirrors C code that computes in 32-bit `float`; in
  * JavaScript each operation is done in double and rounded with
@@ -10,34 +12,7 @@
  * @module
  */
 
-/** F16 bit pattern → F32 value, for all 65536 patterns (built once, 256 KiB). */
-export const HALF_TO_F32: Float32Array = (() => {
-  const bits = new Uint16Array(65536);
-  for (let i = 0; i < 65536; i++) bits[i] = i;
-  return Float32Array.from(new Float16Array(bits.buffer));
-})();
-
-const h16 = new Float16Array(1);
-const h16bits = new Uint16Array(h16.buffer);
-
-/**
- * Rounds an F32 value to F16 (nearest even, as ggml's `GGML_FP32_TO_FP16`)
- * and returns its bit pattern.
- *
- * @param x The value.
- * @returns The 16-bit pattern.
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { f32ToHalfBits } from "./_common.ts";
- * assert(f32ToHalfBits(1) === 0x3c00 && f32ToHalfBits(-0) === 0x8000);
- * ```
- */
-export function f32ToHalfBits(x: number): number {
-  h16[0] = x;
-  return h16bits[0];
-}
+import type { QuantBlock } from "./blocks.ts";
 
 const f32 = new Float32Array(1);
 const f32bits = new Int32Array(f32.buffer);
@@ -83,13 +58,45 @@ export function roundAway(x: number): number {
 }
 
 /**
+ * The 6-bit scale and min of sub-block `j` (0..7) of a Q4_K / Q5_K block,
+ * unpacked from the 12 scale bytes at `q` (ggml's `get_scale_min_k4`) into
+ * `sm[0]` (scale) and `sm[1]` (min).
+ *
+ * @param j Sub-block index.
+ * @param b The bytes.
+ * @param q Offset of the 12 packed scale bytes.
+ * @param sm Receives scale and min.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { scaleMinK4 } from "./_common.ts";
+ * const sm = new Int32Array(2);
+ * scaleMinK4(1, new Uint8Array([0, 5, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0]), 0, sm);
+ * assert(sm[0] === 5 && sm[1] === 7);
+ * ```
+ */
+export function scaleMinK4(
+  j: number,
+  b: Uint8Array,
+  q: number,
+  sm: Int32Array,
+): void {
+  if (j < 4) {
+    sm[0] = b[q + j] & 63;
+    sm[1] = b[q + j + 4] & 63;
+  } else {
+    sm[0] = (b[q + j + 4] & 0xf) | ((b[q + j - 4] >> 6) << 4);
+    sm[1] = (b[q + j + 4] >> 4) | ((b[q + j] >> 6) << 4);
+  }
+}
+
+/**
  * Checks the inputs of a block decoder.
  *
- * @param name Dtype name for messages.
+ * @param block The type's block facts (from `QUANT_BLOCKS`).
  * @param src The stored bytes.
  * @param count Elements to decode.
- * @param blockSize Elements per block.
- * @param blockBytes Bytes per block.
  * @returns The number of blocks.
  * @throws {RangeError} When `count` is not whole blocks or `src` is short.
  *
@@ -97,16 +104,16 @@ export function roundAway(x: number): number {
  * ```ts
  * import { assert } from "@std/assert";
  * import { checkBlocks } from "./_common.ts";
- * assert(checkBlocks("Q8_0", new Uint8Array(68), 64, 32, 34) === 2);
+ * import { QUANT_BLOCKS } from "./blocks.ts";
+ * assert(checkBlocks(QUANT_BLOCKS.Q8_0, new Uint8Array(68), 64) === 2);
  * ```
  */
 export function checkBlocks(
-  name: string,
+  block: QuantBlock,
   src: Uint8Array,
   count: number,
-  blockSize: number,
-  blockBytes: number,
 ): number {
+  const { name, blockSize, blockBytes } = block;
   if (!Number.isSafeInteger(count) || count < 0 || count % blockSize !== 0) {
     throw new RangeError(
       `Cannot decode ${count} ${name} values: the count must be a multiple of the block size ${blockSize}`,
@@ -126,9 +133,8 @@ export function checkBlocks(
 /**
  * Checks the input of a block encoder.
  *
- * @param name Dtype name for messages.
+ * @param block The type's block facts (from `QUANT_BLOCKS`).
  * @param x The values.
- * @param blockSize Elements per block.
  * @returns The number of blocks.
  * @throws {RangeError} When the length is not whole blocks.
  *
@@ -136,14 +142,12 @@ export function checkBlocks(
  * ```ts
  * import { assert } from "@std/assert";
  * import { checkValues } from "./_common.ts";
- * assert(checkValues("Q4_K", new Float32Array(512), 256) === 2);
+ * import { QUANT_BLOCKS } from "./blocks.ts";
+ * assert(checkValues(QUANT_BLOCKS.Q4_K, new Float32Array(512)) === 2);
  * ```
  */
-export function checkValues(
-  name: string,
-  x: Float32Array,
-  blockSize: number,
-): number {
+export function checkValues(block: QuantBlock, x: Float32Array): number {
+  const { name, blockSize } = block;
   if (x.length % blockSize !== 0) {
     throw new RangeError(
       `Cannot encode ${x.length} values as ${name}: the count must be a multiple of the block size ${blockSize}`,

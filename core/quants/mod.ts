@@ -1,29 +1,32 @@
 /**
- * Dequantize and quantize ggml tensor data. One entry point for every
- * element type GGUF stores:
+ * Quantized-type knowledge in one place: the block facts of the ggml types
+ * (`blocks.ts`), their codecs (`legacy.ts` for the 32-element types,
+ * `k_decode.ts` / `k_encode.ts` for the K super-blocks, joined by name in
+ * `codecs.ts`), and the F16 table (`f16.ts`). The dtype table, the kernels
+ * and the fast kernels' references all read these.
  *
- * - {@link dequantize}: F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0, Q4_1,
- *   Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K → F32,
+ * The entry points for every element type GGUF stores:
+ *
+ * - {@link dequantizeGguf}: F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0,
+ *   Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K → F32,
  *   bit-exact with ggml's `dequantize_row_*` (and gguf-py).
- * - {@link quantize}: F32 → Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,
- *   Q5_K, Q6_K, byte-identical to ggml's reference quantizers (what
+ * - {@link quantizeGguf}: F32 → Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
+ *   Q4_K, Q5_K, Q6_K, byte-identical to ggml's reference quantizers (what
  *   `llama-quantize` writes without an importance matrix).
  *
  * The IQ*, TQ* and MXFP4 types are named in the dtype table but have no
- * codec here: both functions refuse them with an `UnsupportedDTypeError`
- * naming the type.
- *
- * The block codecs live in `kernels/quants/` and are the `toF32` /
- * `fromF32` of the dtype table's rows, so `toFloat32(tensor)` dequantizes too.
+ * codec: both functions refuse them with an `UnsupportedDTypeError` naming
+ * the type. The codecs are the `toF32` / `fromF32` of the dtype table's
+ * rows, so `toFloat32(tensor)` dequantizes too.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dequantize, quantize } from "./quants.ts";
+ * import { dequantizeGguf, quantizeGguf } from "@modelhost/modelhost/formats/gguf";
  * const x = Float32Array.from({ length: 256 }, (_, i) => 0.1 + 2 * Math.cos(i));
- * const q = quantize("Q8_0", x);
+ * const q = quantizeGguf("Q8_0", x);
  * assert(q.length === 8 * 34);
- * const y = dequantize("Q8_0", q, 256);
+ * const y = dequantizeGguf("Q8_0", q, 256);
  * assert(Math.abs(y[7] - x[7]) < 0.01);
  * ```
  *
@@ -36,16 +39,27 @@ import {
   dtypeInfo,
   type DTypeName,
   encodeFromF32,
-} from "../core/dtypes.ts";
-import { UnsupportedDTypeError } from "../core/errors.ts";
+} from "../dtypes.ts";
+import { UnsupportedDTypeError } from "../errors.ts";
+
+export { QUANT_BLOCKS, type QuantBlock, type QuantTypeName } from "./blocks.ts";
+export { QUANT_CODECS, type QuantCodec } from "./codecs.ts";
+export {
+  F16_TO_F32_BITS,
+  f32ToHalfBits,
+  HALF_TO_F32,
+  halfToFloat,
+  readHalf,
+  writeHalf,
+} from "./f16.ts";
 
 /**
- * The types {@link quantize} produces, in the order of the GGUF issue.
+ * The types {@link quantizeGguf} produces, in the order of the GGUF issue.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { QUANTIZE_TYPES } from "./quants.ts";
+ * import { QUANTIZE_TYPES } from "@modelhost/modelhost/formats/gguf";
  * assert(QUANTIZE_TYPES.includes("Q4_K") && QUANTIZE_TYPES.includes("Q8_0"));
  * ```
  */
@@ -63,12 +77,12 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
 ];
 
 /**
- * The types {@link dequantize} reads.
+ * The types {@link dequantizeGguf} reads.
  *
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { DEQUANTIZE_TYPES } from "./quants.ts";
+ * import { DEQUANTIZE_TYPES } from "@modelhost/modelhost/formats/gguf";
  * assert(DEQUANTIZE_TYPES.includes("Q6_K") && !DEQUANTIZE_TYPES.includes("IQ2_XXS"));
  * ```
  */
@@ -124,12 +138,12 @@ function refuse(d: DTypeInfo, what: string): UnsupportedDTypeError {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { dequantize } from "./quants.ts";
+ * import { dequantizeGguf } from "@modelhost/modelhost/formats/gguf";
  * const block = new Uint8Array(34); block[1] = 0x3c; block[2] = 5; // d = 1, q0 = 5
- * assert(dequantize("Q8_0", block, 32)[0] === 5);
+ * assert(dequantizeGguf("Q8_0", block, 32)[0] === 5);
  * ```
  */
-export function dequantize(
+export function dequantizeGguf(
   dtype: DTypeName | DTypeInfo,
   bytes: Uint8Array,
   count: number,
@@ -152,12 +166,12 @@ export function dequantize(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantize } from "./quants.ts";
- * const q = quantize("Q4_0", new Float32Array(64));
+ * import { quantizeGguf } from "@modelhost/modelhost/formats/gguf";
+ * const q = quantizeGguf("Q4_0", new Float32Array(64));
  * assert(q.length === 36);
  * ```
  */
-export function quantize(
+export function quantizeGguf(
   dtype: DTypeName | DTypeInfo,
   values: Float32Array,
 ): Uint8Array {
@@ -165,3 +179,31 @@ export function quantize(
   if (!QUANTIZE_TYPES.includes(d.name)) throw refuse(d, "quantize to");
   return encodeFromF32(d, values);
 }
+
+/**
+ * Old name of {@link dequantizeGguf}.
+ *
+ * @deprecated Use {@link dequantizeGguf}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { dequantize } from "@modelhost/modelhost/formats/gguf";
+ * assert(dequantize("F32", new Uint8Array(4), 1)[0] === 0);
+ * ```
+ */
+export const dequantize: typeof dequantizeGguf = dequantizeGguf;
+
+/**
+ * Old name of {@link quantizeGguf}.
+ *
+ * @deprecated Use {@link quantizeGguf}; this alias goes in the next release.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { quantize } from "@modelhost/modelhost/formats/gguf";
+ * assert(quantize("Q8_0", new Float32Array(32)).length === 34);
+ * ```
+ */
+export const quantize: typeof quantizeGguf = quantizeGguf;

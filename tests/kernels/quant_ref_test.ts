@@ -1,14 +1,14 @@
 import { assertAlmostEquals, assertEquals, assertThrows } from "@std/assert";
-import { dtypeInfo } from "../../../core/dtypes.ts";
-import { UnsupportedDTypeError } from "../../../core/errors.ts";
+import { dtypeInfo } from "../../core/dtypes.ts";
+import { UnsupportedDTypeError } from "../../core/errors.ts";
 import {
   BLOCKS,
   dequantizeRowRef,
   FAST_DTYPES,
   halfToFloat,
   rowBytes,
-} from "../../../kernels/fast/quant_ref.ts";
-import { bytesOf, VECTORS } from "./_helpers.ts";
+} from "../../kernels/quant_ref.ts";
+import { bytesOf, VECTORS } from "./fast/_helpers.ts";
 
 Deno.test("block layouts agree with ggml and the dtype table", () => {
   assertEquals(BLOCKS.Q8_0, { elems: 32, bytes: 34 });

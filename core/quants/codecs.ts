@@ -1,0 +1,52 @@
+/**
+ * The block codecs of the quantized types that have them, by name: the
+ * `toF32` / `fromF32` of the dtype table's quantized rows. Decoders match
+ * ggml's `dequantize_row_*`; encoders its reference `quantize_row_*_ref`
+ * bit for bit. Q8_1 and Q8_K decode only (ggml writes them as activation
+ * blocks, not as weights); the IQ*, TQ* and MXFP4 types have no codec.
+ *
+ * @module
+ */
+
+import type { FromF32, ToF32 } from "../dtypes.ts";
+import type { QuantTypeName } from "./blocks.ts";
+import * as legacy from "./legacy.ts";
+import * as kDecode from "./k_decode.ts";
+import * as kEncode from "./k_encode.ts";
+
+/** A quantized type's decoder and, when it has one, its encoder. */
+export interface QuantCodec {
+  /** Decodes `count` values (whole blocks) to F32. */
+  readonly toF32: ToF32;
+  /** Encodes F32 values (whole blocks). */
+  readonly fromF32?: FromF32;
+}
+
+/**
+ * Every quantized type's codec, by name; types without one are absent.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { QUANT_CODECS } from "./codecs.ts";
+ * const q = QUANT_CODECS.Q8_0!.fromF32!(new Float32Array(32).fill(127));
+ * assert(q.length === 34 && QUANT_CODECS.Q8_0!.toF32(q, 32)[5] === 127);
+ * assert(QUANT_CODECS.Q8_K!.fromF32 === undefined && !QUANT_CODECS.IQ2_XXS);
+ * ```
+ */
+export const QUANT_CODECS: Readonly<
+  Partial<Record<QuantTypeName, QuantCodec>>
+> = {
+  Q4_0: { toF32: legacy.dequantizeQ4_0, fromF32: legacy.quantizeQ4_0 },
+  Q4_1: { toF32: legacy.dequantizeQ4_1, fromF32: legacy.quantizeQ4_1 },
+  Q5_0: { toF32: legacy.dequantizeQ5_0, fromF32: legacy.quantizeQ5_0 },
+  Q5_1: { toF32: legacy.dequantizeQ5_1, fromF32: legacy.quantizeQ5_1 },
+  Q8_0: { toF32: legacy.dequantizeQ8_0, fromF32: legacy.quantizeQ8_0 },
+  Q8_1: { toF32: legacy.dequantizeQ8_1 },
+  Q2_K: { toF32: kDecode.dequantizeQ2_K, fromF32: kEncode.quantizeQ2_K },
+  Q3_K: { toF32: kDecode.dequantizeQ3_K, fromF32: kEncode.quantizeQ3_K },
+  Q4_K: { toF32: kDecode.dequantizeQ4_K, fromF32: kEncode.quantizeQ4_K },
+  Q5_K: { toF32: kDecode.dequantizeQ5_K, fromF32: kEncode.quantizeQ5_K },
+  Q6_K: { toF32: kDecode.dequantizeQ6_K, fromF32: kEncode.quantizeQ6_K },
+  Q8_K: { toF32: kDecode.dequantizeQ8_K },
+};

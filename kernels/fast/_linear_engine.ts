@@ -1,0 +1,472 @@
+/**
+ * The WebAssembly path of `y = x · Wᵀ + b` (see `./matmul.ts` for how it
+ * works): weights made resident in kernel memory, dense panels and GEMM
+ * for F32/F16/BF16, activation quantization and shared quantized jobs for
+ * Q8_0/Q4_0/Q4_K/Q6_K. No fallback here: `kernels/linear.ts` (`linear`,
+ * `linearMany`) and `./matmul.ts` (`fastLinear`, ...) run the reference,
+ * `linearRef`, where there is no engine.
+ *
+ * @module
+ */
+
+import type { Tensor } from "../../core/tensor.ts";
+import { type Engine, PANEL } from "../wasm/_engine.ts";
+import {
+  checkLinearBias,
+  checkLinearShapes,
+  checkWeightBytes,
+} from "../_linear_checks.ts";
+import { type FastDType, roundToF16, rowBytes } from "../quant_ref.ts";
+import { runShared, runSplit, state, touchAfter } from "./_dispatch.ts";
+import {
+  GEMM_MIN_IN,
+  GEMM_NR,
+  gemmPackedWBytes,
+  gemmPackedXBytes,
+} from "../wasm/_kernels_gemm.ts";
+import {
+  activationRule,
+  META_ARRAYS,
+  READ_MARGIN,
+  SEGMENT_BYTES,
+} from "../wasm/_kernels_quant.ts";
+
+const XQ = 32; // activation quantization block
+
+const DENSE_KIND: Partial<Record<FastDType, "f32" | "f16" | "bf16">> = {
+  F32: "f32",
+  F16: "f16",
+  BF16: "bf16",
+};
+
+const QUANT_KIND: Partial<
+  Record<FastDType, "q8_0" | "q4_0" | "q4_k" | "q6_k">
+> = {
+  Q8_0: "q8_0",
+  Q4_0: "q4_0",
+  Q4_K: "q4_k",
+  Q6_K: "q6_k",
+};
+
+/** Chunk (elements along `in`) of a dense kind's panels. */
+const CHUNK = { f32: 4, f16: 8, bf16: 8 } as const;
+
+function padBias(
+  e: Engine,
+  outF: number,
+  cols: number,
+  bias?: Float32Array,
+): number {
+  const n = Math.ceil(outF / cols) * cols;
+  const bp = e.scratch("bias", n * 4);
+  const f = e.f32;
+  f.fill(0, bp >> 2, (bp >> 2) + n);
+  if (bias) f.set(bias, bp >> 2);
+  return bp;
+}
+
+function copyIn(e: Engine, name: string, x: Float32Array): number {
+  const p = e.scratch(name, x.byteLength + 64);
+  e.f32.set(x, p >> 2);
+  return p;
+}
+
+function copyOut(e: Engine, p: number, n: number): Float32Array {
+  return e.f32.slice(p >> 2, (p >> 2) + n);
+}
+
+/**
+ * F32 on the outer-product GEMM kernels (`kernels/wasm/_kernels_gemm.ts`):
+ * W packed once into panels of 8 outputs, x packed per call into panels
+ * of 5 rows, threads split the W panels.
+ */
+function f32Gemm(
+  e: Engine,
+  key: object,
+  wBytes: Uint8Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const panels = Math.ceil(outF / GEMM_NR);
+  const res = e.resident(key, "f32-gemm-panels", wBytes, (en) => {
+    const size = gemmPackedWBytes(outF, inF);
+    const ptr = en.alloc(size);
+    en.u8.fill(0, ptr, ptr + size); // padding rows of the last panel stay zero
+    // staged through scratch in chunks of whole panels
+    const step = GEMM_NR *
+      Math.max(1, Math.floor((1 << 22) / (inF * 4 * GEMM_NR)));
+    for (let o0 = 0; o0 < outF; o0 += step) {
+      const n = Math.min(step, outF - o0);
+      const src = en.scratch("wsrc", n * inF * 4);
+      en.u8.set(wBytes.subarray(o0 * inF * 4, (o0 + n) * inF * 4), src);
+      en.fn.f32_gemm_pack_w(src, ptr + gemmPackedWBytes(o0, inF), n, inF);
+    }
+    return { ptr, size, owned: true };
+  });
+  const xs = copyIn(e, "x", x);
+  const xBytes = gemmPackedXBytes(rows, inF);
+  const xp = e.scratch("xpack", xBytes + 64);
+  e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+  e.fn.f32_gemm_pack_x(xs, xp, rows, inF);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, GEMM_NR, bias);
+  runSplit(e, "f32_gemm", rows * inF * outF, panels, (p0, p1) => [
+    xp,
+    res.ptr,
+    y,
+    bp,
+    rows,
+    inF,
+    outF,
+    p0,
+    p1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
+function denseLinear(
+  e: Engine,
+  kind: "f32" | "f16" | "bf16",
+  key: object,
+  wBytes: Uint8Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  if (kind === "f32" && inF >= GEMM_MIN_IN) {
+    return f32Gemm(e, key, wBytes, x, rows, outF, inF, bias);
+  }
+  const { rows: R, cols: C } = PANEL;
+  const chunk = CHUNK[kind];
+  const kn = Math.ceil(inF / chunk);
+  const panels = Math.ceil(outF / C);
+  const elemBytes = kind === "f32" ? 4 : 2;
+  const res = e.resident(key, `${kind}-panels`, wBytes, (en) => {
+    const size = panels * kn * C * 16;
+    const ptr = en.alloc(size);
+    const src = en.scratch("wsrc", outF * inF * elemBytes);
+    en.u8.set(wBytes.subarray(0, outF * inF * elemBytes), src);
+    en.u8.fill(0, ptr, ptr + size); // padding rows of the last panel stay zero
+    en.fn[`${kind}_pack_w`](src, ptr, outF, inF, kn);
+    return { ptr, size, owned: true };
+  });
+  const xs = copyIn(e, "x", x);
+  const xp = e.scratch("xpack", Math.ceil(rows / R) * R * kn * chunk * 4 + 64);
+  e.fn[`${kind}_pack_x`](xs, xp, rows, inF, kn);
+  const y = e.scratch("y", rows * outF * 4 + 64);
+  const bp = padBias(e, outF, C, bias);
+  runSplit(e, `${kind}_mm`, rows * inF * outF, panels, (p0, p1) => [
+    xp,
+    res.ptr,
+    y,
+    bp,
+    rows,
+    kn,
+    outF,
+    p0,
+    p1,
+  ]);
+  return copyOut(e, y, rows * outF);
+}
+
+/**
+ * The kernel-memory address of a quantized weight, read in ggml's block
+ * layout: in place when its bytes already live in kernel memory (see
+ * `allocateKernelBytes`), else copied there once.
+ */
+function residentQuant(
+  e: Engine,
+  dtype: FastDType,
+  w: Tensor,
+  outF: number,
+  inF: number,
+): number {
+  const kind = QUANT_KIND[dtype]!;
+  const size = outF * rowBytes(dtype, inF);
+  const res = e.resident(w.bytes, kind, w.bytes, (en) => {
+    if (en.owns(w.bytes)) {
+      return { ptr: w.bytes.byteOffset, size: 0, owned: false };
+    }
+    const ptr = en.alloc(size);
+    en.u8.set(w.bytes.subarray(0, size), ptr);
+    return { ptr, size, owned: true };
+  });
+  return res.ptr;
+}
+
+/** x quantized for the quantized kernels (int8 codes, i16 codes, metadata). */
+interface QuantizedX {
+  q8: number;
+  q16: number;
+  meta: number;
+}
+
+/** Quantizes x by the activation rule of `kind` (Q8_0 or Q8_K blocks). */
+function quantizeActs(
+  e: Engine,
+  kind: string,
+  x: Float32Array,
+  rows: number,
+  inF: number,
+): QuantizedX {
+  const nb = inF / XQ;
+  const xs = copyIn(e, "x", x);
+  const q8 = e.scratch("xq8", rows * inF + 64);
+  const q16 = e.scratch("xq16", rows * inF * 2 + 64);
+  const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
+  e.fn[activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk"](
+    xs,
+    rows,
+    inF,
+    q8,
+    q16,
+    meta,
+  );
+  return { q8, q16, meta };
+}
+
+/**
+ * Weight streams per chunk of a quantized job: a thread takes the rows of
+ * its chunk from this many evenly spaced places in turn, so the core's
+ * prefetchers follow several streams of weight bytes at once. SmolLM-135M
+ * Q8_0 decode on 2 threads (7 alternating rounds in one process) measured
+ * 76 tok/s with 1, 83 with 2, 84 with 3 and 4, 78 with 8.
+ */
+const WEIGHT_STREAMS = 4;
+
+/**
+ * Output rows per grab of a shared quantized job: about 16 grabs per
+ * thread (so a late or slow thread costs at most a sixteenth of its
+ * share), each of at least 16 KiB of weights (so the atomic grab costs
+ * little beside it).
+ */
+function chunkRows(total: number, parts: number, rowBytes: number): number {
+  if (parts === 1) return total;
+  const rows = Math.ceil(total / (parts * 16));
+  return Math.max(rows, Math.ceil(16384 / rowBytes), 1);
+}
+
+/**
+ * Quantized weights `ptrs[i]` (`outs[i] × inF`, kind `kind`) on one
+ * already quantized x, as one job whose threads share the output rows of
+ * all of them.
+ */
+function quantJob(
+  e: Engine,
+  kind: string,
+  dtype: FastDType,
+  ptrs: number[],
+  outs: number[],
+  xq: QuantizedX,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  const n = ptrs.length;
+  const total = outs.reduce((a, b) => a + b, 0);
+  const y = e.scratch("y", rows * total * 4 + 64);
+  const bp = e.scratch("bias", total * 4 + 64);
+  const desc = e.scratch("qdesc", n * SEGMENT_BYTES + 64);
+  const counter = e.scratch("counter", 64);
+  const f = e.f32;
+  f.fill(0, bp >> 2, (bp >> 2) + total);
+  const d = new Int32Array(f.buffer, desc, n * 4);
+  let off = 0;
+  for (let i = 0; i < n; i++) {
+    if (biases[i]) f.set(biases[i]!, (bp >> 2) + off);
+    d[4 * i] = ptrs[i];
+    d[4 * i + 1] = y + rows * off * 4;
+    d[4 * i + 2] = bp + off * 4;
+    d[4 * i + 3] = outs[i];
+    off += outs[i];
+  }
+  new Int32Array(f.buffer, counter, 1)[0] = 0;
+  const rb = rowBytes(dtype, inF);
+  const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
+  const fn = kind === "q8_0" && e.u8Dot && state.u8Dot
+    ? "q8_0u_mm"
+    : `${kind}_mm`;
+  runShared(e, fn, rows * inF * total, total, (parts, part) => [
+    desc,
+    n,
+    xq.q8,
+    xq.q16,
+    xq.meta,
+    rows,
+    inF,
+    counter,
+    Math.max(
+      state.chunkRows || chunkRows(total, parts, rb),
+      Math.ceil(total / 32768),
+    ),
+    total,
+    rb * total >= state.readAheadMinBytes
+      ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
+      : 0,
+    part > 0 ? 1 : 0,
+    WEIGHT_STREAMS,
+  ], () => touchAfter(e, ptrs[0], ranges));
+  off = 0;
+  return outs.map((o) => {
+    const out = copyOut(e, y + rows * off * 4, rows * o);
+    off += o;
+    return out;
+  });
+}
+
+function quantLinear(
+  e: Engine,
+  dtype: FastDType,
+  w: Tensor,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const kind = QUANT_KIND[dtype]!;
+  const ptr = residentQuant(e, dtype, w, outF, inF);
+  const xq = quantizeActs(e, kind, x, rows, inF);
+  return quantJob(e, kind, dtype, [ptr], [outF], xq, rows, inF, [bias])[0];
+}
+
+/**
+ * `y = x · Wᵀ + b` on the engine for a weight in one of the fast dtypes
+ * (checked by the caller; `rows`, `outF` and `inF` positive). F16 weights
+ * meet F16-rounded activations when `configureKernels` asks for it.
+ *
+ * @param e The engine.
+ * @param x Input rows, `rows × inF`.
+ * @param rows Number of rows.
+ * @param w The weight, `[outF, inF]`, dtype in `FAST_DTYPES`, no `quant`.
+ * @param outF Outputs.
+ * @param inF Inputs.
+ * @param bias Optional bias of length `outF`.
+ * @returns The `rows × outF` output, a new array.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineLinear } from "./_linear_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
+ * const e = getEngine();
+ * const w = tensorFromF32("w", new Float32Array([1, 2, 3, 4]), [2, 2]);
+ * if (e) assert(engineLinear(e, new Float32Array([1, 1]), 1, w, 2, 2)[1] === 7);
+ * ```
+ */
+export function engineLinear(
+  e: Engine,
+  x: Float32Array,
+  rows: number,
+  w: Tensor,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const dtype = w.dtype as FastDType;
+  const dense = DENSE_KIND[dtype];
+  if (dtype === "F16" && state.roundF16Activations) x = roundToF16(x);
+  if (dense) {
+    return denseLinear(e, dense, w.bytes, w.bytes, x, rows, outF, inF, bias);
+  }
+  return quantLinear(e, dtype, w, x, rows, outF, inF, bias);
+}
+
+/**
+ * Several quantized weights of one dtype and input size on one x, as one
+ * job (x quantized once, the threads sharing out the output rows of all of
+ * them), or `null` when the weights do not qualify (fewer than two, mixed
+ * or unquantized dtypes, different input sizes, empty shapes): then the
+ * caller runs them one by one.
+ *
+ * @param e The engine.
+ * @param x Input rows, `rows × in`.
+ * @param rows Number of rows.
+ * @param ws The weights, `[out_i, in]`.
+ * @param biases Optional biases, `biases[i]` of length `out_i`.
+ * @returns One `rows × out_i` output per weight, or `null`.
+ * @throws {TypeError} When shapes disagree.
+ * @throws {RangeError} When a weight's bytes are short.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineLinearMany } from "./_linear_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
+ * const e = getEngine();
+ * const w = tensorFromF32("w", new Float32Array(4), [2, 2]);
+ * if (e) assert(engineLinearMany(e, new Float32Array(2), 1, [w, w]) === null); // F32: one by one
+ * ```
+ */
+export function engineLinearMany(
+  e: Engine,
+  x: Float32Array,
+  rows: number,
+  ws: Tensor[],
+  biases: (Float32Array | undefined)[] = [],
+): Float32Array[] | null {
+  const inF = ws[0]?.shape[1];
+  const dtype = ws[0]?.dtype;
+  const kind = dtype === undefined ? undefined : QUANT_KIND[dtype as FastDType];
+  const shared = ws.length > 1 && rows > 0 && inF > 0 &&
+    kind !== undefined &&
+    ws.every((w) => {
+      if (w.dtype !== dtype || w.quant || w.shape.length !== 2) return false;
+      return w.shape[1] === inF && w.shape[0] > 0;
+    });
+  if (!shared) return null;
+  const dt = dtype as FastDType;
+  ws.forEach((w, i) => {
+    const [outF] = checkLinearShapes(x, rows, w);
+    checkLinearBias(w.name, outF, biases[i]);
+    checkWeightBytes(w, dt, outF, inF);
+  });
+  // Every weight resident first, then x quantized once for all of them.
+  const ptrs = ws.map((w) => residentQuant(e, dt, w, w.shape[0], inF));
+  const xq = quantizeActs(e, kind, x, rows, inF);
+  const outs = ws.map((w) => w.shape[0]);
+  return quantJob(e, kind, dt, ptrs, outs, xq, rows, inF, biases);
+}
+
+/**
+ * F32 `y = x · Wᵀ + b` on the engine for a plain array `w`, kept resident
+ * keyed by the array object (sizes checked by the caller, all positive).
+ *
+ * @param e The engine.
+ * @param w Weights `outF × inF`.
+ * @param x Input rows, `rows × inF`.
+ * @param rows Number of rows.
+ * @param outF Outputs.
+ * @param inF Inputs.
+ * @param bias Optional bias of length `outF`.
+ * @returns The `rows × outF` output, a new array.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineMatmulF32 } from "./_linear_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * const y = e && engineMatmulF32(e, new Float32Array([3, 4, 5, 6]), new Float32Array([1, 2]), 1, 2, 2);
+ * if (y) assert(y[0] === 11 && y[1] === 17);
+ * ```
+ */
+export function engineMatmulF32(
+  e: Engine,
+  w: Float32Array,
+  x: Float32Array,
+  rows: number,
+  outF: number,
+  inF: number,
+  bias?: Float32Array,
+): Float32Array {
+  const bytes = new Uint8Array(w.buffer, w.byteOffset, outF * inF * 4);
+  return denseLinear(e, "f32", w, bytes, x, rows, outF, inF, bias);
+}

@@ -1,0 +1,112 @@
+/**
+ * The WebAssembly SIMD calls behind softmax, RMSNorm and SwiGLU, shared by
+ * the public ops (`kernels/softmax.ts`, `kernels/norms.ts`,
+ * `kernels/activations.ts`) and the `fast*` functions of `./ops.ts`. No
+ * checks and no fallback here: callers validate sizes and run the scalar
+ * reference of their op where there is no engine.
+ *
+ * @module
+ */
+
+import type { Engine } from "../wasm/_engine.ts";
+
+function put(e: Engine, name: string, x: Float32Array): number {
+  const p = e.scratch(name, x.byteLength + 64);
+  e.f32.set(x, p >> 2);
+  return p;
+}
+
+function take(e: Engine, p: number, n: number): Float32Array {
+  return e.f32.slice(p >> 2, (p >> 2) + n);
+}
+
+/**
+ * Softmax of each row of `n` values on the engine (`softmax_rows`).
+ *
+ * @param e The engine.
+ * @param x Rows of `n` values (`x.length` a multiple of `n`).
+ * @param n Row length.
+ * @returns The probabilities, a new array.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineSoftmax } from "./_ops_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * if (e) assert(Math.abs(engineSoftmax(e, new Float32Array([0, 0]), 2)[0] - 0.5) < 1e-7);
+ * ```
+ */
+export function engineSoftmax(
+  e: Engine,
+  x: Float32Array,
+  n: number,
+): Float32Array {
+  const p = put(e, "x", x);
+  e.fn.softmax_rows(p, x.length / n, n);
+  return take(e, p, x.length);
+}
+
+/**
+ * RMSNorm of each row of `n` values on the engine (`rmsnorm_rows`).
+ *
+ * @param e The engine.
+ * @param x Rows of `n` values.
+ * @param n Row length.
+ * @param weight Per-feature scale, length `n`.
+ * @param eps Added to the mean square.
+ * @returns The normalized rows, a new array.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineRmsNorm } from "./_ops_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * const y = e && engineRmsNorm(e, new Float32Array([3, 4]), 2, new Float32Array([1, 1]), 0);
+ * if (y) assert(Math.abs(y[0] - 3 / Math.sqrt(12.5)) < 1e-6);
+ * ```
+ */
+export function engineRmsNorm(
+  e: Engine,
+  x: Float32Array,
+  n: number,
+  weight: Float32Array,
+  eps: number,
+): Float32Array {
+  const p = put(e, "x", x);
+  const w = put(e, "w", weight);
+  const y = e.scratch("y", x.byteLength + 64);
+  e.fn.rmsnorm_rows(p, w, y, x.length / n, n, eps);
+  return take(e, y, x.length);
+}
+
+/**
+ * SwiGLU `silu(gate) · up` on the engine (`swiglu`).
+ *
+ * @param e The engine.
+ * @param gate Gate projections.
+ * @param up Up projections, same length.
+ * @returns The products, a new array.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineSwiglu } from "./_ops_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * const y = e && engineSwiglu(e, new Float32Array([0]), new Float32Array([5]));
+ * if (y) assert(y[0] === 0);
+ * ```
+ */
+export function engineSwiglu(
+  e: Engine,
+  gate: Float32Array,
+  up: Float32Array,
+): Float32Array {
+  const g = put(e, "x", gate);
+  const u = put(e, "w", up);
+  const y = e.scratch("y", gate.byteLength + 64);
+  e.fn.swiglu(g, u, y, gate.length);
+  return take(e, y, gate.length);
+}

@@ -1,0 +1,289 @@
+/**
+ * Shared pieces of the quantized kernels (`_kernels_quant.ts`): horizontal
+ * sums and integer dot idioms, the per-row metadata layout of quantized
+ * activations ({@link META_ARRAYS}), and what a weight format's dot product
+ * works with (`Dot`, `QuantFormat`, scale loads and the block-scale
+ * multiply-add).
+ *
+ * @module
+ */
+
+import {
+  type Code,
+  f32x4,
+  type FuncBuilder,
+  get,
+  i16x8,
+  i32,
+  i32x4,
+  i8x16,
+  type Local,
+  seq,
+  set,
+  v128,
+} from "./_asm.ts";
+import {
+  c,
+  type Ctx,
+  F16_MASK,
+  F16_SCALE,
+  f16ToF32,
+  f32x4c,
+  i32x4c,
+  lanes32,
+  zero,
+} from "./_kernels_util.ts";
+
+/**
+ * Per-row metadata of quantized activations, in arrays of `nb` (blocks of
+ * 32) 4-byte entries, `ms = nb·4` bytes apart: `xd` scales (f32; for Q8_K
+ * activations every 32-block of a 256-block holds that block's scale) at
+ * 0, `is32` code sums per 32 (i32) at `ms`, `is16` code sums per 16 (i32,
+ * 2·nb entries) at `2·ms`. A row takes `4·ms`.
+ */
+export const META_ARRAYS = 4;
+
+/** Lane sums of four i32x4 vectors as one vector (transpose-add). */
+export function hsum4i(p: Code[], t: Local[]): Code {
+  return seq(
+    set(t[0], p[0]),
+    set(t[1], p[1]),
+    set(t[2], p[2]),
+    set(t[3], p[3]),
+    set(
+      t[0],
+      i32x4.add(
+        i8x16.shuffle(get(t[0]), get(t[1]), lanes32([0, 4, 1, 5])),
+        i8x16.shuffle(get(t[0]), get(t[1]), lanes32([2, 6, 3, 7])),
+      ),
+    ),
+    set(
+      t[2],
+      i32x4.add(
+        i8x16.shuffle(get(t[2]), get(t[3]), lanes32([0, 4, 1, 5])),
+        i8x16.shuffle(get(t[2]), get(t[3]), lanes32([2, 6, 3, 7])),
+      ),
+    ),
+    set(
+      t[0],
+      i32x4.add(
+        i8x16.shuffle(get(t[0]), get(t[2]), lanes32([0, 1, 4, 5])),
+        i8x16.shuffle(get(t[0]), get(t[2]), lanes32([2, 3, 6, 7])),
+      ),
+    ),
+  );
+}
+
+/**
+ * Totals of four i16x8 vectors as one i32x4 `[Σq0, Σq1, Σq2, Σq3]`: adds
+ * lanes pairwise at 16 bits (each |lane| must be ≤ 8191 so four of them fit
+ * in an i16), then one `i32x4.extadd_pairwise_i16x8_s`.
+ */
+export function hsum4i16(q: Code[], t: Local[]): Code {
+  const pair = (a: Local, b: Local) =>
+    i16x8.add(
+      i8x16.shuffle(get(a), get(b), lanes32([0, 4, 1, 5])),
+      i8x16.shuffle(get(a), get(b), lanes32([2, 6, 3, 7])),
+    );
+  return seq(
+    set(t[0], q[0]),
+    set(t[1], q[1]),
+    set(t[2], q[2]),
+    set(t[3], q[3]),
+    // i32 lanes of t0 hold [q0, q1, q0, q1] pair sums; of t2, q2 and q3
+    set(t[0], pair(t[0], t[1])),
+    set(t[2], pair(t[2], t[3])),
+    set(
+      t[0],
+      i32x4.extadd_pairwise_i16x8_s(
+        i16x8.add(
+          i8x16.shuffle(get(t[0]), get(t[2]), lanes32([0, 1, 4, 5])),
+          i8x16.shuffle(get(t[0]), get(t[2]), lanes32([2, 3, 6, 7])),
+        ),
+      ),
+    ),
+  );
+}
+
+/** The sum of the four i32 lanes of a vector. */
+export function hsumI(v: Code, t: Local): Code {
+  return seq(
+    set(t, v),
+    set(
+      t,
+      i32x4.add(get(t), i8x16.shuffle(get(t), get(t), lanes32([2, 3, 0, 1]))),
+    ),
+    i32.add(i32x4.extract_lane(get(t), 0), i32x4.extract_lane(get(t), 1)),
+  );
+}
+
+/** Bytes 4k..4k+3 of `v` widened (unsigned) into the four i32 lanes. */
+export function bytesToI32(v: Code, first: number): Code {
+  const z = 16; // index of a zero byte (from the second operand)
+  const lanes: number[] = [];
+  for (let i = 0; i < 4; i++) lanes.push(first + i, z, z, z);
+  return i8x16.shuffle(v, zero, lanes);
+}
+
+/**
+ * Widens 16 signed bytes to two i16x8 vectors with shifts (no shuffles):
+ * the even-indexed bytes, then the odd-indexed ones. The i16 activation
+ * codes are stored in the same order (per 16 elements: evens, then odds).
+ */
+export function widenEvenOdd(v: Code): [Code, Code] {
+  return [i16x8.shr_s(i16x8.shl(v, c(8)), c(8)), i16x8.shr_s(v, c(8))];
+}
+
+/** `Σ` of the i16x8 dot products of `w[j]` with x at `xp + off + 16j`. */
+export function dotI16(w: Code[], xp: Code, off: number): Code {
+  let sum: Code | null = null;
+  w.forEach((wv, j) => {
+    const d = i32x4.dot_i16x8_s(wv, v128.load(xp, off + j * 16));
+    sum = sum ? i32x4.add(sum, d) : d;
+  });
+  return sum!;
+}
+
+/**
+ * Relaxed `Σ x8·q` over 16 bytes as i16 pair sums (`q` in 0..127; the
+ * caller keeps each lane's total below 2^15).
+ */
+export function rdot16(x: Code, q: Code): Code {
+  return i16x8.relaxed_dot_i8x16_i7x16_s(x, q);
+}
+
+/** i16 pair sums → i32 lane sums. */
+export function widenSums(v: Code): Code {
+  return i32x4.extadd_pairwise_i16x8_s(v);
+}
+
+// ------------------------------------------------------------ activations
+
+/** The locals a dot-product body works with. */
+export interface Dot {
+  f: FuncBuilder;
+  ctx: Ctx;
+  /** Current weight block, as stored. */
+  wb: Local;
+  /** Current x codes (i8) and (i16) for this block. */
+  x8: Local;
+  x16: Local;
+  /** Current x metadata (xd entry of this block). */
+  xm: Local;
+  /** Bytes between metadata arrays. */
+  ms: Local;
+  /** Current entry of the per-16 code sums (advances twice as fast as `xm`). */
+  is16: Local;
+  /** f32x4 accumulator (lanes summed at the end). */
+  acc: Local;
+  /** f32 scalar accumulator. */
+  accs: Local;
+  v: Local[];
+  /** The 16-byte vectors of an 8-block group (`main8`). */
+  wv: Local[];
+  p: Local[];
+  t: Local[];
+  s: Local[];
+  n: Local[];
+}
+
+/** One weight format's dot product: its block size and loop body emitter. */
+export interface QuantFormat {
+  name: string;
+  /** Elements per (super-)block. */
+  elems: number;
+  /** Bytes per (super-)block as stored (and as read). */
+  bytes: number;
+  /** Which activation rule its x codes follow. */
+  act: "q8_0" | "q8_k";
+  /** Blocks handled per main-loop iteration (4 for the 32-element formats). */
+  group: number;
+  /** Which x arrays (besides the metadata at `xm`) the variant reads. */
+  reads(ctx: Ctx): ("x8" | "x16" | "is16")[];
+  /** Code for `group` blocks; pointers advance outside. */
+  main(d: Dot): Code[];
+  /** Code for one leftover block (formats with `group > 1`). */
+  single?(d: Dot): Code[];
+  /**
+   * Code for 8 blocks, run before `main` where given (for formats whose 8
+   * blocks are a whole number of 16-byte vectors, so its loads stay
+   * aligned when the row is).
+   */
+  main8?(d: Dot): Code[];
+  /** Whether `main` sums a min term into `v[14]`, subtracted at the end (Q4_K). */
+  mins?: boolean;
+}
+
+/** Address of metadata array `a` (see {@link META_ARRAYS}) at the current block. */
+export function metaPtr(d: Dot, array: number): Code {
+  return array === 0
+    ? get(d.xm)
+    : i32.add(get(d.xm), i32.mul(get(d.ms), c(array)));
+}
+
+/**
+ * Loads the f16 scales of four consecutive stored blocks of `bytes` bytes
+ * (each block starts with its scale) into `v[8..11]`: the 16-byte load
+ * for scale j starts at `bytes·j − 4j − 2`, which puts the scale in
+ * halfword 2j + 1 — the upper half of i32 lane j — so three blends (see
+ * {@link gatherScales}) collect them without lane inserts or widening. The
+ * first load starts 2 bytes before the block: weights lie at 64 KiB or
+ * above in kernel memory, so it stays inside.
+ */
+export function loadScales(d: Dot, bytes: number): Code[] {
+  const sp = d.n[2];
+  return [
+    set(sp, i32.sub(get(d.wb), c(2))),
+    ...d.v.slice(8, 12).map((v, j) =>
+      set(v, v128.load(get(sp), (bytes - 4) * j))
+    ),
+  ];
+}
+
+/** Lanes of `a`, but halfwords `fromB` of `b` (a blend). */
+export function blend16(a: Code, b: Code, fromB: number[]): Code {
+  return i8x16.shuffle(
+    a,
+    b,
+    Array.from({ length: 16 }, (_, i) => fromB.includes(i >> 1) ? 16 + i : i),
+  );
+}
+
+/**
+ * The four scales loaded by {@link loadScales}, times x's four block
+ * scales, as f32x4: the products of two f16 values are exact in F32.
+ */
+function gatherScales(d: Dot): Code {
+  const S = d.v.slice(8, 12);
+  return seq(
+    set(S[0], blend16(get(S[0]), get(S[1]), [3])),
+    set(S[2], blend16(get(S[2]), get(S[3]), [7])),
+    f32x4.mul(
+      f32x4.mul(
+        v128.and(
+          i32x4.shr_s(blend16(get(S[0]), get(S[2]), [5, 7]), c(3)),
+          i32x4c(F16_MASK),
+        ),
+        f32x4c(F16_SCALE),
+      ),
+      v128.load(metaPtr(d, 0)),
+    ),
+  );
+}
+
+/** The f16 scale of the current stored block as f32. */
+export function scale1(d: Dot): Code {
+  return f16ToF32(i32.load16_u(get(d.wb)));
+}
+
+/**
+ * `acc += f32(dots) · (d_w · d_x)` for four blocks (scales loaded by
+ * {@link loadScales}): one rounding per block, as in ggml's `d_w·d_x·dot`
+ * multiply-add.
+ */
+export function addBlocks4(d: Dot, dots: Code): Code {
+  return set(
+    d.acc,
+    d.ctx.madd(f32x4.convert_i32x4_s(dots), gatherScales(d), get(d.acc)),
+  );
+}
