@@ -235,6 +235,18 @@ const transcript: ChatTemplate = (messages, options) =>
   messages.map((m) => `${m.role}: ${m.content}\n`).join("") +
   (options?.addGenerationPrompt === false ? "" : "assistant:");
 
+/** The prompt ids of a conversation; a template that refuses it is the client's error. */
+function chatIds(model: Transformer, messages: ChatMessage[]): number[] {
+  try {
+    return promptIds(model, messages, { chatTemplate: chatTemplateOf(model) });
+  } catch (e) {
+    if (e instanceof TypeError || e instanceof SyntaxError) {
+      throw new HttpError(400, e.message);
+    }
+    throw e;
+  }
+}
+
 function chatTemplateOf(model: Transformer): ChatTemplate {
   try {
     return pickChatTemplate({
@@ -469,7 +481,7 @@ export async function handleGenerate(
       ...(system ? [{ role: "system", content: system }] : []),
       { role: "user", content: prompt },
     ];
-    ids = promptIds(model, messages, { chatTemplate: chatTemplateOf(model) });
+    ids = chatIds(model, messages);
     const bos = model.tokenizer.bos;
     if (continuing && bos !== undefined && ids[0] === bos) ids.shift();
   }
@@ -552,9 +564,7 @@ export async function handleChat(
   if (!model.tokenizer) {
     throw new HttpError(400, `"${name}" has no tokenizer; it cannot chat`);
   }
-  const ids = promptIds(model, messages, {
-    chatTemplate: chatTemplateOf(model),
-  });
+  const ids = chatIds(model, messages);
   const options = samplingOptions(parts, model, body.options, ids.length);
   return respond(
     { parts, ctx, entry, loaded, ids, options, unload },
