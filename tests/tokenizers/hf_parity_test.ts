@@ -1,6 +1,6 @@
 /**
  * Every tokenizer.json pipeline part against the Python `tokenizers`
- * library: `tests/vectors/gen/tokenizers_ref.py` trains and converts
+ * library: `tests/vectors/gen/tokenizers_hf.py` trains and converts
  * tokenizer.json files of every kind and records, for each text of a
  * corpus with code, whitespace runs, CJK, RTL scripts, emoji with joiners,
  * full-width forms, accents and long repeats, the ids of `encode(text)`,

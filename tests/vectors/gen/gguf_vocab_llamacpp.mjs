@@ -15,7 +15,7 @@ const require = createRequire(import.meta.url);
 const { getLlama } = await import(require.resolve("node-llama-cpp"));
 const dir = new URL("../gguf_vocab/", import.meta.url);
 const texts = JSON.parse(
-  execFileSync("python3", ["-c", "import sys,json; sys.path.insert(0, 'tests/vectors/gen'); from tokenizers_corpus import TEST_TEXTS; print(json.dumps(TEST_TEXTS))"]).toString(),
+  execFileSync("python3", ["-c", "import sys,json; sys.path.insert(0, 'tests/vectors/gen'); from _tokenizers_corpus import TEST_TEXTS; print(json.dumps(TEST_TEXTS))"]).toString(),
 );
 const llama = await getLlama({ gpu: false, build: "never" });
 const main = require.resolve("node-llama-cpp");

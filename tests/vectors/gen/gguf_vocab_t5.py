@@ -20,7 +20,7 @@ import gguf
 import sentencepiece as spm
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tokenizers_corpus import TEST_TEXTS, TRAIN_TEXT  # noqa: E402
+from _tokenizers_corpus import TEST_TEXTS, TRAIN_TEXT  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "gguf_vocab")
 TMP = tempfile.mkdtemp()

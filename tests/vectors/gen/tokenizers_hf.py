@@ -3,7 +3,7 @@
 
 Run with the reference venv (tokenizers, transformers, sentencepiece):
 
-    /work/refpy/bin/python tests/vectors/gen/tokenizers_ref.py
+    /work/refpy/bin/python tests/vectors/gen/tokenizers_hf.py
 
 Writes tests/vectors/tokenizers/<name>.json: the tokenizer.json object and,
 per corpus text, the ids of `encode(text)` (added tokens parsed, special
@@ -27,7 +27,7 @@ from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models,
 import transformers.convert_slow_tokenizer as conv
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tokenizers_corpus import TEST_TEXTS, TRAIN_TEXT  # noqa: E402
+from _tokenizers_corpus import TEST_TEXTS, TRAIN_TEXT  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "tokenizers")
 TRAIN_LINES = [l for l in TRAIN_TEXT.split("\n") if l.strip()]
@@ -491,7 +491,7 @@ def record(name, tok):
         dec_skip.append(ds if ds != d else None)
     return {
         "name": name,
-        "generator": f"tests/vectors/gen/tokenizers_ref.py (tokenizers {tokenizers.__version__})",
+        "generator": f"tests/vectors/gen/tokenizers_hf.py (tokenizers {tokenizers.__version__})",
         "tokenizer": json.loads(tok.to_str()),
         "encode": enc,
         "encode_split_special": enc_split,
