@@ -27,7 +27,21 @@ export interface UnigramSpec {
   cacheSize?: number;
 }
 
-/** How far below the lowest piece the unknown token scores (SentencePiece's `kUnkPenalty`). */
+/**
+ * How far below the lowest piece the unknown token scores (SentencePiece's
+ * `kUnkPenalty`).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { UNK_PENALTY, UnigramModel } from "@modelhost/modelhost/tokenizers";
+ * // "x" has no piece: it scores -1 - UNK_PENALTY, so one unknown beats nothing better
+ * const m = new UnigramModel({ pieces: ["<unk>", "a"], scores: [-1, -1], unk: 0 });
+ * const ids: number[] = [];
+ * m.encodeWord("ax", ids);
+ * assert(UNK_PENALTY === 10 && ids.join() === "1,0");
+ * ```
+ */
 export const UNK_PENALTY = 10;
 
 interface Node {

@@ -12,6 +12,11 @@ tokens added, and `decode(ids)` with and without `skip_special_tokens`.
 Vocabularies are trained here on our own text, so every file is small; the
 SentencePiece-converted ones go through transformers' converters, as a
 released model's tokenizer.json does.
+
+The `tokenizers` trainers break ties between equal counts in an order that
+changes from run to run, so a rerun can write a different (equally valid)
+vocabulary for a few files; each file holds its own tokenizer.json with the
+expectations computed on it, so any run's output is a valid vector.
 """
 
 import json
