@@ -6,15 +6,20 @@
 //   NODE_PATH=/tmp/nlc/node_modules node tests/vectors/gen/gguf_vocab_llamacpp.mjs
 //
 // Writes tests/vectors/gguf_vocab/<name>.llamacpp.json: ids without BOS/EOS
-// (special tokens not parsed) and the detokenized text of those ids.
+// (special tokens not parsed) and the detokenized text of those ids. With
+// arguments DIR TEXTS.json it reads the GGUF files of DIR and the texts of
+// TEXTS.json instead (gguf_vocab_pre.py uses that) and writes beside them.
 import { createRequire } from "node:module";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 
 const require = createRequire(import.meta.url);
 const { getLlama } = await import(require.resolve("node-llama-cpp"));
-const dir = new URL("../gguf_vocab/", import.meta.url);
-const texts = JSON.parse(
+const [argDir, argTexts] = process.argv.slice(2);
+const dir = argDir
+  ? new URL(`file://${argDir.replace(/\/?$/, "/")}`)
+  : new URL("../gguf_vocab/", import.meta.url);
+const texts = argTexts ? JSON.parse(readFileSync(argTexts, "utf8")) : JSON.parse(
   execFileSync("python3", ["-c", "import sys,json; sys.path.insert(0, 'tests/vectors/gen'); from _tokenizers_corpus import TEST_TEXTS; print(json.dumps(TEST_TEXTS))"]).toString(),
 );
 const llama = await getLlama({ gpu: false, build: "never" });
