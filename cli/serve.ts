@@ -32,6 +32,11 @@ const SERVE_FLAGS: FlagSpec[] = [
       "Bearer token required to upload and delete models (or MODELHOST_TOKEN)",
   },
   {
+    name: "ui",
+    type: "boolean",
+    description: "Serve the web page at /ui (explorer, playground, registry)",
+  },
+  {
     name: "max-batch",
     type: "number",
     value: "N",
@@ -125,10 +130,12 @@ async function runServe(
     maxTokens: num("max-tokens"),
     cacheBytes: num("cache-bytes"),
     registry: reg,
+    ui: flags.ui === true,
     log: !quiet,
     signal: stop.signal,
   });
   out(`listening on ${server.url}`);
+  if (flags.ui === true) out(`web page at ${server.url}/ui/`);
   const signals: Deno.Signal[] = Deno.build.os === "windows"
     ? ["SIGINT"]
     : ["SIGINT", "SIGTERM"];

@@ -21,6 +21,7 @@ import { ModelFolder } from "./_model_folder.ts";
 import { ollamaRoutes } from "./_ollama.ts";
 import { registryRoutes } from "./_registry_routes.ts";
 import { dispatcher, type Route } from "./_router.ts";
+import { uiRoutes } from "./_ui_routes.ts";
 
 /** One structured log record (written as one JSON line). */
 export interface LogEntry {
@@ -70,6 +71,12 @@ export interface ServeOptions {
   seed?: number;
   /** Format and layer plugins. @default {defaultRegistry()} */
   registry?: Registry;
+  /**
+   * Serves the web page (model explorer, quantization preview, playground,
+   * registry view) at `/ui`, from the build committed in `ui/dist`.
+   * @default {false}
+   */
+  ui?: boolean;
   /**
    * Where log records go: `true` writes JSON lines to stderr, `false`
    * silences them, a function receives each record. @default {true}
@@ -135,6 +142,7 @@ export interface Server {
  * | `POST /v1/models/{name}[/versions/{v}]/predict` | `{"inputs": [[…], …]}` → `{"outputs": …}` |
  * | `POST /api/generate`, `/api/chat`, `/api/show`; `GET /api/tags`, `/api/ps`, `/api/version` | Ollama API |
  * | `GET /metrics`, `GET /healthz` | Prometheus metrics, health |
+ * | `GET /ui/` | the web page, with `ui: true` (see docs/ui.md) |
  *
  * @param options The registry folder, address, limits and logging.
  * @returns The running server; `close()` it when done.
@@ -162,7 +170,12 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   const log = logTo(o.log);
   const { parts, stop, release } = createParts(o, log);
   const requests = dispatcher(
-    [...serviceRoutes(parts), ...registryRoutes(parts), ...ollamaRoutes(parts)],
+    [
+      ...serviceRoutes(parts),
+      ...registryRoutes(parts),
+      ...ollamaRoutes(parts),
+      ...(o.ui ? uiRoutes() : []),
+    ],
     {
       metrics: parts.metrics,
       log,
