@@ -23,14 +23,26 @@
 import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
 import type { Tokenizer } from "./tokenizer.ts";
 
-/** One chat message: a role, its content and any other fields a template reads (`tool_calls`, `reasoning_content` ...). */
+/**
+ * One chat message: a role, its content and the other fields templates
+ * read. Every field of the object is passed to the template as it is, so a
+ * message may carry more (cast it) than the ones named here.
+ */
 export interface ChatMessage {
   /** `"system"`, `"user"`, `"assistant"`, `"tool"` ... */
   role: string;
   /** The text, or content parts (`[{ type: "text", text }]`), or null (a tool call). */
   content?: string | readonly Record<string, unknown>[] | null;
-  /** Other fields are passed to the template as they are. */
-  [field: string]: unknown;
+  /** An assistant's tool calls (`[{ id, type: "function", function: { name, arguments } }]`). */
+  tool_calls?: readonly Record<string, unknown>[];
+  /** A tool message's call id. */
+  tool_call_id?: string;
+  /** A tool message's tool name. */
+  name?: string;
+  /** An assistant's reasoning (Qwen3, DeepSeek style). */
+  reasoning_content?: string | null;
+  /** An assistant's reasoning (gpt-oss style). */
+  thinking?: string | null;
 }
 
 /** Options of a {@link ChatTemplate}. */
