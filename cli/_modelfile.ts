@@ -1,7 +1,16 @@
 // The Ollama Modelfile written by `convert --modelfile`: `FROM` the GGUF
 // file, and the chat template and stop words when the chat format is known.
+// A model's own Jinja template is rendered on a probe conversation and a
+// Go TEMPLATE is written only when it renders the same text as one of the
+// known formats; otherwise none is (Ollama then reads the GGUF's own).
 
-import { type ChatFamily, chatFamily } from "../tokenizers/chat.ts";
+import {
+  CHAT_TEMPLATES,
+  type ChatFamily,
+  chatFamily,
+  type ChatMessage,
+  renderChatTemplate,
+} from "../tokenizers/chat.ts";
 
 const TEMPLATES: Record<ChatFamily, { template: string; stop: string[] }> = {
   chatml: {
@@ -36,18 +45,57 @@ const TEMPLATES: Record<ChatFamily, { template: string; stop: string[] }> = {
  * known (from `tokenizer.chat_template` or the architecture), its
  * `TEMPLATE` and `stop` parameters.
  */
+const PROBE: ChatMessage[] = [
+  { role: "system", content: "S" },
+  { role: "user", content: "U1" },
+  { role: "assistant", content: "A1" },
+  { role: "user", content: "U2" },
+];
+
+/** The known format that renders the probe exactly as the model's template does. */
+export function familyOfTemplate(
+  source: string,
+  bosToken: string | undefined,
+  eosToken: string | undefined,
+): ChatFamily | undefined {
+  let own: string;
+  try {
+    own = renderChatTemplate(source, PROBE, { bosToken, eosToken });
+  } catch {
+    return undefined; // e.g. a template that refuses a system message
+  }
+  const guess = chatFamily({ chatTemplate: source });
+  const order = (Object.keys(CHAT_TEMPLATES) as ChatFamily[]).sort((a, b) =>
+    (a === guess ? -1 : 0) - (b === guess ? -1 : 0)
+  );
+  return order.find((f) => {
+    try {
+      return CHAT_TEMPLATES[f](PROBE, { bosToken, eosToken }) === own;
+    } catch {
+      return false;
+    }
+  });
+}
+
 export function modelfileFor(
   ggufName: string,
   metadata: Record<string, unknown>,
 ): string {
-  const family = chatFamily({
-    chatTemplate: typeof metadata["tokenizer.chat_template"] === "string"
-      ? metadata["tokenizer.chat_template"] as string
-      : undefined,
-    family: typeof metadata["general.name"] === "string"
-      ? metadata["general.name"] as string
-      : undefined,
-  });
+  const source = typeof metadata["tokenizer.chat_template"] === "string"
+    ? metadata["tokenizer.chat_template"] as string
+    : undefined;
+  const tokens = metadata["tokenizer.ggml.tokens"] as string[] | undefined;
+  const text = (key: string) => {
+    const id = Number(metadata[`tokenizer.ggml.${key}`]);
+    return Number.isInteger(id) ? tokens?.[id] : undefined;
+  };
+  const family = source !== undefined
+    ? familyOfTemplate(source, text("bos_token_id"), text("eos_token_id"))
+    : chatFamily({
+      family: typeof metadata["general.name"] === "string"
+        ? metadata["general.name"] as string
+        : undefined,
+    });
   const lines = [
     `# Ollama Modelfile written by modelhost`,
     `FROM ./${ggufName}`,
@@ -56,6 +104,11 @@ export function modelfileFor(
     const t = TEMPLATES[family];
     lines.push(`TEMPLATE """${t.template}"""`);
     for (const s of t.stop) lines.push(`PARAMETER stop ${JSON.stringify(s)}`);
+  } else if (source !== undefined) {
+    lines.push(
+      "# the model's chat template (tokenizer.chat_template) renders no known",
+      "# format, so no TEMPLATE is written: Ollama uses the one in the GGUF file",
+    );
   } else {
     lines.push("# chat format unknown: no TEMPLATE written (raw prompts)");
   }

@@ -3,6 +3,7 @@
 
 import { loadTransformer } from "../io/transformer.ts";
 import { generate } from "../models/generate.ts";
+import { chatTemplateFor, jinjaChatTemplate } from "../tokenizers/chat.ts";
 import type { Transformer } from "../models/transformer.ts";
 import {
   jsonConstraint,
@@ -31,6 +32,20 @@ const GENERATE_FLAGS: FlagSpec[] = [
     type: "string",
     value: "TEXT",
     description: "System message (with --chat)",
+  },
+  {
+    name: "chat-template",
+    type: "string",
+    value: "FILE",
+    description:
+      "Jinja chat template to use instead of the model's (with --chat)",
+  },
+  {
+    name: "chat-var",
+    type: "list",
+    value: "NAME=JSON",
+    description:
+      "A chat template variable, e.g. enable_thinking=false; repeatable (with --chat)",
   },
   {
     name: "max-tokens",
@@ -153,7 +168,42 @@ export const generateCommand: Command = {
         { role: "user" as const, content: prompt },
       ]
       : undefined;
+    // the model's own Jinja template, a file given, or a built-in fallback
+    let templateUsed: string | undefined;
+    let chatTemplate;
+    const variables: Record<string, unknown> = {};
+    if (messages) {
+      const file = flags["chat-template"] as string | undefined;
+      if (file !== undefined) {
+        chatTemplate = jinjaChatTemplate(await Deno.readTextFile(file));
+        templateUsed = `file ${file}`;
+      } else {
+        const t = chatTemplateFor({
+          tokenizer: model.tokenizer,
+          family: model.name,
+        });
+        chatTemplate = t.render;
+        templateUsed = t.source === "model"
+          ? `the model's own (${t.name})`
+          : `built-in ${t.name} (the model ships none)`;
+      }
+      for (const kv of (flags["chat-var"] as string[] | undefined) ?? []) {
+        const eq = kv.indexOf("=");
+        if (eq <= 0) {
+          throw new UsageError(`--chat-var takes NAME=JSON, found "${kv}"`);
+        }
+        const raw = kv.slice(eq + 1);
+        try {
+          variables[kv.slice(0, eq)] = JSON.parse(raw);
+        } catch {
+          variables[kv.slice(0, eq)] = raw; // a bare word is a string
+        }
+      }
+      if (!flags.json) ctx.io.err(`chat template: ${templateUsed}`);
+    }
     const options = {
+      chatTemplate,
+      chatOptions: { variables },
       maxTokens: flags["max-tokens"] as number,
       greedy: flags.greedy ? true : undefined,
       temperature: flags.temperature as number | undefined,
@@ -184,6 +234,7 @@ export const generateCommand: Command = {
     if (flags.json) {
       ctx.io.out(JSON.stringify({
         model: model.name,
+        ...(templateUsed ? { chatTemplate: templateUsed } : {}),
         ids: result.ids,
         text: result.text,
         promptIds: result.promptIds,

@@ -53,10 +53,70 @@ async function readJson(path: string, required: boolean): Promise<unknown> {
 }
 
 /**
+ * The chat templates a Hugging Face folder keeps in files, as transformers
+ * reads them: `chat_template.jinja` (the default template) and
+ * `additional_chat_templates/NAME.jinja` (named ones); otherwise the
+ * `chat_template` of `chat_template.json`. Undefined when there are none.
+ *
+ * @param dir The folder.
+ * @returns `tokenizer_config.json`'s `chat_template` form: a string, or a
+ * list of `{ name, template }`.
+ *
+ * @example
+ * ```ts ignore
+ * import { readChatTemplateFiles } from "@modelhost/modelhost/io";
+ * const tpl = await readChatTemplateFiles("Qwen3-0.6B");
+ * ```
+ */
+export async function readChatTemplateFiles(
+  dir: string,
+): Promise<string | { name: string; template: string }[] | undefined> {
+  const read = async (path: string) => {
+    try {
+      return await Deno.readTextFile(path);
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) return undefined;
+      throw e;
+    }
+  };
+  const main = await read(join(dir, "chat_template.jinja"));
+  const named: { name: string; template: string }[] = [];
+  try {
+    for await (
+      const e of Deno.readDir(join(dir, "additional_chat_templates"))
+    ) {
+      if (e.isFile && e.name.endsWith(".jinja")) {
+        const template = await read(
+          join(dir, "additional_chat_templates", e.name),
+        );
+        if (template !== undefined) {
+          named.push({ name: e.name.slice(0, -".jinja".length), template });
+        }
+      }
+    }
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  named.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (main !== undefined) {
+    return named.length === 0
+      ? main
+      : [{ name: "default", template: main }, ...named];
+  }
+  const json = await readJson(join(dir, "chat_template.json"), false) as
+    | { chat_template?: unknown }
+    | undefined;
+  if (typeof json?.chat_template === "string") return json.chat_template;
+  return named.length > 0 ? named : undefined;
+}
+
+/**
  * Opens a Hugging Face folder: `config.json` (required), the weights
  * (`model.safetensors`, or shards with `model.safetensors.index.json`),
  * and `tokenizer.json`, `tokenizer_config.json`, `generation_config.json`
- * when present. Weights are read when loaded.
+ * when present, with the chat template of `chat_template.jinja` (see
+ * {@link readChatTemplateFiles}) in place of the config's. Weights are read
+ * when loaded.
  *
  * @param dir The folder.
  * @returns The parsed files; call `close()` when done.
@@ -76,10 +136,15 @@ export async function openHfCheckpoint(
 ): Promise<OpenedHfCheckpoint> {
   const config = await readJson(join(dir, "config.json"), true);
   const tokenizer = await readJson(join(dir, "tokenizer.json"), false);
-  const tokenizerConfig = await readJson(
+  let tokenizerConfig = await readJson(
     join(dir, "tokenizer_config.json"),
     false,
-  );
+  ) as Record<string, unknown> | undefined;
+  // chat_template.jinja (and named templates) win over tokenizer_config's
+  const chatTemplate = await readChatTemplateFiles(dir);
+  if (chatTemplate !== undefined) {
+    tokenizerConfig = { ...tokenizerConfig, chat_template: chatTemplate };
+  }
   const generationConfig = await readJson(
     join(dir, "generation_config.json"),
     false,

@@ -210,7 +210,11 @@ export function ggufVocabFromTokenizerJson(
       types[id] = GgufTokenType.UNUSED;
       continue;
     }
-    tokens.push(text);
+    // user-defined pieces are matched in raw text and copied out as they are
+    // by llama.cpp, so their "▁" become spaces (as convert_hf_to_gguf.py does)
+    tokens.push(
+      spm && special.get(id) === false ? text.replaceAll("\u2581", " ") : text,
+    );
     types[id] = id === tok.unk
       ? GgufTokenType.UNKNOWN
       : special.has(id)

@@ -10,6 +10,7 @@ import { parseNetwork } from "../core/network.ts";
 import type { Model } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { readChatTemplateFiles } from "../io/transformer.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "../models/gguf_config.ts";
 import {
   configFromHf,
@@ -237,8 +238,12 @@ async function readHf(
     };
     if (supported) {
       const cfg = configFromHf(config!, join(c.file, "config.json"));
-      const tpl = typeof tokCfg?.chat_template === "string"
-        ? tokCfg.chat_template
+      const files = await readChatTemplateFiles(c.path);
+      const found = files ?? tokCfg?.chat_template;
+      const tpl = typeof found === "string"
+        ? found
+        : Array.isArray(found)
+        ? (found.find((t) => t?.name === "default") ?? found[0])?.template
         : undefined;
       out.llm = llmInfo(cfg, cfg.family, stats.parameters, tpl, {});
     }

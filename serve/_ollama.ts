@@ -341,7 +341,8 @@ function chatIds(
       chatTemplate: chatTemplateOf(model, template),
     });
   } catch (e) {
-    if (e instanceof SyntaxError) {
+    // a template that does not parse, or refuses the conversation
+    if (e instanceof SyntaxError || e instanceof TypeError) {
       throw new HttpError(400, `template: ${e.message}`);
     }
     throw e;

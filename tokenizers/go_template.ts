@@ -392,24 +392,31 @@ export function renderOllamaTemplate(
   template: string,
   messages: readonly ChatMessage[],
 ): string {
+  // text content, or the text of content parts
+  const textOf = (m: ChatMessage): string =>
+    typeof m.content === "string"
+      ? m.content
+      : Array.isArray(m.content)
+      ? m.content.map((p) => typeof p.text === "string" ? p.text : "").join("")
+      : "";
   const system = messages.filter((m) => m.role === "system").map((m) =>
-    m.content
+    textOf(m)
   ).join("\n\n");
   if (/\.Messages\b/.test(template)) {
     return renderGoTemplate(template, {
       System: system,
-      Messages: messages.map((m) => ({ Role: m.role, Content: m.content })),
+      Messages: messages.map((m) => ({ Role: m.role, Content: textOf(m) })),
       Prompt: "",
       Response: "",
     });
   }
   const turns: { prompt: string; response?: string }[] = [];
   for (const m of messages) {
-    if (m.role === "user") turns.push({ prompt: m.content });
+    if (m.role === "user") turns.push({ prompt: textOf(m) });
     else if (m.role === "assistant") {
       if (turns.length === 0) turns.push({ prompt: "" });
       const t = turns[turns.length - 1];
-      t.response = (t.response ?? "") + m.content;
+      t.response = (t.response ?? "") + textOf(m);
     }
   }
   if (turns.length === 0) turns.push({ prompt: "" });

@@ -1,39 +1,63 @@
 /**
  * Tokenizers from Hugging Face `tokenizer.json` files (plus, optionally,
- * `tokenizer_config.json` and `generation_config.json`): BPE models, byte
- * level (GPT-2, Llama 3, Qwen, SmolLM ...) or character level with byte
- * fallback (Llama 2, TinyLlama, Mistral), and WordPiece models (BERT).
+ * `tokenizer_config.json` and `generation_config.json`), run the way the
+ * Hugging Face `tokenizers` library runs them:
  *
- * Supported pipeline parts: normalizers `NFC`, `NFD`, `NFKC`, `NFKD`,
- * `Lowercase`, `Strip`, `StripAccents`, `Replace`, `Prepend`,
- * `BertNormalizer`, `Sequence`; pre-tokenizers `ByteLevel`, `Split`,
- * `Digits`, `Punctuation`, `Metaspace`, `Whitespace`, `WhitespaceSplit`,
- * `CharDelimiterSplit`, `BertPreTokenizer`, `Sequence`; post-processors
- * `TemplateProcessing`, `BertProcessing`, `RobertaProcessing`, `ByteLevel`,
- * `Sequence`; decoders `ByteLevel`, `Metaspace`, `Replace`, `ByteFallback`,
- * `Fuse`, `Strip`, `WordPiece`, `Sequence`. Anything else is refused with a
- * `TypeError` naming it.
+ * 1. added tokens are found in the raw text (`normalized: false`), the rest
+ *    is normalized, and added tokens are found again in the normalized text
+ *    (`normalized: true`); `lstrip`, `rstrip` and `single_word` apply;
+ * 2. the pre-tokenizer cuts each remaining run into words;
+ * 3. the model turns each word into ids;
+ * 4. the post-processor adds the special tokens of a single sequence.
+ *
+ * Decoding maps ids to token strings and runs the decoder chain.
+ *
+ * Supported parts: models `BPE` (with `ignore_merges`, `byte_fallback`,
+ * `fuse_unk`, `continuing_subword_prefix`, `end_of_word_suffix`; dropout is
+ * not applied), `WordPiece`, `Unigram`, `WordLevel`; normalizers `NFC`,
+ * `NFD`, `NFKC`, `NFKD`, `Lowercase`, `Strip`, `StripAccents`, `Replace`,
+ * `Prepend`, `BertNormalizer`, `Precompiled`, `Sequence`; pre-tokenizers
+ * `ByteLevel`, `Split`, `Metaspace`, `Whitespace`, `WhitespaceSplit`,
+ * `Punctuation`, `Digits`, `CharDelimiterSplit`, `BertPreTokenizer`,
+ * `Sequence`; post-processors `TemplateProcessing`, `BertProcessing`,
+ * `RobertaProcessing`, `ByteLevel`, `Sequence`; decoders `ByteLevel`,
+ * `Metaspace`, `WordPiece`, `Replace`, `Strip`, `Fuse`, `ByteFallback`,
+ * `BPEDecoder`, `CTC`, `Sequence`. Anything else is refused with a
+ * `TypeError` naming it. `truncation` and `padding` are ignored (as
+ * transformers does).
  *
  * @module
  */
 
-import { BpeModel } from "./bpe.ts";
+import { AddedMatcher, type AddedToken } from "./_hf_added.ts";
+import { HfBpe } from "./_hf_bpe.ts";
+import { type Json, obj } from "./_hf_common.ts";
 import {
-  GPT2_PATTERN,
-  type PreTokenizeStep,
-  runSteps,
-  type SplitBehavior,
-  splitStep,
-  toJsRegExp,
-} from "./pre_tokenize.ts";
-import { assembleTokenizer, TokenAttr, type Tokenizer } from "./tokenizer.ts";
+  buildDecoder,
+  byteLevelTokenBytes,
+  type Decoder,
+} from "./_hf_decoders.ts";
 import {
-  BYTE_TO_CHAR,
-  byteLevelBytes,
-  parseBytePiece,
-  SPM_SPACE,
-  utf8,
-} from "./_text.ts";
+  buildNormalizer,
+  type Lead,
+  type Normalize,
+} from "./_hf_normalizers.ts";
+import {
+  buildPreTokenizer,
+  type Pieces,
+  toByteAlphabet,
+} from "./_hf_pre_tokenizers.ts";
+import { parseBytePiece, utf8 } from "./_text.ts";
+import {
+  type DecodeOptions,
+  type EncodeOptions,
+  EOG_TEXTS,
+  type SpecialToken,
+  type StreamDecoder,
+  type Tokenizer,
+  type TokenizerKind,
+} from "./tokenizer.ts";
+import { UnigramModel } from "./unigram.ts";
 import { WordPieceModel } from "./wordpiece.ts";
 
 /** One entry of `added_tokens` in `tokenizer.json`. */
@@ -42,22 +66,26 @@ export interface HfAddedToken {
   id: number;
   /** Token text. */
   content: string;
-  /** Special (control) token: matched only with `parseSpecial`, skipped when decoding. */
+  /** Special token: matched only with `parseSpecial`, skipped when decoding. */
   special?: boolean;
   /** Swallows white space on its left. */
   lstrip?: boolean;
   /** Swallows white space on its right. */
   rstrip?: boolean;
+  /** Matches only as a whole word. */
+  single_word?: boolean;
+  /** Matched in the normalized text (true) or the raw text (false). */
+  normalized?: boolean;
   /** Other fields are accepted and ignored. */
   [field: string]: unknown;
 }
 
 /** The parts of a `tokenizer.json` this module reads (other fields are ignored). */
 export interface TokenizerJson {
-  /** The model: `{ type: "BPE" | "WordPiece", vocab, merges?, ... }`. */
+  /** The model: `{ type: "BPE" | "WordPiece" | "Unigram" | "WordLevel", vocab, ... }`. */
   model: {
     type?: string;
-    vocab: Record<string, number>;
+    vocab: Record<string, number> | [string, number][];
     [field: string]: unknown;
   };
   /** Added tokens. */
@@ -115,35 +143,298 @@ export interface HfTokenizerOptions {
   generationConfig?: GenerationConfigJson;
   /** Where the JSON came from, for messages. @default {"tokenizer.json"} */
   name?: string;
-  /** BPE: how many words to remember with their ids (0 turns the cache off). @default {50000} */
+  /** How many words to remember with their ids (0 turns the cache off). @default {50000} */
   wordCache?: number;
 }
 
-type Json = Record<string, unknown>;
-
 /** Unused ids tolerated past twice the defined tokens (a hostile-size limit). */
 const MAX_ID_GAP = 4096;
-
-const obj = (v: unknown): Json | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v)
-    ? v as Json
-    : undefined;
-
-const escapeRe = (s: string) => s.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
 
 function tokenText(t: HfTokenText | undefined): string | undefined {
   if (t === null || t === undefined) return undefined;
   return typeof t === "string" ? t : t.content;
 }
 
+type Fail = (msg: string) => TypeError;
+
+/** The model of a `tokenizer.json`, reduced to what the pipeline needs. */
+interface Model {
+  type: "BPE" | "WordPiece" | "Unigram" | "WordLevel";
+  /** Token text by id. */
+  tokens: string[];
+  unk: number | undefined;
+  /** One word (model alphabet) to ids. */
+  encodeWord(word: string, out: number[]): void;
+  /** One plain-text word of a byte-level pipeline to ids. */
+  encodeBytes(word: string, out: number[]): void;
+}
+
+function readModel(
+  model: Json,
+  fail: Fail,
+  cacheSize: number | undefined,
+): Model {
+  const type = typeof model.type === "string"
+    ? model.type
+    : Array.isArray(model.vocab)
+    ? "Unigram"
+    : "merges" in model
+    ? "BPE"
+    : "continuing_subword_prefix" in model
+    ? "WordPiece"
+    : "WordLevel";
+  if (type === "Unigram") {
+    if (!Array.isArray(model.vocab)) {
+      throw fail("a Unigram model.vocab must be a list of [piece, score]");
+    }
+    const pieces: string[] = [];
+    const scores: number[] = [];
+    model.vocab.forEach((e, i) => {
+      if (
+        !Array.isArray(e) || typeof e[0] !== "string" ||
+        typeof e[1] !== "number"
+      ) {
+        throw fail(
+          `model.vocab[${i}] = ${JSON.stringify(e)} is not [piece, score]`,
+        );
+      }
+      pieces.push(e[0]);
+      scores.push(e[1]);
+    });
+    const unk = typeof model.unk_id === "number" ? model.unk_id : undefined;
+    if (unk !== undefined && !(unk >= 0 && unk < pieces.length)) {
+      throw fail(`model.unk_id ${unk} is outside the ${pieces.length} pieces`);
+    }
+    const m = new UnigramModel({
+      pieces,
+      scores,
+      unk,
+      byteFallback: model.byte_fallback === true,
+      cacheSize,
+    });
+    const encodeWord = (w: string, out: number[]) => m.encodeWord(w, out);
+    return {
+      type,
+      tokens: pieces,
+      unk,
+      encodeWord,
+      encodeBytes: (w, out) => encodeWord(toByteAlphabet(w), out),
+    };
+  }
+  const vocab = obj(model.vocab);
+  if (!vocab) throw fail(`model.vocab must be an object of token -> id`);
+  let size = 0;
+  const entries = Object.entries(vocab);
+  for (const [t, id] of entries) {
+    if (!Number.isInteger(id) || (id as number) < 0) {
+      throw fail(`model.vocab has a bad id ${JSON.stringify(id)} for "${t}"`);
+    }
+    size = Math.max(size, (id as number) + 1);
+  }
+  if (size > 2 * entries.length + MAX_ID_GAP) {
+    throw new RangeError(
+      `${fail("").message}model.vocab token id ${
+        size - 1
+      } is far beyond the ${entries.length} tokens it defines`,
+    );
+  }
+  const tokens: string[] = new Array(size).fill("");
+  for (const [t, id] of entries) tokens[id as number] = t;
+  const ids = new Map<string, number>();
+  for (const [t, id] of entries) ids.set(t, id as number);
+  const str = (k: string) =>
+    typeof model[k] === "string" && model[k] !== ""
+      ? model[k] as string
+      : undefined;
+  if (type === "BPE") {
+    const merges = (Array.isArray(model.merges) ? model.merges : []).map(
+      (m, i): [string, string] => {
+        if (Array.isArray(m) && m.length === 2) {
+          return [String(m[0]), String(m[1])];
+        }
+        if (typeof m === "string") {
+          const sp = m.indexOf(" ", 1);
+          if (sp > 0) return [m.slice(0, sp), m.slice(sp + 1)];
+        }
+        throw fail(
+          `model.merges[${i}] = ${
+            JSON.stringify(m)
+          } is neither "a b" nor ["a", "b"]`,
+        );
+      },
+    );
+    const bpe = new HfBpe({
+      tokens,
+      merges,
+      prefix: str("continuing_subword_prefix"),
+      suffix: str("end_of_word_suffix"),
+      unkToken: typeof model.unk_token === "string"
+        ? model.unk_token
+        : undefined,
+      fuseUnk: model.fuse_unk === true,
+      byteFallback: model.byte_fallback === true,
+      ignoreMerges: model.ignore_merges === true,
+      cacheSize,
+      fail,
+    });
+    return {
+      type,
+      tokens,
+      unk: typeof model.unk_token === "string"
+        ? ids.get(model.unk_token)
+        : undefined,
+      encodeWord: (w, out) => bpe.encodeWord(w, out),
+      encodeBytes: (w, out) => bpe.encodeBytes(w, out),
+    };
+  }
+  const unkText = typeof model.unk_token === "string"
+    ? model.unk_token
+    : "[UNK]";
+  const unk = ids.get(unkText);
+  if (type === "WordPiece") {
+    const wp = new WordPieceModel({
+      tokens,
+      unk: unk ?? -1,
+      wordPrefix: "",
+      continuationPrefix: typeof model.continuing_subword_prefix === "string"
+        ? model.continuing_subword_prefix
+        : "##",
+      maxInputChars: typeof model.max_input_chars_per_word === "number"
+        ? model.max_input_chars_per_word
+        : 100,
+    });
+    const cache = new Map<string, Int32Array>();
+    const limit = cacheSize ?? 50_000;
+    const encodeWord = (w: string, out: number[]) => {
+      const hit = cache.get(w);
+      if (hit) {
+        for (let i = 0; i < hit.length; i++) out.push(hit[i]);
+        return;
+      }
+      const before = out.length;
+      wp.encodeWord(w, out);
+      if (out[before] === -1) {
+        throw fail(`WordPiece unk_token "${unkText}" is not in model.vocab`);
+      }
+      if (limit > 0 && w.length <= 256) {
+        if (cache.size >= limit) cache.clear();
+        cache.set(w, Int32Array.from(out.slice(before)));
+      }
+    };
+    return {
+      type,
+      tokens,
+      unk,
+      encodeWord,
+      encodeBytes: (w, out) => encodeWord(toByteAlphabet(w), out),
+    };
+  }
+  if (type === "WordLevel") {
+    const encodeWord = (w: string, out: number[]) => {
+      const id = ids.get(w) ?? unk;
+      if (id === undefined) {
+        throw fail(
+          `"${w}" is not in the WordLevel vocabulary and unk_token "${unkText}" is not either`,
+        );
+      }
+      out.push(id);
+    };
+    return {
+      type,
+      tokens,
+      unk,
+      encodeWord,
+      encodeBytes: (w, out) => encodeWord(toByteAlphabet(w), out),
+    };
+  }
+  throw fail(
+    `model type "${type}" is not supported (supported: BPE, WordPiece, Unigram, WordLevel)`,
+  );
+}
+
+/** Special tokens a post-processor puts around a single sequence. */
+interface Post {
+  prefix: number[];
+  suffix: number[];
+  /** The separator of Bert / Roberta processing. */
+  sep?: number;
+}
+
+function readPostProcessor(cfg: unknown, fail: Fail): Post {
+  const c = obj(cfg);
+  if (!c) return { prefix: [], suffix: [] };
+  switch (c.type) {
+    case "TemplateProcessing": {
+      const single = Array.isArray(c.single) ? c.single : [];
+      const specials = obj(c.special_tokens) ?? {};
+      const post: Post = { prefix: [], suffix: [] };
+      let seen = false;
+      for (const item of single) {
+        const it = obj(item) ?? {};
+        if (obj(it.Sequence)) {
+          seen = true;
+          continue;
+        }
+        const st = obj(it.SpecialToken);
+        if (!st) {
+          throw fail(
+            `TemplateProcessing item ${JSON.stringify(item)} is not known`,
+          );
+        }
+        const name = String(st.id);
+        const spec = obj(specials[name]);
+        const ids = spec && Array.isArray(spec.ids)
+          ? spec.ids.map(Number)
+          : undefined;
+        if (!ids || ids.some((x) => !Number.isInteger(x) || x < 0)) {
+          throw fail(`post_processor special token "${name}" has no ids`);
+        }
+        (seen ? post.suffix : post.prefix).push(...ids);
+      }
+      return post;
+    }
+    case "BertProcessing":
+    case "RobertaProcessing": {
+      const id = (v: unknown, what: string) => {
+        const n = Array.isArray(v) ? Number(v[1]) : NaN;
+        if (!Number.isInteger(n) || n < 0) {
+          throw fail(
+            `${c.type} ${what} must be [text, id], found ${JSON.stringify(v)}`,
+          );
+        }
+        return n;
+      };
+      const cls = id(c.cls, "cls");
+      const sep = id(c.sep, "sep");
+      return { prefix: [cls], suffix: [sep], sep };
+    }
+    case "ByteLevel":
+      return { prefix: [], suffix: [] };
+    case "Sequence": {
+      const list = Array.isArray(c.processors) ? c.processors : [];
+      const post: Post = { prefix: [], suffix: [] };
+      for (const p of list) {
+        const q = readPostProcessor(p, fail);
+        post.prefix = [...q.prefix, ...post.prefix];
+        post.suffix = [...post.suffix, ...q.suffix];
+        post.sep ??= q.sep;
+      }
+      return post;
+    }
+    default:
+      throw fail(`post_processor "${c.type}" is not supported`);
+  }
+}
+
 /**
  * Reads a Hugging Face `tokenizer.json`.
  *
- * BOS / EOS come from the post-processor template, overridden by
- * `tokenizer_config.json` (`add_bos_token`, `bos_token`, ...) and
- * `generation_config.json` (`eos_token_id`). Added tokens marked `special`
- * are control tokens (matched in text only with `parseSpecial`); the others
- * are always matched.
+ * The special tokens `encode` adds come from the post-processor, changed by
+ * `tokenizer_config.json`'s `add_bos_token` / `add_eos_token` when it has
+ * them; BOS / EOS ids come from the post-processor and the configs
+ * (`generation_config.json`'s `eos_token_id` lists end-of-generation ids).
+ * Added tokens marked `special` are matched in text only with
+ * `parseSpecial` (see {@link EncodeOptions}); the others always are.
  *
  * @param json The parsed `tokenizer.json`.
  * @param options The configs beside it.
@@ -169,578 +460,368 @@ export function tokenizerFromJson(
   json: TokenizerJson,
   options: HfTokenizerOptions = {},
 ): Tokenizer {
-  const where = options.name ?? "tokenizer.json";
-  const fail = (msg: string) => new TypeError(`${where}: ${msg}`);
-  const model = obj(json?.model);
-  if (!model) throw fail("has no model object");
-  const type = model.type ?? ("merges" in model ? "BPE" : undefined);
-  if (type !== "BPE" && type !== "WordPiece") {
-    throw fail(
-      `model type "${type}" is not supported (supported: BPE, WordPiece)`,
-    );
-  }
-  const vocab = obj(model.vocab);
-  if (!vocab) throw fail("model.vocab must be an object of token -> id");
-
-  // ids -> text, attributes
-  const added = Array.isArray(json.added_tokens) ? json.added_tokens : [];
-  let size = 0;
-  for (const id of Object.values(vocab)) {
-    if (!Number.isInteger(id) || (id as number) < 0) {
-      throw fail(`model.vocab has a bad id ${JSON.stringify(id)}`);
-    }
-    size = Math.max(size, (id as number) + 1);
-  }
-  for (const a of added) size = Math.max(size, a.id + 1);
-  // ids are dense in real files; a far-away id must not size a huge table
-  const entries = Object.keys(vocab).length + added.length;
-  if (size > 2 * entries + MAX_ID_GAP) {
-    throw new RangeError(
-      `${where}: token id ${
-        size - 1
-      } is far beyond the ${entries} tokens the file defines`,
-    );
-  }
-  const tokens: string[] = new Array(size).fill("");
-  const attrs = new Uint8Array(size).fill(TokenAttr.UNUSED);
-  const byteFallback = model.byte_fallback === true;
-  for (const [text, id] of Object.entries(vocab) as [string, number][]) {
-    tokens[id] = text;
-    attrs[id] = byteFallback && parseBytePiece(text) >= 0
-      ? TokenAttr.BYTE
-      : TokenAttr.NORMAL;
-  }
-  const modelTokens = tokens.slice(); // what the model itself knows
-  const lstrip = new Set<number>();
-  const rstrip = new Set<number>();
-  for (const a of added) {
-    if (!Number.isInteger(a.id) || typeof a.content !== "string") {
-      throw fail(
-        `added_tokens entry ${
-          JSON.stringify(a)
-        } needs an integer id and a content string`,
-      );
-    }
-    tokens[a.id] = a.content;
-    attrs[a.id] = a.special ? TokenAttr.CONTROL : TokenAttr.USER_DEFINED;
-    if (a.lstrip) lstrip.add(a.id);
-    if (a.rstrip) rstrip.add(a.id);
-  }
-  const idOf = new Map<string, number>();
-  tokens.forEach((t, i) => {
-    if (t !== "" && !idOf.has(t)) idOf.set(t, i);
-  });
-  const lookup = (
-    text: string | undefined,
-    what: string,
-  ): number | undefined => {
-    if (text === undefined) return undefined;
-    const id = idOf.get(text);
-    if (id === undefined) {
-      throw fail(`${what} "${text}" is not in the vocabulary`);
-    }
-    return id;
-  };
-  const unk = typeof model.unk_token === "string"
-    ? idOf.get(model.unk_token)
-    : undefined;
-  if (unk !== undefined && attrs[unk] === TokenAttr.NORMAL) {
-    attrs[unk] = TokenAttr.UNKNOWN;
-  }
-
-  const normalize = buildNormalizer(json.normalizer, fail);
-  const pre = buildPreTokenizer(json.pre_tokenizer, fail);
-  const dec = readDecoder(json.decoder, fail);
-  const byteLevel = pre.byteLevel || dec.byteLevel;
-
-  // BOS / EOS: post-processor, then the configs
-  const post = readPostProcessor(json.post_processor, fail, idOf);
-  const cfg = options.config ?? {};
-  let bos = post.bos;
-  let eos = post.eos;
-  let addBos = bos !== undefined;
-  let addEos = eos !== undefined;
-  bos = lookup(tokenText(cfg.bos_token), "bos_token") ?? bos;
-  eos = lookup(tokenText(cfg.eos_token), "eos_token") ?? eos;
-  if (typeof cfg.add_bos_token === "boolean") addBos = cfg.add_bos_token;
-  if (typeof cfg.add_eos_token === "boolean") addEos = cfg.add_eos_token;
-  const gen = options.generationConfig ?? {};
-  const eog: number[] = [];
-  if (typeof gen.bos_token_id === "number") bos = gen.bos_token_id;
-  if (gen.eos_token_id !== undefined) {
-    const ids = Array.isArray(gen.eos_token_id)
-      ? gen.eos_token_id
-      : [gen.eos_token_id];
-    if (ids.length > 0) eos = ids[0];
-    eog.push(...ids);
-  }
-  const pad = lookup(tokenText(cfg.pad_token), "pad_token");
-  let chatTemplate: string | undefined;
-  if (typeof cfg.chat_template === "string") chatTemplate = cfg.chat_template;
-  else if (Array.isArray(cfg.chat_template)) {
-    const t = cfg.chat_template.find((x) => x.name === "default") ??
-      cfg.chat_template[0];
-    chatTemplate = t?.template;
-  }
-
-  let encodeWord: (w: string, out: number[]) => void;
-  let normalBytes: (id: number) => Uint8Array;
-  if (type === "WordPiece") {
-    if (unk === undefined) {
-      throw fail("a WordPiece model needs model.unk_token in the vocabulary");
-    }
-    const prefix = typeof model.continuing_subword_prefix === "string"
-      ? model.continuing_subword_prefix
-      : "##";
-    const wp = new WordPieceModel({
-      tokens: modelTokens,
-      unk,
-      wordPrefix: "",
-      continuationPrefix: prefix,
-      maxInputChars: typeof model.max_input_chars_per_word === "number"
-        ? model.max_input_chars_per_word
-        : 100,
-    });
-    encodeWord = (w, out) => wp.encodeWord(w, out);
-    normalBytes = (id) =>
-      utf8(
-        tokens[id].startsWith(prefix)
-          ? tokens[id].slice(prefix.length)
-          : " " + tokens[id],
-      );
-  } else {
-    for (const k of ["continuing_subword_prefix", "end_of_word_suffix"]) {
-      if (typeof model[k] === "string" && model[k] !== "") {
-        throw fail(`BPE option model.${k} is not supported`);
-      }
-    }
-    const rawMerges = Array.isArray(model.merges) ? model.merges : [];
-    const merges = rawMerges.map((m, i): [string, string] => {
-      if (Array.isArray(m) && m.length === 2) {
-        return [String(m[0]), String(m[1])];
-      }
-      if (typeof m === "string") {
-        const sp = m.indexOf(" ", 1);
-        if (sp > 0) return [m.slice(0, sp), m.slice(sp + 1)];
-      }
-      throw fail(
-        `model.merges[${i}] = ${
-          JSON.stringify(m)
-        } is neither "a b" nor ["a", "b"]`,
-      );
-    });
-    const bpe = new BpeModel({
-      tokens: modelTokens,
-      merges,
-      byteLevel,
-      byteFallback,
-      ignoreMerges: model.ignore_merges === true,
-      unk,
-      fuseUnk: model.fuse_unk === true,
-      cacheSize: options.wordCache,
-    });
-    encodeWord = pre.byteLevel
-      ? (w, out) => bpe.encodeMapped(w, out)
-      : (w, out) => bpe.encodeWord(w, out);
-    normalBytes = byteLevel ? (id) => byteLevelBytes(tokens[id]) : (id) =>
-      utf8(
-        dec.spaceChar ? tokens[id].replaceAll(dec.spaceChar, " ") : tokens[id],
-      );
-  }
-
-  return assembleTokenizer({
-    kind: type === "WordPiece" ? "wordpiece" : byteLevel ? "bpe" : "spm",
-    tokens,
-    attrs,
-    bos,
-    eos,
-    unk,
-    pad,
-    sep: post.sep,
-    eog,
-    addBos,
-    addEos,
-    addSep: post.sep !== undefined,
-    addSpacePrefix: type === "WordPiece" ? true : dec.stripLeadingSpace,
-    lstrip,
-    rstrip,
-    chatTemplate,
-    encodeText(text, out, atStart) {
-      const normalized = normalize(text);
-      for (const w of runSteps(pre.steps, normalized, atStart)) {
-        encodeWord(w, out);
-      }
-    },
-    normalBytes,
-  });
+  return new HfTokenizer(json, options);
 }
 
-// ---------------------------------------------------------------- normalizers
+class HfTokenizer implements Tokenizer {
+  readonly kind: TokenizerKind;
+  readonly vocabSize: number;
+  readonly bos: number | undefined;
+  readonly eos: number | undefined;
+  readonly unk: number | undefined;
+  readonly pad: number | undefined;
+  readonly sep: number | undefined;
+  readonly eog: readonly number[];
+  readonly addBos: boolean;
+  readonly addEos: boolean;
+  readonly addSpacePrefix: boolean;
+  readonly specialTokens: readonly SpecialToken[];
+  readonly chatTemplate: string | undefined;
+  readonly chatTemplates: Readonly<Record<string, string>>;
+  readonly #model: Model;
+  readonly #normalize: Normalize | undefined;
+  readonly #pre: ReturnType<typeof buildPreTokenizer>;
+  readonly #decoder: Decoder;
+  readonly #raw: AddedMatcher;
+  readonly #normalized: AddedMatcher;
+  readonly #prefix: number[];
+  readonly #suffix: number[];
+  /** Token string by id for decoding (added tokens over the model's; normalized ones as normalized). */
+  readonly #text: (string | undefined)[];
+  /** Token string by id as the file stores it. */
+  readonly #stored: (string | undefined)[];
+  readonly #special = new Set<string>();
+  readonly #addedIds = new Map<string, number>();
+  readonly #modelIds = new Map<string, number>();
+  readonly #bytes: (Uint8Array | undefined)[];
 
-type Fail = (msg: string) => TypeError;
+  constructor(json: TokenizerJson, options: HfTokenizerOptions) {
+    const where = options.name ?? "tokenizer.json";
+    const fail: Fail = (msg) => new TypeError(`${where}: ${msg}`);
+    const model = obj(json?.model);
+    if (!model) throw fail("has no model object");
+    this.#model = readModel(model, fail, options.wordCache);
+    const modelTokens = this.#model.tokens;
+    this.#normalize = buildNormalizer(json.normalizer, fail);
+    this.#pre = buildPreTokenizer(json.pre_tokenizer, fail);
+    this.#decoder = buildDecoder(json.decoder, fail);
 
-function buildNormalizer(cfg: unknown, fail: Fail): (s: string) => string {
-  const c = obj(cfg);
-  if (!c) return (s) => s;
-  switch (c.type) {
-    case "NFC":
-    case "NFD":
-    case "NFKC":
-    case "NFKD":
-      return (s) => s.normalize(c.type as string);
-    case "Lowercase":
-      return (s) => s.toLowerCase();
-    case "Strip": {
-      const left = c.strip_left !== false;
-      const right = c.strip_right !== false;
-      return (s) => {
-        if (left) {
-          s = s.replace(
-            /^[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u,
-            "",
-          );
-        }
-        if (right) {
-          s = s.replace(
-            /[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/u,
-            "",
-          );
-        }
-        return s;
-      };
-    }
-    case "StripAccents":
-      return (s) => s.replace(/\p{Mn}/gu, "");
-    case "Prepend": {
-      const p = String(c.prepend ?? "");
-      return (s) => (s.length > 0 ? p + s : s);
-    }
-    case "Replace": {
-      const pat = obj(c.pattern) ?? {};
-      const content = String(c.content ?? "");
-      if (typeof pat.String === "string") {
-        const from = pat.String;
-        return (s) => s.replaceAll(from, content);
-      }
-      if (typeof pat.Regex === "string") {
-        const re = toJsRegExp(pat.Regex);
-        return (s) => s.replace(re, () => content);
-      }
-      throw fail(`Replace normalizer needs pattern.String or pattern.Regex`);
-    }
-    case "BertNormalizer": {
-      const lower = c.lowercase !== false;
-      const strip = typeof c.strip_accents === "boolean"
-        ? c.strip_accents
-        : lower;
-      const clean = c.clean_text !== false;
-      const chinese = c.handle_chinese_chars !== false;
-      return (s) => bertNormalize(s, { lower, strip, clean, chinese });
-    }
-    case "Sequence": {
-      const list = Array.isArray(c.normalizers) ? c.normalizers : [];
-      const fns = list.map((n) => buildNormalizer(n, fail));
-      return (s) => fns.reduce((acc, f) => f(acc), s);
-    }
-    default:
-      throw fail(`normalizer "${c.type}" is not supported`);
-  }
-}
-
-function isChineseCp(cp: number): boolean {
-  return (cp >= 0x4e00 && cp <= 0x9fff) || (cp >= 0x3400 && cp <= 0x4dbf) ||
-    (cp >= 0x20000 && cp <= 0x2a6df) || (cp >= 0x2a700 && cp <= 0x2b73f) ||
-    (cp >= 0x2b740 && cp <= 0x2b81f) || (cp >= 0x2b920 && cp <= 0x2ceaf) ||
-    (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0x2f800 && cp <= 0x2fa1f);
-}
-
-function bertNormalize(
-  s: string,
-  o: { lower: boolean; strip: boolean; clean: boolean; chinese: boolean },
-): string {
-  let out = "";
-  for (const ch of s) {
-    const cp = ch.codePointAt(0)!;
-    if (o.clean) {
-      if (cp === 0 || cp === 0xfffd) continue;
-      if (/[\t\n\r]/.test(ch) || /\p{Zs}/u.test(ch)) {
-        out += " ";
-        continue;
-      }
-      if (/\p{C}/u.test(ch)) continue;
-    }
-    out += o.chinese && isChineseCp(cp) ? ` ${ch} ` : ch;
-  }
-  if (o.strip) out = out.normalize("NFD").replace(/\p{Mn}/gu, "");
-  if (o.lower) out = out.toLowerCase();
-  return out;
-}
-
-// -------------------------------------------------------------- pre-tokenizers
-
-function toByteAlphabet(piece: string): string {
-  let s = "";
-  for (const b of utf8(piece)) s += BYTE_TO_CHAR[b];
-  return s;
-}
-
-interface PreTokenizer {
-  steps: PreTokenizeStep[];
-  byteLevel: boolean;
-}
-
-function behaviorOf(v: unknown, fail: Fail): SplitBehavior {
-  const names: Record<string, SplitBehavior> = {
-    isolated: "Isolated",
-    removed: "Removed",
-    merged_with_previous: "MergedWithPrevious",
-    mergedwithprevious: "MergedWithPrevious",
-    merged_with_next: "MergedWithNext",
-    mergedwithnext: "MergedWithNext",
-    contiguous: "Contiguous",
-  };
-  if (v === undefined) return "Isolated";
-  const b = names[String(v).toLowerCase()];
-  if (!b) throw fail(`split behavior "${v}" is not known`);
-  return b;
-}
-
-function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
-  const c = obj(cfg);
-  if (!c) return { steps: [], byteLevel: false };
-  switch (c.type) {
-    case "Sequence": {
-      const list = Array.isArray(c.pretokenizers) ? c.pretokenizers : [];
-      const parts = list.map((p) => buildPreTokenizer(p, fail));
-      return {
-        steps: parts.flatMap((p) => p.steps),
-        byteLevel: parts.some((p) => p.byteLevel),
-      };
-    }
-    case "ByteLevel": {
-      const prefix = c.add_prefix_space === true;
-      const steps: PreTokenizeStep[] = [];
-      if (prefix) {
-        steps.push((pieces) =>
-          pieces.map((p) => (p.startsWith(" ") ? p : " " + p))
+    // added tokens
+    const list = Array.isArray(json.added_tokens) ? json.added_tokens : [];
+    const added: AddedToken[] = list.map((a, i) => {
+      if (
+        !Number.isInteger(a?.id) || a.id < 0 || typeof a.content !== "string"
+      ) {
+        throw fail(
+          `added_tokens[${i}] = ${
+            JSON.stringify(a)
+          } needs a non-negative integer id and a content string`,
         );
       }
-      if (c.use_regex !== false) {
-        steps.push(splitStep(toJsRegExp(GPT2_PATTERN)));
-      }
-      // later steps, and the model, see the byte alphabet (`Ġ` for a space)
-      steps.push((pieces) => pieces.map(toByteAlphabet));
-      return { steps, byteLevel: true };
-    }
-    case "Split": {
-      const pat = obj(c.pattern) ?? {};
-      const source = typeof pat.Regex === "string"
-        ? pat.Regex
-        : typeof pat.String === "string"
-        ? escapeRe(pat.String)
-        : undefined;
-      if (source === undefined) {
-        throw fail("Split pre-tokenizer needs pattern.String or pattern.Regex");
-      }
       return {
-        steps: [
-          splitStep(
-            toJsRegExp(source),
-            behaviorOf(c.behavior, fail),
-            c.invert === true,
-          ),
-        ],
-        byteLevel: false,
+        id: a.id,
+        content: a.content,
+        special: a.special === true,
+        lstrip: a.lstrip === true,
+        rstrip: a.rstrip === true,
+        singleWord: a.single_word === true,
+        normalized: a.normalized ?? !a.special,
       };
-    }
-    case "Digits": // Rust's char::is_numeric: Nd, Nl and No
-      return {
-        steps: [
-          splitStep(toJsRegExp(c.individual_digits ? "\\p{N}" : "\\p{N}+")),
-        ],
-        byteLevel: false,
-      };
-    case "Punctuation":
-      return {
-        steps: [
-          splitStep(
-            toJsRegExp("[\\p{P}$+<=>^`|~]"),
-            behaviorOf(c.behavior, fail),
-          ),
-        ],
-        byteLevel: false,
-      };
-    case "Whitespace":
-      return {
-        steps: [splitStep(toJsRegExp("\\w+|[^\\w\\s]+"), "Removed", true)],
-        byteLevel: false,
-      };
-    case "WhitespaceSplit":
-      return {
-        steps: [splitStep(toJsRegExp("\\s+"), "Removed")],
-        byteLevel: false,
-      };
-    case "CharDelimiterSplit":
-      return {
-        steps: [
-          splitStep(
-            toJsRegExp(escapeRe(String(c.delimiter ?? " "))),
-            "Removed",
-          ),
-        ],
-        byteLevel: false,
-      };
-    case "BertPreTokenizer":
-      return {
-        steps: [
-          splitStep(toJsRegExp("\\s+"), "Removed"),
-          splitStep(toJsRegExp("[\\p{P}$+<=>^`|~]")),
-        ],
-        byteLevel: false,
-      };
-    case "Metaspace": {
-      const rep = String(c.replacement ?? SPM_SPACE);
-      const scheme = typeof c.prepend_scheme === "string"
-        ? c.prepend_scheme
-        : c.add_prefix_space === false
-        ? "never"
-        : "always";
-      const split = c.split !== false;
-      const splitter = splitStep(toJsRegExp(escapeRe(rep)), "MergedWithNext");
-      return {
-        steps: [(pieces, first) => {
-          const out = pieces.map((p, i) => {
-            let s = p.replaceAll(" ", rep);
-            const prepend = scheme === "always" ||
-              (scheme === "first" && first && i === 0);
-            if (prepend && !s.startsWith(rep)) s = rep + s;
-            return s;
-          });
-          return split ? splitter(out, first) : out;
-        }],
-        byteLevel: false,
-      };
-    }
-    default:
-      throw fail(`pre-tokenizer "${c.type}" is not supported`);
-  }
-}
-
-// --------------------------------------------------------- post-processors
-
-interface PostInfo {
-  bos?: number;
-  eos?: number;
-  sep?: number;
-}
-
-function readPostProcessor(
-  cfg: unknown,
-  fail: Fail,
-  idOf: Map<string, number>,
-): PostInfo {
-  const c = obj(cfg);
-  if (!c) return {};
-  switch (c.type) {
-    case "TemplateProcessing": {
-      const single = Array.isArray(c.single) ? c.single : [];
-      const specials = obj(c.special_tokens) ?? {};
-      const idFor = (name: string): number => {
-        const st = obj(specials[name]);
-        const ids = st && Array.isArray(st.ids) ? st.ids : undefined;
-        const id = ids && ids.length === 1 ? Number(ids[0]) : idOf.get(name);
-        if (id === undefined) {
-          throw fail(`post_processor special token "${name}" has no id`);
-        }
-        return id;
-      };
-      const info: PostInfo = {};
-      let seenSequence = false;
-      for (const item of single) {
-        const it = obj(item) ?? {};
-        if (obj(it.Sequence)) {
-          seenSequence = true;
-          continue;
-        }
-        const st = obj(it.SpecialToken);
-        if (!st) continue;
-        const id = idFor(String(st.id));
-        if (!seenSequence) info.bos ??= id;
-        else info.eos ??= id;
-      }
-      return info;
-    }
-    case "BertProcessing":
-    case "RobertaProcessing": {
-      const cls = Array.isArray(c.cls) ? Number(c.cls[1]) : undefined;
-      const sep = Array.isArray(c.sep) ? Number(c.sep[1]) : undefined;
-      return { bos: cls, sep };
-    }
-    case "ByteLevel":
-      return {};
-    case "Sequence": {
-      const list = Array.isArray(c.processors) ? c.processors : [];
-      return Object.assign(
-        {},
-        ...list.map((p) => readPostProcessor(p, fail, idOf)),
+    });
+    let size = modelTokens.length;
+    for (const a of added) size = Math.max(size, a.id + 1);
+    if (size > 2 * (modelTokens.length + added.length) + MAX_ID_GAP) {
+      throw new RangeError(
+        `${where}: added token id ${size - 1} is far beyond the ${
+          modelTokens.length + added.length
+        } tokens the file defines`,
       );
     }
-    default:
-      throw fail(`post_processor "${c.type}" is not supported`);
-  }
-}
-
-// ------------------------------------------------------------------ decoders
-
-interface DecoderInfo {
-  byteLevel: boolean;
-  /** The character shown for a space in tokens (`▁`), if the decoder maps it back. */
-  spaceChar?: string;
-  stripLeadingSpace: boolean;
-}
-
-function readDecoder(cfg: unknown, fail: Fail): DecoderInfo {
-  const info: DecoderInfo = { byteLevel: false, stripLeadingSpace: false };
-  const visit = (d: unknown) => {
-    const c = obj(d);
-    if (!c) return;
-    switch (c.type) {
-      case "ByteLevel":
-        info.byteLevel = true;
-        break;
-      case "Metaspace": {
-        info.spaceChar = String(c.replacement ?? SPM_SPACE);
-        const scheme = typeof c.prepend_scheme === "string"
-          ? c.prepend_scheme
-          : c.add_prefix_space === false
-          ? "never"
-          : "always";
-        if (scheme !== "never") info.stripLeadingSpace = true;
-        break;
+    this.vocabSize = size;
+    this.#text = new Array(size);
+    this.#stored = new Array(size);
+    modelTokens.forEach((t, i) => {
+      if (t !== "") {
+        this.#text[i] = t;
+        this.#stored[i] = t;
+        if (!this.#modelIds.has(t)) this.#modelIds.set(t, i);
       }
-      case "Replace": {
-        const pat = obj(c.pattern) ?? {};
-        if (typeof pat.String === "string" && c.content === " ") {
-          info.spaceChar = pat.String;
-        } else {throw fail(
-            `decoder Replace ${JSON.stringify(c.pattern)} is not supported`,
-          );}
-        break;
-      }
-      case "Strip":
-        if (Number(c.start ?? 0) > 0) info.stripLeadingSpace = true;
-        break;
-      case "ByteFallback":
-      case "Fuse":
-      case "WordPiece":
-        break;
-      case "Sequence":
-        for (const x of Array.isArray(c.decoders) ? c.decoders : []) visit(x);
-        break;
-      default:
-        throw fail(`decoder "${c.type}" is not supported`);
+    });
+    const lead: Lead = { atZero: true };
+    const normalizedText = (a: AddedToken) =>
+      a.normalized && this.#normalize
+        ? this.#normalize(a.content, lead)
+        : a.content;
+    for (const a of added) {
+      // decoding shows a normalized token as the normalizer writes it
+      this.#text[a.id] = normalizedText(a);
+      this.#stored[a.id] = a.content;
+      this.#addedIds.set(a.content, a.id);
+      if (a.special) this.#special.add(a.content);
     }
-  };
-  visit(cfg);
-  return info;
+    this.#raw = new AddedMatcher(
+      added.filter((a) => !a.normalized).map((token) => ({
+        token,
+        pattern: token.content,
+      })),
+    );
+    this.#normalized = new AddedMatcher(
+      added.filter((a) => a.normalized).map((token) => ({
+        token,
+        pattern: normalizedText(token),
+      })),
+    );
+    this.#bytes = new Array(size);
+
+    // special tokens around a sequence; BOS / EOS
+    const post = readPostProcessor(json.post_processor, fail);
+    const cfg = options.config ?? {};
+    const idOf = (text: string | undefined, what: string) => {
+      if (text === undefined) return undefined;
+      const id = this.tokenId(text);
+      if (id === undefined) {
+        throw fail(`${what} "${text}" is not in the vocabulary`);
+      }
+      return id;
+    };
+    let bos = idOf(tokenText(cfg.bos_token), "bos_token") ?? post.prefix[0];
+    let eos = idOf(tokenText(cfg.eos_token), "eos_token") ??
+      (post.sep === undefined
+        ? post.suffix[post.suffix.length - 1]
+        : undefined);
+    let prefix = post.prefix;
+    let suffix = post.suffix;
+    if (typeof cfg.add_bos_token === "boolean") {
+      prefix = cfg.add_bos_token ? (bos !== undefined ? [bos] : []) : [];
+    }
+    if (typeof cfg.add_eos_token === "boolean") {
+      suffix = cfg.add_eos_token ? (eos !== undefined ? [eos] : []) : [];
+    }
+    this.#prefix = prefix;
+    this.#suffix = suffix;
+    const gen = options.generationConfig ?? {};
+    const eog = new Set<number>();
+    if (typeof gen.bos_token_id === "number") bos = gen.bos_token_id;
+    if (gen.eos_token_id !== undefined) {
+      const ids = Array.isArray(gen.eos_token_id)
+        ? gen.eos_token_id
+        : [gen.eos_token_id];
+      if (ids.length > 0) eos = ids[0];
+      for (const id of ids) if (id >= 0 && id < size) eog.add(id);
+    }
+    const check = (what: string, id: number | undefined) => {
+      if (id !== undefined && !(Number.isInteger(id) && id >= 0 && id < size)) {
+        throw new RangeError(
+          `${where}: the ${what} token id ${id} is outside the vocabulary of ${size} tokens`,
+        );
+      }
+      return id;
+    };
+    this.bos = check("BOS", bos);
+    this.eos = check("EOS", eos);
+    this.unk = check("unknown", this.#model.unk);
+    this.pad = check("padding", idOf(tokenText(cfg.pad_token), "pad_token"));
+    this.sep = check("separator", post.sep);
+    for (const id of [...prefix, ...suffix]) check("post-processor", id);
+    if (this.eos !== undefined) eog.add(this.eos);
+    for (let id = 0; id < size; id++) {
+      const t = this.#stored[id];
+      if (t !== undefined && EOG_TEXTS.has(t)) eog.add(id);
+    }
+    this.eog = [...eog].sort((a, b) => a - b);
+    this.addBos = prefix.length > 0;
+    this.addEos = suffix.length > 0;
+    this.addSpacePrefix = this.#decoder.stripsLeading;
+    this.specialTokens = added.map((a) => ({
+      id: a.id,
+      text: a.content,
+      type: a.special ? "control" : "user-defined",
+    }));
+    const templates: Record<string, string> = {};
+    if (typeof cfg.chat_template === "string") {
+      templates.default = cfg.chat_template;
+    } else if (Array.isArray(cfg.chat_template)) {
+      for (const t of cfg.chat_template) {
+        if (typeof t?.name === "string" && typeof t.template === "string") {
+          templates[t.name] = t.template;
+        }
+      }
+    }
+    this.chatTemplates = templates;
+    this.chatTemplate = templates.default ?? Object.values(templates)[0];
+    const byteLevel = this.#pre.byteLevel || this.#decoder.byteLevel;
+    const t = this.#model.type;
+    this.kind = t === "BPE"
+      ? (byteLevel ? "bpe" : "spm")
+      : t === "WordPiece"
+      ? "wordpiece"
+      : t === "Unigram"
+      ? "unigram"
+      : "wordlevel";
+  }
+
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    const addSpecial = options.addSpecial ?? true;
+    const parseSpecial = options.parseSpecial ?? false;
+    const out: number[] = [];
+    const addBos = options.addBos ?? addSpecial;
+    const addEos = options.addEos ?? addSpecial;
+    if (addBos) {
+      if (this.#prefix.length > 0) out.push(...this.#prefix);
+      else if (options.addBos) {
+        if (this.bos === undefined) {
+          throw new TypeError(
+            "Cannot add BOS: this tokenizer has no BOS token",
+          );
+        }
+        out.push(this.bos);
+      }
+    }
+    for (const seg of this.#raw.split(text, !parseSpecial)) {
+      if (seg.token) {
+        out.push(seg.token.id);
+        continue;
+      }
+      const lead: Lead = { atZero: seg.start === 0 };
+      let s = text.slice(seg.start, seg.end);
+      if (this.#normalize) s = this.#normalize(s, lead);
+      if (s.length === 0) continue;
+      for (const sub of this.#normalized.split(s, !parseSpecial)) {
+        if (sub.token) {
+          out.push(sub.token.id);
+          continue;
+        }
+        this.#encodeRun(
+          sub.start === 0 && sub.end === s.length
+            ? s
+            : s.slice(sub.start, sub.end),
+          lead.atZero && sub.start === 0,
+          out,
+        );
+      }
+    }
+    if (addEos) {
+      if (this.#suffix.length > 0) out.push(...this.#suffix);
+      else if (options.addEos) {
+        if (this.eos === undefined) {
+          throw new TypeError(
+            "Cannot add EOS: this tokenizer has no EOS token",
+          );
+        }
+        out.push(this.eos);
+      }
+    }
+    return out;
+  }
+
+  #encodeRun(run: string, atZero: boolean, out: number[]): void {
+    const p: Pieces = { list: [run], atZero };
+    for (const step of this.#pre.steps) step(p);
+    const m = this.#model;
+    if (this.#pre.byteLevelTail) {
+      for (const w of p.list) m.encodeBytes(w, out);
+    } else {
+      for (const w of p.list) m.encodeWord(w, out);
+    }
+  }
+
+  #check(id: number): void {
+    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+      throw new RangeError(
+        `Token id ${id} is outside the vocabulary of ${this.vocabSize} tokens`,
+      );
+    }
+  }
+
+  #tokens(ids: Iterable<number>, special: boolean): string[] {
+    const tokens: string[] = [];
+    for (const id of ids) {
+      this.#check(id);
+      const t = this.#text[id];
+      if (t === undefined) continue;
+      if (!special && this.#special.has(t)) continue;
+      tokens.push(t);
+    }
+    return tokens;
+  }
+
+  decode(ids: Iterable<number>, options: DecodeOptions = {}): string {
+    const tokens = this.#tokens(ids, options.special ?? false);
+    return this.#decoder.decode(
+      tokens,
+      options.stripLeadingSpace === false ? 1 : 0,
+    );
+  }
+
+  tokenBytes(id: number, special = false): Uint8Array {
+    this.#check(id);
+    const t = this.#text[id];
+    if (t === undefined || (!special && this.#special.has(t))) {
+      return new Uint8Array(0);
+    }
+    let b = this.#bytes[id];
+    if (b === undefined) {
+      if (this.#decoder.byteLevel) {
+        const out: number[] = [];
+        byteLevelTokenBytes(t, out);
+        b = Uint8Array.from(out);
+      } else if (this.#decoder.byteFallback && parseBytePiece(t) >= 0) {
+        b = Uint8Array.of(parseBytePiece(t));
+      } else b = utf8(this.#decoder.decode([t], 1));
+      this.#bytes[id] = b;
+    }
+    return b;
+  }
+
+  tokenText(id: number): string {
+    this.#check(id);
+    return this.#stored[id] ?? "";
+  }
+
+  tokenId(text: string): number | undefined {
+    return this.#addedIds.get(text) ?? this.#modelIds.get(text);
+  }
+
+  createStreamDecoder(options: DecodeOptions = {}): StreamDecoder {
+    const special = options.special ?? false;
+    const first = options.stripLeadingSpace === false ? 1 : 0;
+    const dec = (ids: number[]) =>
+      this.#decoder.decode(this.#tokens(ids, special), first);
+    let ids: number[] = [];
+    let prefix = "";
+    let prefixIndex = 0;
+    return {
+      decodeToken: (id: number): string => {
+        this.#check(id);
+        if (prefix === "" && ids.length > 0) {
+          const p = dec(ids);
+          if (!p.endsWith("\ufffd")) {
+            prefix = p;
+            prefixIndex = ids.length;
+          }
+        }
+        ids.push(id);
+        const s = dec(ids);
+        if (s.length > prefix.length && !s.endsWith("\ufffd")) {
+          const text = s.startsWith(prefix) ? s.slice(prefix.length) : s;
+          const nextIndex = ids.length - prefixIndex;
+          ids = ids.slice(prefixIndex);
+          prefix = dec(ids);
+          prefixIndex = nextIndex;
+          return text;
+        }
+        return "";
+      },
+      flush: (): string => {
+        const s = dec(ids);
+        ids = [];
+        const rest = s.length > prefix.length && s.startsWith(prefix)
+          ? s.slice(prefix.length)
+          : "";
+        prefix = "";
+        prefixIndex = 0;
+        return rest;
+      },
+    };
+  }
 }

@@ -8,8 +8,11 @@
  * - SentencePiece-style BPE with byte fallback (Llama 1/2, TinyLlama,
  *   Mistral) from `tokenizer.json` or GGUF (`"llama"`, merged by score);
  * - WordPiece (BERT) from `tokenizer.json` or GGUF (`"bert"`);
- * - chat templates (ChatML, Llama 2, Llama 3, Zephyr, Mistral) as plain
- *   functions;
+ * - Unigram (T5, XLM-R, ALBERT ...) and WordLevel from `tokenizer.json`,
+ *   Unigram from GGUF (`"t5"`);
+ * - chat templates: the model's own Jinja template rendered as
+ *   transformers does, with hand-written ChatML, Llama 2, Llama 3, Zephyr
+ *   and Mistral formats for models that ship none;
  * - structured output: JSON Schema (or plain JSON) compiled to a byte
  *   grammar ({@link compileJsonSchema}) and lifted to a token-level
  *   constraint for sampling ({@link jsonConstraint}).
@@ -71,11 +74,13 @@ export {
   tokenizerFromJson,
   type TokenizerJson,
 } from "./hf.ts";
+export { UnigramModel, type UnigramSpec, UNK_PENALTY } from "./unigram.ts";
 export {
   GGUF_PRE_NAMES,
   type GgufPreTokenizer,
   ggufPreTokenizer,
   toJsPattern,
+  type ToJsPatternOptions,
   toJsRegExp,
 } from "./pre_tokenize.ts";
 export {
@@ -85,14 +90,21 @@ export {
   type ChatMessage,
   chatml,
   type ChatTemplate,
+  chatTemplateFor,
   type ChatTemplateHint,
   type ChatTemplateOptions,
   encodeChat,
   type EncodeChatOptions,
+  jinjaChatTemplate,
   llama2Chat,
   llama3Chat,
   mistralChat,
   pickChatTemplate,
+  renderChatTemplate,
+  type ResolvedChatTemplate,
+  selectChatTemplate,
+  type SelectChatTemplateOptions,
+  strftime,
   zephyrChat,
 } from "./chat.ts";
 

@@ -18,6 +18,17 @@
 const WS =
   "\\t-\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 
+/** Options of {@link toJsPattern} and {@link toJsRegExp}. */
+export interface ToJsPatternOptions {
+  /**
+   * `^` and `$` match at line starts and ends and `.` matches anything but
+   * `\n`, as in Oniguruma's Ruby syntax (what `tokenizer.json` patterns
+   * use); false keeps JavaScript's meanings (llama.cpp's patterns).
+   * @default {true}
+   */
+  lineAnchors?: boolean;
+}
+
 /** Characters that keep a backslash in a JavaScript `u`-mode pattern. */
 const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
 
@@ -31,6 +42,7 @@ const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
  * `\u{HH}`, and escapes JavaScript rejects in `u` mode become literals.
  *
  * @param pattern The pattern as written in `tokenizer.json`.
+ * @param options Which meaning `^`, `$` and `.` have.
  * @returns The JavaScript pattern source.
  *
  * @example
@@ -40,7 +52,11 @@ const SYNTAX = new Set("^$\\.*+?()[]{}|/".split(""));
  * assert(toJsPattern("(?i:'s)") === "(?:'[sS])");
  * ```
  */
-export function toJsPattern(pattern: string): string {
+export function toJsPattern(
+  pattern: string,
+  options: ToJsPatternOptions = {},
+): string {
+  const lines = options.lineAnchors ?? true;
   let out = "";
   let inClass = false;
   let classStart = false; // just after '[' or '[^'
@@ -52,8 +68,16 @@ export function toJsPattern(pattern: string): string {
   const letterBoth = (ch: string) => {
     const lo = ch.toLowerCase();
     const up = ch.toUpperCase();
-    return lo === up ? ch : inClass ? lo + up : `[${lo}${up}]`;
+    if (
+      lo === up || Array.from(lo).length !== 1 || Array.from(up).length !== 1
+    ) {
+      return ch;
+    }
+    const both = ch === lo ? lo + up : up + lo;
+    return inClass ? both : `[${both}]`;
   };
+  const folds = (ch: string) =>
+    caseless > 0 && ch.toLowerCase() !== ch.toUpperCase();
   for (let i = 0; i < cps.length; i++) {
     const ch = cps[i];
     const wasQuantifier: boolean = afterQuantifier;
@@ -148,7 +172,7 @@ export function toJsPattern(pattern: string): string {
         default:
           if (SYNTAX.has(c) || (c === "-" && inClass)) out += "\\" + c;
           else if (/[0-9]/.test(c)) out += "\\" + c; // back reference
-          else out += caseless && /[A-Za-z]/.test(c) ? letterBoth(c) : lit(c);
+          else out += folds(c) ? letterBoth(c) : lit(c);
       }
       continue;
     }
@@ -164,7 +188,7 @@ export function toJsPattern(pattern: string): string {
       } else if (ch === "]") {
         out += "\\]"; // a ']' right after '[' is literal in Oniguruma
       } else {
-        out += caseless && /[A-Za-z]/.test(ch) ? letterBoth(ch) : ch;
+        out += folds(ch) ? letterBoth(ch) : ch;
       }
       classStart = false;
       continue;
@@ -231,8 +255,17 @@ export function toJsPattern(pattern: string): string {
       case "]":
         out += "\\]";
         break;
+      case "^":
+        out += lines ? "(?<![^\\n])" : "^";
+        break;
+      case "$":
+        out += lines ? "(?![^\\n])" : "$";
+        break;
+      case ".":
+        out += lines ? "[^\\n]" : ".";
+        break;
       default:
-        out += caseless && /[A-Za-z]/.test(ch) ? letterBoth(ch) : ch;
+        out += folds(ch) ? letterBoth(ch) : ch;
     }
   }
   if (inClass) throw new SyntaxError(`Unclosed [ in pattern ${pattern}`);
@@ -244,6 +277,7 @@ export function toJsPattern(pattern: string): string {
  * global JavaScript Unicode regular expression.
  *
  * @param pattern The pattern.
+ * @param options Which meaning `^`, `$` and `.` have.
  * @returns The compiled expression (flags `gu`).
  * @throws {SyntaxError} When the pattern cannot be compiled; the message
  * quotes it.
@@ -256,8 +290,11 @@ export function toJsPattern(pattern: string): string {
  * assert("12345".match(re)!.join(",") === "123,45");
  * ```
  */
-export function toJsRegExp(pattern: string): RegExp {
-  const src = toJsPattern(pattern);
+export function toJsRegExp(
+  pattern: string,
+  options: ToJsPatternOptions = {},
+): RegExp {
+  const src = toJsPattern(pattern, options);
   try {
     return new RegExp(src, "gu");
   } catch (e) {
@@ -455,6 +492,68 @@ const PRE: Record<string, [readonly string[], boolean?, boolean?]> = {
   "seed-coder": [[
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
   ]],
+  "jais-2": [[
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}",
+  ]],
+  "spark2_5": [[
+    "\\p{N}{1,3}",
+    "[\\x{4e00}-\\x{9fa5}\\x{3040}-\\x{309f}\\x{30a0}-\\x{30ff}]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\\r\\n]|\\s+(?!\\S)|\\s+",
+    "\\p{N}",
+  ]],
+  "youtu": [
+    [
+      "[\\x{ac00}-\\x{d7a3}\\x{3131}-\\x{318e}]+|[\\x{ff01}\\x{2026}\\x{201c}\\x{201d}\\x{2018}\\x{2019}\\x{2014}\\x{ff1a}\\x{ff1b}\\x{ff0c}\\x{3001}-\\x{303f}\\x{fe30}-\\x{fe4f}]+|[\\x{3105}-\\x{312f}]+|[\\x{4e00}-\\x{9fa5}\\x{3040}-\\x{309f}\\x{30a0}-\\x{30ff}]+",
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ],
+    true,
+  ],
+  "qwen35": [[
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  ]],
+  "granite-embed-multi-97m": [
+    [
+      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ],
+    true,
+  ],
+  "tiny_aya": [[
+    "\\d{1,3}(?=(?:\\d{3})*\\b)",
+    GPT4O,
+  ]],
+  "ufakzeka": [[
+    "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+  ]],
+  "laguna": [[
+    "[^\\n]+|[\\n]+",
+    QWEN2,
+  ]],
+  "exaone-moe": [[
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+  ]],
+  "minicpm5": [
+    [
+      "\\p{N}{1,3}",
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ],
+    true,
+  ],
+};
+
+/**
+ * `tokenizer.ggml.pre` names llama.cpp knows whose splitting needs custom
+ * code there (or a different byte handling), refused with the reason.
+ */
+const REFUSED: Record<string, string> = {
+  "kimi-k2":
+    "llama.cpp splits Kimi-K2 text with custom code (Han-aware classes)",
+  "afmoe": "llama.cpp groups AFMoE digits with custom code",
+  "superbpe": "its zero-length split pattern needs llama.cpp's regex engine",
+  "gemma4": "Gemma 4 BPE runs on raw UTF-8 with escaped spaces, not byte-level",
+  "granite-embed-multi-311m":
+    "its BPE runs on raw UTF-8 with escaped spaces, not byte-level",
+  "sarvam-moe": "its BPE runs on raw UTF-8 with escaped spaces, not byte-level",
+  "whitespace": "its vocabulary is split at white space without byte encoding",
 };
 
 /** Other names llama.cpp gives to the same pattern sets. */
@@ -497,10 +596,25 @@ const ALIASES: Record<string, string> = {
   "bailingmoe2": "bailingmoe",
   "grok-2": "qwen2",
   "hunyuan-dense": "deepseek-v3",
+  "joyai-llm": "deepseek-v3",
+  "hy_v4": "deepseek-v3",
+  "lfm2": "llama3",
+  "jina-v5-nano": "llama3",
+  "modern-bert": "gpt-2",
+  "kormo": "qwen2",
+  "f2llmv2": "qwen2",
+  "solar-open": "qwen2",
+  "kanana2": "gpt-4o",
+  "talkie": "gpt-4o",
+  "minimax-m2": "gpt-4o",
+  "cohere2moe": "tiny_aya",
+  "llada-moe": "bailingmoe",
+  "mellum2": "starcoder",
 };
 
 /**
- * The `tokenizer.ggml.pre` names {@link ggufPreTokenizer} knows.
+ * The `tokenizer.ggml.pre` names {@link ggufPreTokenizer} knows (the
+ * names llama.cpp splits with custom code are refused by name instead).
  *
  * @example
  * ```ts
@@ -535,6 +649,13 @@ export function ggufPreTokenizer(pre: string | undefined): GgufPreTokenizer {
   const name = pre === undefined || pre === "" ? "default" : pre;
   const entry = PRE[ALIASES[name] ?? name];
   if (!entry) {
+    if (name in REFUSED) {
+      throw new TypeError(
+        `GGUF pre-tokenizer "${name}" (tokenizer.ggml.pre) is not supported: ${
+          REFUSED[name]
+        }`,
+      );
+    }
     throw new TypeError(
       `Unknown GGUF pre-tokenizer "${name}" (tokenizer.ggml.pre); known: ${
         GGUF_PRE_NAMES.join(", ")
@@ -550,7 +671,9 @@ export function ggufPreTokenizer(pre: string | undefined): GgufPreTokenizer {
 
 /** Splits text with a list of patterns, each isolating its matches. */
 export function patternSteps(patterns: readonly string[]): PreTokenizeStep[] {
-  return patterns.map((p) => splitStep(toJsRegExp(p), "Isolated"));
+  return patterns.map((p) =>
+    splitStep(toJsRegExp(p, { lineAnchors: false }), "Isolated")
+  );
 }
 
 /** Runs pre-tokenization steps over one text fragment. */

@@ -9,7 +9,13 @@
 import { ByteBuffer, utf8 } from "./_text.ts";
 
 /** Which algorithm a tokenizer runs. */
-export type TokenizerKind = "bpe" | "spm" | "wordpiece";
+export type TokenizerKind =
+  | "bpe"
+  | "spm"
+  | "wordpiece"
+  | "unigram"
+  | "wordlevel"
+  | "rwkv";
 
 /**
  * Token attributes (bit flags), as GGUF `tokenizer.ggml.token_type` describes them.
@@ -55,9 +61,14 @@ export interface EncodeOptions {
   /** Append EOS; overrides what `addSpecial` implies. */
   addEos?: boolean;
   /**
-   * Turn the text of control tokens (`<s>`, `<|im_start|>` ...) into their
-   * ids. Off by default so that user text cannot inject control tokens;
-   * turn it on for the output of a chat template. @default {false}
+   * Find special (control) tokens (`<s>`, `<|im_start|>`, `[CLS]` ...)
+   * written in the text and give their ids, as Hugging Face `encode` does
+   * by default. Off by default here: parsing special tokens out of user
+   * text lets that text forge turns, system prompts or end-of-sequence
+   * markers (prompt injection), so their text is tokenized as ordinary
+   * text instead (Hugging Face's `split_special_tokens=True`). Turn it on
+   * for text a chat template wrote. Non-special added tokens are always
+   * found. @default {false}
    */
   parseSpecial?: boolean;
 }
@@ -117,8 +128,10 @@ export interface Tokenizer {
   readonly addSpacePrefix: boolean;
   /** Tokens matched in text before the algorithm runs. */
   readonly specialTokens: readonly SpecialToken[];
-  /** The Jinja chat template the model file carries, when it has one. */
+  /** The Jinja chat template the model file carries, when it has one (the one named `default` when it names several). */
   readonly chatTemplate: string | undefined;
+  /** Every named chat template the model file carries (`default`, `tool_use` ...); empty when none. */
+  readonly chatTemplates: Readonly<Record<string, string>>;
   /**
    * Encodes text.
    *
@@ -197,8 +210,8 @@ export interface TokenizerParts {
   normalBytes(id: number): Uint8Array;
 }
 
-/** Texts llama.cpp treats as ending generation wherever they appear. */
-const EOG_TEXTS = new Set([
+/** Texts llama.cpp treats as ending generation wherever they appear. Private to `tokenizers/`. */
+export const EOG_TEXTS: ReadonlySet<string> = new Set([
   "<|eot_id|>",
   "<|im_end|>",
   "<|end|>",
@@ -233,6 +246,7 @@ class VocabTokenizer implements Tokenizer {
   readonly addSpacePrefix: boolean;
   readonly specialTokens: readonly SpecialToken[];
   readonly chatTemplate: string | undefined;
+  readonly chatTemplates: Readonly<Record<string, string>>;
   readonly #parts: TokenizerParts;
   readonly #root: TrieNode = { next: new Map(), id: -1, always: false };
   readonly #first = new Set<number>();
@@ -263,6 +277,9 @@ class VocabTokenizer implements Tokenizer {
     this.addEos = parts.addEos;
     this.addSpacePrefix = parts.addSpacePrefix;
     this.chatTemplate = parts.chatTemplate;
+    this.chatTemplates = parts.chatTemplate !== undefined
+      ? { default: parts.chatTemplate }
+      : {};
     this.#pieces = new Array(this.vocabSize);
     const eog = new Set<number>();
     if (this.eos !== undefined) eog.add(this.eos);

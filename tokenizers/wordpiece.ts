@@ -130,7 +130,8 @@ export class WordPieceModel {
    */
   encodeWord(word: string, out: number[]): void {
     const { wordPrefix, continuationPrefix, unk } = this.#spec;
-    if (word.length > (this.#spec.maxInputChars ?? Infinity)) {
+    const max = this.#spec.maxInputChars ?? Infinity;
+    if (word.length > max && countCodePoints(word) > max) {
       out.push(unk);
       return;
     }
@@ -159,4 +160,14 @@ export class WordPieceModel {
       i = end;
     }
   }
+}
+
+function countCodePoints(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff || i === 0) n++;
+    else if ((s.charCodeAt(i - 1) & 0xfc00) !== 0xd800) n++;
+  }
+  return n;
 }

@@ -93,7 +93,7 @@ function asTokenizerJson(
     if (types[i] === 3 || types[i] === 4) {
       added.push({ id: i, content: t, special: types[i] === 3 });
     }
-    if (!(t in vocab)) vocab[t] = i;
+    if (!Object.hasOwn(vocab, t)) vocab[t] = i;
   });
   const merges = md["tokenizer.ggml.merges"] as string[];
   const byteLevel = {
@@ -161,8 +161,12 @@ function asTokenizerJson(
       tokens.forEach((t, i) => {
         if (types[i] !== 1) return;
         for (let k = 1; k < t.length; k++) {
-          const a = vocab[t.slice(0, k)];
-          const b = vocab[t.slice(k)];
+          const a = Object.hasOwn(vocab, t.slice(0, k))
+            ? vocab[t.slice(0, k)]
+            : undefined;
+          const b = Object.hasOwn(vocab, t.slice(k))
+            ? vocab[t.slice(k)]
+            : undefined;
           if (
             a !== undefined && b !== undefined && types[a] === 1 &&
             types[b] === 1
@@ -265,11 +269,18 @@ for (const name of Object.keys(EXPECTED_PASS)) {
             v.text,
             `${name} round trip`,
           );
-          assertEquals(
-            fromJson.decode(fromJson.encode(v.text)),
-            v.text,
-            `${name} json round trip`,
-          );
+          // DeepSeek's added tokens include Latin-1 letters ("ü") that the
+          // ByteLevel decoder turns into single bytes, so the tokenizers
+          // library itself decodes "Führer" as "F\ufffdhrer" (checked with
+          // tokenizers 0.23.2); only the GGUF side, which copies
+          // user-defined tokens as text like llama.cpp, round-trips.
+          if (name !== "deepseek-llm") {
+            assertEquals(
+              fromJson.decode(fromJson.encode(v.text)),
+              v.text,
+              `${name} json round trip`,
+            );
+          }
         }
       }
     },

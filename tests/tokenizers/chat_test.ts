@@ -75,7 +75,7 @@ Deno.test("chat family from a template string, a name or a vocabulary", () => {
   assertThrows(
     () => pickChatTemplate({ family: "gpt2" }),
     TypeError,
-    "known families: chatml, llama2, llama3, zephyr, mistral",
+    "no built-in format fits it (built-in: chatml, llama2, llama3, zephyr, mistral)",
   );
 });
 

@@ -9,9 +9,14 @@ Deno.test("gguf loader: missing or unsupported keys are TypeErrors naming the ke
     "m.gguf has no tokenizer (tokenizer.ggml.model is missing)",
   );
   assertThrows(
-    () => tokenizerFromGguf({ "tokenizer.ggml.model": "t5" }),
+    () => tokenizerFromGguf({ "tokenizer.ggml.model": "rwkv" }),
     TypeError,
-    'tokenizer model "t5" is not supported (supported: llama, gpt2, bert)',
+    'tokenizer model "rwkv" is not supported (RWKV\'s escaped byte vocabulary is not supported); supported: llama, gpt2, bert, t5',
+  );
+  assertThrows(
+    () => tokenizerFromGguf({ "tokenizer.ggml.model": "sentencepiece2" }),
+    TypeError,
+    'tokenizer model "sentencepiece2" is not supported; supported: llama, gpt2, bert, t5',
   );
   assertThrows(
     () => tokenizerFromGguf({ "tokenizer.ggml.model": "llama" }),

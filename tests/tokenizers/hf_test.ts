@@ -212,9 +212,17 @@ Deno.test("tokenizer.json (Metaspace, prepend_scheme first): only the start of t
 Deno.test("tokenizer.json: unsupported parts are refused by name", () => {
   const base = llama3Json(true);
   assertThrows(
-    () => tokenizerFromJson({ ...base, model: { type: "Unigram", vocab: {} } }),
+    () => tokenizerFromJson({ ...base, model: { type: "Chars", vocab: {} } }),
     TypeError,
-    'tokenizer.json: model type "Unigram" is not supported (supported: BPE, WordPiece)',
+    'tokenizer.json: model type "Chars" is not supported (supported: BPE, WordPiece, Unigram, WordLevel)',
+  );
+  assertThrows(
+    () =>
+      tokenizerFromJson({ ...base, normalizer: { type: "ByteLevel" } }, {
+        name: "x/tokenizer.json",
+      }),
+    TypeError,
+    'x/tokenizer.json: normalizer "ByteLevel" is not supported',
   );
   assertThrows(
     () =>
@@ -222,7 +230,16 @@ Deno.test("tokenizer.json: unsupported parts are refused by name", () => {
         name: "t5/tokenizer.json",
       }),
     TypeError,
-    't5/tokenizer.json: normalizer "Precompiled" is not supported',
+    "t5/tokenizer.json: Precompiled normalizer needs a precompiled_charsmap string",
+  );
+  assertThrows(
+    () =>
+      tokenizerFromJson({
+        ...base,
+        model: { type: "Unigram", vocab: [["a", 0]], unk_id: 3 },
+      }),
+    TypeError,
+    "model.unk_id 3 is outside the 1 pieces",
   );
   assertThrows(
     () =>
@@ -243,7 +260,7 @@ Deno.test("tokenizer.json: unsupported parts are refused by name", () => {
         model: { type: "BPE", vocab: { a: 1_000_000_000 } },
       }),
     RangeError,
-    "token id 1000000000 is far beyond the 5 tokens the file defines",
+    "model.vocab token id 1000000000 is far beyond the 1 tokens it defines",
   );
   assertThrows(
     () => tokenizerFromJson(base, { config: { bos_token: "<nope>" } }),

@@ -92,3 +92,129 @@ Deno.test("ggufPreTokenizer: aliases, default and unknown names", () => {
     patternSteps(ggufPreTokenizer(name).patterns);
   }
 });
+
+Deno.test("every tokenizer.ggml.pre name llama.cpp knows is supported or refused by name", () => {
+  // the names llama.cpp's llama_vocab::impl::load accepts for BPE vocabularies
+  const llamaCpp = [
+    "default",
+    "minicpm5",
+    "llama3",
+    "llama-v3",
+    "llama-bpe",
+    "falcon3",
+    "falcon-h1",
+    "pixtral",
+    "midm-2.0",
+    "lfm2",
+    "jina-v5-nano",
+    "deepseek-llm",
+    "deepseek-coder",
+    "deepseek-v3",
+    "spark2_5",
+    "youtu",
+    "falcon",
+    "mpt",
+    "starcoder",
+    "gpt-2",
+    "phi-2",
+    "jina-es",
+    "jina-de",
+    "gigachat",
+    "jina-v2-es",
+    "jina-v2-de",
+    "a.x-4.0",
+    "mellum",
+    "modern-bert",
+    "jais-2",
+    "gemma4",
+    "granite-embed-multi-311m",
+    "sarvam-moe",
+    "jina-v1-en",
+    "jina-v2-code",
+    "roberta-bpe",
+    "whitespace",
+    "refact",
+    "command-r",
+    "qwen2",
+    "deepseek-r1-qwen",
+    "kormo",
+    "f2llmv2",
+    "qwen35",
+    "stablelm2",
+    "olmo",
+    "dbrx",
+    "smaug-bpe",
+    "poro-chat",
+    "glm4",
+    "chatglm-bpe",
+    "viking",
+    "jais",
+    "tekken",
+    "smollm",
+    "codeshell",
+    "bloom",
+    "gpt3-finnish",
+    "exaone",
+    "exaone4",
+    "exaone-moe",
+    "chameleon",
+    "minerva-7b",
+    "megrez",
+    "gpt-4o",
+    "llama4",
+    "kanana2",
+    "talkie",
+    "granite-embed-multi-97m",
+    "tiny_aya",
+    "cohere2moe",
+    "superbpe",
+    "trillion",
+    "granite-docling",
+    "bailingmoe",
+    "bailingmoe2",
+    "llada-moe",
+    "seed-coder",
+    "hunyuan",
+    "hunyuan-dense",
+    "hy_v4",
+    "joyai-llm",
+    "kimi-k2",
+    "ufakzeka",
+    "grok-2",
+    "afmoe",
+    "laguna",
+    "minimax-m2",
+    "solar-open",
+    "mellum2",
+  ];
+  const refused: string[] = [];
+  for (const name of llamaCpp) {
+    try {
+      const pre = ggufPreTokenizer(name);
+      for (const p of pre.patterns) toJsRegExp(p, { lineAnchors: false });
+    } catch (e) {
+      assertEquals(e instanceof TypeError, true, name);
+      assertEquals((e as Error).message.includes(`"${name}"`), true, name);
+      assertEquals(
+        (e as Error).message.includes("is not supported"),
+        true,
+        name,
+      );
+      refused.push(name);
+    }
+  }
+  assertEquals(refused.sort(), [
+    "afmoe",
+    "gemma4",
+    "granite-embed-multi-311m",
+    "kimi-k2",
+    "sarvam-moe",
+    "superbpe",
+    "whitespace",
+  ]);
+  assertThrows(
+    () => ggufPreTokenizer("no-such-pre"),
+    TypeError,
+    'Unknown GGUF pre-tokenizer "no-such-pre"',
+  );
+});

@@ -81,6 +81,7 @@ Deno.test("wordpiece (tokenizer.json): ## continuations and BertProcessing", () 
     decoder: { type: "WordPiece", prefix: "##" },
   });
   assertEquals(tok.encode("UnAffable! hello"), [2, 4, 5, 6, 7, 8, 3]);
-  assertEquals(tok.decode([2, 4, 5, 6, 7, 8, 3]), "unaffable ! hello");
+  // the WordPiece decoder's cleanup joins " !" (tokenizers does the same)
+  assertEquals(tok.decode([2, 4, 5, 6, 7, 8, 3]), "unaffable! hello");
   assertEquals(tok.kind, "wordpiece");
 });
