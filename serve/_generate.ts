@@ -10,7 +10,6 @@ import type {
 } from "../models/generate.ts";
 import type { LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
-import { HttpError } from "./_http.ts";
 import { BATCH_BUCKETS, LATENCY_BUCKETS } from "./_metrics.ts";
 import type { ModelVersion } from "./_model_info.ts";
 
