@@ -33,6 +33,8 @@ export interface FamilySpec {
    * (its rope type `NORM`: llama, granite, smollm3, mixtral as `llama`).
    */
   permuteQk: boolean;
+  /** Whether llama.cpp's loader needs `output.weight` even when the embeddings are tied. */
+  ggufNeedsOutput?: boolean;
   /** The extras read from a `config.json` (already checked to be this family). */
   fromHf(o: Json, where: string): FamilyExtras;
   /** The extra `config.json` fields of a config. */

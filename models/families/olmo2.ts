@@ -4,7 +4,9 @@
  * `input_layernorm`), and an RMSNorm over the whole query and key
  * projections before RoPE (`self_attn.{q,k}_norm` of `heads·head_dim`).
  * llama.cpp: `olmo2` with `post_attention_norm`, `post_ffw_norm`,
- * `attn_{q,k}_norm`; rotary on half-split pairs.
+ * `attn_{q,k}_norm`; rotary on half-split pairs. Its loader wants
+ * `output.weight` even for tied embeddings (the export writes a copy) and
+ * query heads of `hidden / heads`.
  *
  * @module
  */
@@ -22,6 +24,7 @@ export const olmo2Family: FamilySpec = {
   },
   hfArchitecture: "Olmo2ForCausalLM",
   permuteQk: false,
+  ggufNeedsOutput: true,
   fromHf(o, where) {
     const b = boolField(o, "attention_bias", where, false);
     return {

@@ -126,8 +126,9 @@ CASES = {
         embedding_multiplier=12.0, residual_multiplier=0.22,
         attention_multiplier=0.0078125, logits_scaling=8.0,
     ),
-    # olmo2: post-norms, q/k norm over the whole projection
-    "olmo2_gqa": base("olmo2"),
+    # olmo2: post-norms, q/k norm over the whole projection (llama.cpp's
+    # olmo2 needs head_dim = hidden/heads)
+    "olmo2_gqa": base("olmo2", head_dim=6),
     "olmo2_mha_tied": base(
         "olmo2", num_key_value_heads=4, head_dim=6, tie_word_embeddings=True,
         intermediate_size=41,
