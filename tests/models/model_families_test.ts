@@ -1,0 +1,273 @@
+/**
+ * The families qwen3, qwen3_moe, mixtral, smollm3, granite and olmo2 on
+ * tiny checkpoints written by transformers' own save_pretrained
+ * (tests/vectors/gen/model_families.py → tests/vectors/families/ and
+ * tests/vectors/model_families.json): all-position logits within 1e-4
+ * relative of transformers' float32 logits from the Hugging Face folder, from
+ * our GGUF export of it and from that GGUF converted back; 32 greedy tokens
+ * equal to transformers' and to llama.cpp's on our GGUF
+ * (tests/vectors/gen/model_families_llamacpp.mjs →
+ * tests/vectors/model_families_llamacpp.json), F32 and, for the mixtures of
+ * experts, Q8_0. Expert calls are counted to show that only the top k run;
+ * a padded vocabulary generates and decodes; detectArchitecture names each
+ * family.
+ */
+
+import { assert, assertEquals, assertNotEquals } from "@std/assert";
+import { decodeBase64 } from "@std/encoding";
+import { join } from "@std/path";
+import { memorySource } from "../../core/sources.ts";
+import type { LayerPlugin } from "../../core/plugin.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
+import {
+  convertHfToGguf,
+  loadTransformer,
+  openHfCheckpoint,
+} from "../../io/transformer.ts";
+import { LAYER_PLUGINS, swigluLayer } from "../../layers/mod.ts";
+import {
+  detectArchitecture,
+  generateText,
+  ggufToHf,
+  type Transformer,
+  transformerFromFiles,
+} from "../../models/mod.ts";
+import { createRegistry } from "../../registry.ts";
+import { REPO_ROOT } from "../_helpers/fixtures.ts";
+
+interface Case {
+  name: string;
+  family: string;
+  vocab: number;
+  logits: string;
+  greedy: number[];
+}
+
+const V = JSON.parse(
+  await Deno.readTextFile(join(REPO_ROOT, "tests/vectors/model_families.json")),
+) as { prompt: number[]; cases: Case[] };
+const LLAMA_CPP = JSON.parse(
+  await Deno.readTextFile(
+    join(REPO_ROOT, "tests/vectors/model_families_llamacpp.json"),
+  ),
+) as { prompt: number[]; greedy: Record<string, number[]> };
+const folder = (c: Case) => join(REPO_ROOT, "tests/vectors/families", c.name);
+const TOLERANCE = 1e-4;
+
+/** llama.cpp's qwen3moe always rescales the top-k weights: no reference for norm_topk_prob false. */
+const LLAMA_CPP_DIFFERS = new Set(["qwen3_moe_raw"]);
+
+function want(c: Case): Float32Array {
+  const b = decodeBase64(c.logits);
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+/** max |got − want| / max |want| over all positions. */
+function relative(got: Float32Array, ref: Float32Array): number {
+  assertEquals(got.length, ref.length);
+  let d = 0, m = 0;
+  for (let i = 0; i < ref.length; i++) {
+    d = Math.max(d, Math.abs(got[i] - ref[i]));
+    m = Math.max(m, Math.abs(ref[i]));
+  }
+  return d / m;
+}
+
+async function greedy(model: Transformer, n = 32): Promise<number[]> {
+  const r = await generateText(model, V.prompt, {
+    greedy: true,
+    maxTokens: n,
+    stopAtEos: false,
+    addBos: false,
+  });
+  return r.ids;
+}
+
+function checkLogits(model: Transformer, c: Case, what: string) {
+  const got = model.forward(V.prompt, undefined, { allPositions: true });
+  const r = relative(got, want(c));
+  assert(r < TOLERANCE, `${c.name} ${what}: relative difference ${r}`);
+}
+
+for (const c of V.cases) {
+  Deno.test(`${c.name}: HF folder, our GGUF and back equal transformers (logits, greedy) and llama.cpp`, async () => {
+    const hf = await loadTransformer(folder(c));
+    assertEquals(hf.config.family, c.family);
+    checkLogits(hf, c, "HF folder");
+    assertEquals(await greedy(hf), c.greedy, "greedy from the HF folder");
+
+    const dir = await Deno.makeTempDir({ prefix: `fam-${c.name}-` });
+    try {
+      const out = join(dir, "m.gguf");
+      await convertHfToGguf(folder(c), out);
+      const gguf = await loadTransformer(out);
+      assertEquals(gguf.config.family, c.family);
+      checkLogits(gguf, c, "our GGUF");
+      const ours = await greedy(gguf);
+      assertEquals(ours, c.greedy, "greedy from our GGUF");
+      const cpp = LLAMA_CPP.greedy[`${c.name}.f32`];
+      if (LLAMA_CPP_DIFFERS.has(c.name)) {
+        assertNotEquals(cpp, ours, "llama.cpp rescales qwen3moe's top-k");
+      } else {
+        assertEquals(cpp, ours, "llama.cpp on our GGUF");
+      }
+      const back = await transformerFromFiles(
+        await ggufToHf(await readGguf(memorySource(await Deno.readFile(out)))),
+      );
+      checkLogits(back, c, "GGUF converted back to HF files");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+for (const name of ["mixtral_gqa", "mixtral_mha_tied", "qwen3_moe_norm"]) {
+  Deno.test(`${name}: a Q8_0 GGUF generates llama.cpp's greedy tokens, experts quantized`, async () => {
+    const c = V.cases.find((x) => x.name === name)!;
+    const dir = await Deno.makeTempDir({ prefix: `fam-q8-${name}-` });
+    try {
+      const out = join(dir, "m.gguf");
+      await convertHfToGguf(folder(c), out, { quantize: "Q8_0" });
+      const model = await loadTransformer(out);
+      const expert = model.tensors.get(
+        "layers.1.mlp.branches.0.gate_proj.weight",
+      );
+      assertEquals(expert?.dtype, "Q8_0");
+      assertEquals(await greedy(model), LLAMA_CPP.greedy[`${name}.q8_0`]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+Deno.test("mixture of experts: only the top-k experts run on each token", async () => {
+  for (const name of ["mixtral_gqa", "mixtral_mha_tied", "qwen3_moe_raw"]) {
+    const c = V.cases.find((x) => x.name === name)!;
+    let rows = 0, calls = 0;
+    const counting: LayerPlugin = {
+      ...(swigluLayer as LayerPlugin),
+      build(cfg, weights) {
+        const inner = swigluLayer.build(cfg as never, weights);
+        return {
+          forward(x, state, ctx) {
+            calls++;
+            rows += x.data.length / x.shape[x.shape.length - 1];
+            return inner.forward(x, state, ctx);
+          },
+        };
+      },
+    };
+    const registry = createRegistry().use(
+      LAYER_PLUGINS.filter((p) => p.type !== "swiglu"),
+    ).use(counting);
+    const model = await loadTransformer(folder(c), { registry });
+    const moe = model.config.moe!;
+    const t = V.prompt.length;
+    checkLogits(model, c, "counting registry");
+    // every token goes through exactly top_k experts in every block
+    assertEquals(rows, model.config.numLayers * t * moe.topK);
+    assert(calls <= model.config.numLayers * moe.numExperts);
+    assert(moe.topK < moe.numExperts);
+  }
+});
+
+Deno.test("vocabulary padding: config.vocab_size past the tokenizer generates and decodes", async () => {
+  const c = V.cases.find((x) => x.name === "qwen3_mha_padded")!;
+  const model = await loadTransformer(folder(c));
+  assertEquals(model.config.vocabSize, 320);
+  assertEquals(model.tokenizer!.vocabSize, 300);
+  // push the sampler onto padded ids: they generate, with no text
+  const r = await generateText(model, "Once upon", {
+    greedy: true,
+    maxTokens: 4,
+    stopAtEos: false,
+    logitBias: { 310: 1000 },
+  });
+  assertEquals(r.ids, [310, 310, 310, 310]);
+  assertEquals(r.text, "");
+  const plain = await generateText(model, "Once upon", {
+    greedy: true,
+    maxTokens: 8,
+    stopAtEos: false,
+  });
+  assertEquals(plain.ids.length, 8);
+  assertEquals(plain.text, model.tokenizer!.decode(plain.ids));
+  // the GGUF export pads the token list to the embedding rows, as llama.cpp needs
+  const dir = await Deno.makeTempDir({ prefix: "fam-pad-" });
+  try {
+    await convertHfToGguf(folder(c), join(dir, "m.gguf"));
+    const g = await readGguf(
+      memorySource(await Deno.readFile(join(dir, "m.gguf"))),
+    );
+    const tokens = g.models[0].metadata["tokenizer.ggml.tokens"] as string[];
+    assertEquals(tokens.length, 320);
+    assertEquals(tokens[310], "[PAD310]");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("detectArchitecture names each family from tensor names (granite and smollm3 need the GGUF metadata)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "fam-detect-" });
+  try {
+    for (const c of V.cases) {
+      const ck = await openHfCheckpoint(folder(c));
+      const fromHf = detectArchitecture(ck.model.models[0].tensors);
+      ck.close();
+      const out = join(dir, `${c.name}.gguf`);
+      await convertHfToGguf(folder(c), out);
+      const g = (await readGguf(memorySource(await Deno.readFile(out))))
+        .models[0];
+      const fromGguf = detectArchitecture(g.tensors);
+      const withMetadata = detectArchitecture(g.tensors, g.metadata);
+      assertEquals(withMetadata.family, c.family, `${c.name} with metadata`);
+      assert(withMetadata.config, `${c.name}: ${withMetadata.notes}`);
+      const byNames = c.family === "granite" || c.family === "smollm3"
+        ? "llama"
+        : c.family;
+      assertEquals(fromHf.family, byNames, `${c.name} from HF names`);
+      assertEquals(fromGguf.family, byNames, `${c.name} from GGUF names`);
+      assert(fromHf.config && fromGguf.config, c.name);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name:
+    "llama.cpp live: our GGUF export of qwen3_gqa (node-llama-cpp on NODE_PATH)",
+  async fn(t) {
+    const nodePath = Deno.env.get("NODE_PATH");
+    let found = false;
+    if (nodePath) {
+      try {
+        await Deno.stat(join(nodePath, "node-llama-cpp"));
+        found = true;
+      } catch { /* not there */ }
+    }
+    if (!found) {
+      console.log(
+        "skipped: NODE_PATH has no node-llama-cpp (the committed llama.cpp vectors are checked above)",
+      );
+      return;
+    }
+    const c = V.cases.find((x) => x.name === "qwen3_gqa")!;
+    const dir = await Deno.makeTempDir({ prefix: "fam-live-" });
+    try {
+      const out = join(dir, "m.gguf");
+      await convertHfToGguf(folder(c), out);
+      const r = await new Deno.Command("node", {
+        args: ["tests/vectors/gen/model_families_llamacpp.mjs", out],
+        cwd: REPO_ROOT,
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      await t.step("node-llama-cpp ran", () => assert(r.success));
+      const ids = JSON.parse(new TextDecoder().decode(r.stdout).trim());
+      assertEquals(ids, c.greedy);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
