@@ -10,7 +10,8 @@ Writes tests/vectors/families/<case>/ (config.json, model.safetensors,
 tokenizer.json, tokenizer_config.json, generation_config.json) and
 tests/vectors/model_families.json (per case: the prompt, float32 logits at
 every prompt position as base64 little-endian, and transformers' 32 greedy
-tokens). tests/models/model_families_test.ts reads them.
+tokens; also the text prompt's ids, its 12 greedy tokens and their text as
+the tokenizers library decodes them, for the CLI and server tests). tests/models/model_families_test.ts reads them.
 
 Every case perturbs the norms (1 + 0.1·N(0,1)) and biases away from their
 init, so a missing norm or a swapped placement changes the logits. Shapes mix
@@ -33,6 +34,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 ROOT = "tests/vectors/families"
 OUT = "tests/vectors/model_families.json"
 PROMPT = [1, 17, 42, 99, 5, 250, 7, 64, 3, 120]
+TEXT_PROMPT = "Once upon a time"
+TEXT_GREEDY = 12
 GREEDY = 32
 VOCAB = 300
 
@@ -158,6 +161,7 @@ def main():
         "generator": "tests/vectors/gen/model_families.py",
         "library": f"transformers {transformers.__version__}, torch {torch.__version__}",
         "prompt": PROMPT,
+        "text_prompt": TEXT_PROMPT,
         "cases": [],
     }
     for i, (name, (kind, kw)) in enumerate(CASES.items()):
@@ -192,8 +196,18 @@ def main():
                 ids, max_new_tokens=GREEDY, do_sample=False, eos_token_id=None,
                 pad_token_id=0, min_new_tokens=GREEDY,
             )[0, len(PROMPT):].tolist()
+        text_ids = tok.encode(TEXT_PROMPT).ids
+        with torch.no_grad():
+            text_gen = model.generate(
+                torch.tensor([text_ids]), max_new_tokens=TEXT_GREEDY,
+                do_sample=False, eos_token_id=None, pad_token_id=0,
+            )[0, len(text_ids):].tolist()
         out["cases"].append({
             "name": name,
+            "text_ids": text_ids,
+            "text_greedy": text_gen,
+            "text_greedy_text": tok.decode(
+                [i for i in text_gen if i < VOCAB], skip_special_tokens=False),
             "family": kind,
             "vocab": int(cfg.vocab_size),
             "logits": f32_b64(logits),
