@@ -1,6 +1,6 @@
 /**
  * Writes our GGUF export of every checkpoint in tests/vectors/families/
- * (F32, and Q8_0 for the mixture-of-experts ones) into a folder, for
+ * (F32, and Q8_0 and Q4_0 for the mixture-of-experts ones) into a folder, for
  * model_families_llamacpp.mjs to run in llama.cpp:
  *
  *   deno run -A tests/vectors/gen/model_families_gguf.ts /tmp/families-gguf
@@ -21,9 +21,11 @@ for await (const e of Deno.readDir(root)) {
   await convertHfToGguf(dir, join(out, `${e.name}.f32.gguf`));
   const cfg = JSON.parse(await Deno.readTextFile(join(dir, "config.json")));
   if (cfg.model_type === "mixtral" || cfg.model_type === "qwen3_moe") {
-    await convertHfToGguf(dir, join(out, `${e.name}.q8_0.gguf`), {
-      quantize: "Q8_0",
-    });
+    for (const q of ["Q8_0", "Q4_0"] as const) {
+      await convertHfToGguf(dir, join(out, `${e.name}.${q.toLowerCase()}.gguf`), {
+        quantize: q,
+      });
+    }
   }
   console.log(e.name);
 }

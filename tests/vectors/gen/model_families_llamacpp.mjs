@@ -6,9 +6,9 @@
 //
 // It runs tests/vectors/gen/model_families_gguf.ts (deno) to write the GGUF
 // files (F32, and Q8_0 for the mixture-of-experts checkpoints) into a
-// temporary folder, evaluates the prompt ids of tests/vectors/model_families.json
+// temporary folder (Q4_0 too for the mixtures of experts), evaluates the prompt ids of tests/vectors/model_families.json
 // and takes 32 greedy tokens (temperature 0, no BOS added), and writes
-// tests/vectors/model_families_llamacpp.json: { "<case>.<f32|q8_0>": ids }.
+// tests/vectors/model_families_llamacpp.json: { "<case>.<f32|q8_0|q4_0>": ids }.
 // With an argument FILE.gguf it prints that file's greedy ids instead
 // (tests/models/model_families_llamacpp_test.ts runs it live that way).
 import { createRequire } from "node:module";
@@ -25,7 +25,13 @@ const llama = await getLlama({ gpu: false, build: "never", logLevel: process.env
 
 async function greedy(path) {
   const model = await llama.loadModel({ modelPath: path });
-  const ctx = await model.createContext({ contextSize: 128, threads: 1 });
+  // an F32 KV cache, as ours is (llama.cpp defaults to F16)
+  const ctx = await model.createContext({
+    contextSize: 128,
+    threads: 1,
+    experimentalKvCacheKeyType: "F32",
+    experimentalKvCacheValueType: "F32",
+  });
   const seq = ctx.getSequence();
   const ids = [];
   for await (const t of seq.evaluate(prompt, { temperature: 0 })) {
