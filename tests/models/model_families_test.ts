@@ -18,7 +18,7 @@ import { decodeBase64 } from "@std/encoding";
 import { join } from "@std/path";
 import { memorySource } from "../../core/sources.ts";
 import type { LayerPlugin } from "../../core/plugin.ts";
-import { readGguf } from "../../formats/gguf/mod.ts";
+import { readGguf, writeGguf } from "../../formats/gguf/mod.ts";
 import {
   convertHfToGguf,
   loadTransformer,
@@ -26,12 +26,22 @@ import {
 } from "../../io/transformer.ts";
 import { LAYER_PLUGINS, swigluLayer } from "../../layers/mod.ts";
 import {
+  configFromHf,
+  configToHf,
   detectArchitecture,
   generateText,
   ggufToHf,
+  hfToGguf,
+  parseTensorName,
+  tensorName,
   type Transformer,
   transformerFromFiles,
+  transformerFromGguf,
+  transformerNetwork,
 } from "../../models/mod.ts";
+import { initNetwork } from "../../core/network.ts";
+import { memoryTensorIndex } from "../../core/model.ts";
+import { kernelCopyBytes } from "../../kernels/fast/runtime.ts";
 import { createRegistry } from "../../registry.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 
@@ -149,6 +159,73 @@ for (const name of ["mixtral_gqa", "mixtral_mha_tied", "qwen3_moe_norm"]) {
     });
   }
 }
+
+Deno.test("mixture of experts: Q4_K experts split from GGUF's stacked tensors run in place in kernel memory", async () => {
+  // rows of 256 (a K-quant super-block): a synthetic qwen3_moe
+  const cfg = configFromHf({
+    model_type: "qwen3_moe",
+    vocab_size: 64,
+    hidden_size: 256,
+    intermediate_size: 256,
+    moe_intermediate_size: 256,
+    num_hidden_layers: 1,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 64,
+    num_experts: 4,
+    num_experts_per_tok: 2,
+    norm_topk_prob: true,
+  });
+  const reg = createRegistry().use(LAYER_PLUGINS);
+  const net = transformerNetwork(cfg);
+  const hfTensors = [...initNetwork(reg, net, 5)].map(([n, v]) => ({
+    ...v,
+    name: tensorName("hf", parseTensorName(n, 1)!),
+  }));
+  const hf = {
+    config: configToHf(cfg),
+    model: {
+      models: [{
+        id: "m",
+        metadata: {},
+        tensors: memoryTensorIndex(hfTensors),
+      }],
+    },
+  };
+  const f32 = await transformerFromFiles(hf);
+  const chunks: Uint8Array[] = [];
+  for await (const c of writeGguf(hfToGguf(hf), { quantize: "Q4_K" })) {
+    chunks.push(c);
+  }
+  const bytes = new Uint8Array(chunks.reduce((a, c) => a + c.length, 0));
+  let at = 0;
+  for (const c of chunks) bytes.set(c, (at += c.length) - c.length);
+  const file = await readGguf(memorySource(bytes));
+  assertEquals(
+    file.models[0].tensors.info("blk.0.ffn_up_exps.weight").dtype,
+    "Q4_K",
+  );
+  const q = await transformerFromGguf(file);
+  const ids = [1, 7, 30, 2, 9];
+  const got = q.forward(ids, undefined, { allPositions: true });
+  // the same weights dequantized exactly (ggufToHf widens Q4_K to F32):
+  // what is left is the kernels' Q8_K activation rounding
+  const widened = await transformerFromFiles(await ggufToHf(file));
+  const ref = widened.forward(ids, undefined, { allPositions: true });
+  const r = relative(got, ref);
+  console.log(`Q4_K in place vs widened: ${r}`);
+  assert(r < 0.02, `Q4_K in place vs widened: ${r}`);
+  assert(
+    relative(got, f32.forward(ids, undefined, { allPositions: true })) > r,
+    "quantization moved the logits",
+  );
+  for (let j = 0; j < 4; j++) {
+    const t = q.tensors.get(`layers.1.mlp.branches.${j}.up_proj.weight`)!;
+    assertEquals(t.dtype, "Q4_K");
+    assertEquals(t.shape, [256, 256]);
+    assertEquals(kernelCopyBytes(t.bytes), 0, "used in place, no copy");
+  }
+});
 
 Deno.test("mixture of experts: forwardBatch gives each sequence its own forward's logits", async () => {
   const c = V.cases.find((x) => x.name === "qwen3_moe_norm")!;
