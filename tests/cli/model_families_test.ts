@@ -115,3 +115,32 @@ Deno.test("serve: each family answers /v1/completions from its HF folder and its
     }
   });
 });
+
+Deno.test("serve: padded vocabulary ids generate and have logprobs with empty text", async () => {
+  const c = V.cases.find((x) => x.name === "qwen3_mha_padded")!;
+  await withServer({}, async ({ url }) => {
+    const r = await call(`${url}/v1/completions`, {
+      json: {
+        model: "padded",
+        prompt: V.text_prompt,
+        max_tokens: 3,
+        temperature: 0,
+        logprobs: 3,
+        logit_bias: { "310": 100 },
+      },
+    });
+    assertEquals(r.status, 200, JSON.stringify(r.body));
+    const choice = (r.body.choices as {
+      text: string;
+      logprobs: { tokens: string[] };
+    }[])[0];
+    assertEquals(choice.text, "");
+    assertEquals(choice.logprobs.tokens, ["", "", ""]);
+  }, async (dir) => {
+    const to = join(dir, "padded");
+    await Deno.mkdir(to);
+    for await (const e of Deno.readDir(folder(c))) {
+      await Deno.copyFile(join(folder(c), e.name), join(to, e.name));
+    }
+  });
+});
