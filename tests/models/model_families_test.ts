@@ -20,6 +20,7 @@ import { memorySource } from "../../core/sources.ts";
 import type { LayerPlugin } from "../../core/plugin.ts";
 import { readGguf, writeGguf } from "../../formats/gguf/mod.ts";
 import {
+  convertGgufToHf,
   convertHfToGguf,
   loadTransformer,
   openHfCheckpoint,
@@ -125,6 +126,12 @@ for (const c of V.cases) {
         await ggufToHf(await readGguf(memorySource(await Deno.readFile(out)))),
       );
       checkLogits(back, c, "GGUF converted back to HF files");
+      const folderBack = join(dir, "hf");
+      await convertGgufToHf(out, folderBack);
+      const reloaded = await loadTransformer(folderBack);
+      assertEquals(reloaded.config.family, c.family);
+      checkLogits(reloaded, c, "GGUF written back as an HF folder");
+      assertEquals(await greedy(reloaded), c.greedy);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
