@@ -67,6 +67,8 @@ const TOLERANCE = 1e-4;
 
 /** llama.cpp's qwen3moe always rescales the top-k weights: no reference for norm_topk_prob false. */
 const LLAMA_CPP_DIFFERS = new Set(["qwen3_moe_raw"]);
+/** llama.cpp's olmo2 loader wants query heads of hidden / heads: it refuses this file (null). */
+const LLAMA_CPP_REFUSES = new Set(["olmo2_head_dim"]);
 
 function want(c: Case): Float32Array {
   const b = decodeBase64(c.logits);
@@ -117,7 +119,9 @@ for (const c of V.cases) {
       const ours = await greedy(gguf);
       assertEquals(ours, c.greedy, "greedy from our GGUF");
       const cpp = LLAMA_CPP.greedy[`${c.name}.f32`];
-      if (LLAMA_CPP_DIFFERS.has(c.name)) {
+      if (LLAMA_CPP_REFUSES.has(c.name)) {
+        assertEquals(cpp, null, "llama.cpp refuses it");
+      } else if (LLAMA_CPP_DIFFERS.has(c.name)) {
         assertNotEquals(cpp, ours, "llama.cpp rescales qwen3moe's top-k");
       } else {
         assertEquals(cpp, ours, "llama.cpp on our GGUF");
@@ -152,12 +156,15 @@ for (const name of ["mixtral_gqa", "mixtral_mha_tied", "qwen3_moe_norm"]) {
         );
         assertEquals(expert?.dtype, q);
         const ours = await greedy(model);
-        const cpp = LLAMA_CPP.greedy[`${name}.${q.toLowerCase()}`];
+        const cpp = LLAMA_CPP.greedy[`${name}.${q.toLowerCase()}`]!;
         if (q === "Q8_0") assertEquals(ours, cpp);
         else {
           // Q4_0: llama.cpp runs these weights through its repacked x86
-          // kernels (other float summation order); on two checkpoints a
-          // near tie forks the greedy path after 26 and 27 equal tokens.
+          // kernels (another float summation order). On two checkpoints the
+          // greedy paths fork after 26 and 27 equal tokens: qwen3_moe_norm at
+          // a 2e-3 logit tie; on mixtral_gqa our logits put the two tokens
+          // 0.7 apart there (a flipped expert choice would explain it; not
+          // established). The first 24 are checked.
           assertEquals(ours.slice(0, 24), cpp.slice(0, 24));
         }
       } finally {

@@ -128,6 +128,7 @@ CASES = {
         "granite", num_key_value_heads=4, head_dim=6, tie_word_embeddings=True,
         embedding_multiplier=12.0, residual_multiplier=0.22,
         attention_multiplier=0.0078125, logits_scaling=8.0,
+        attention_bias=True, mlp_bias=True,
     ),
     # olmo2: post-norms, q/k norm over the whole projection (llama.cpp's
     # olmo2 needs head_dim = hidden/heads)
@@ -136,6 +137,9 @@ CASES = {
         "olmo2", num_key_value_heads=4, head_dim=6, tie_word_embeddings=True,
         intermediate_size=41,
     ),
+    # head_dim != hidden/heads: ours and transformers only (llama.cpp's olmo2
+    # loader refuses it)
+    "olmo2_head_dim": base("olmo2", head_dim=10),
 }
 
 CONFIGS = {
