@@ -58,6 +58,8 @@ export const smollm3Family: FamilySpec = {
         (_, i) => off.has(i) ? 0 : 1,
       ),
       use_sliding_window: false,
+      // transformers' SmolLM3 config defaults to pad id 128004, past small vocabularies
+      pad_token_id: null,
     };
   },
   fromGguf(get, _names, where) {
