@@ -350,7 +350,7 @@ Deno.test("detectArchitecture names each family from tensor names (granite and s
 
 Deno.test({
   name:
-    "llama.cpp live: our GGUF export of qwen3_gqa (node-llama-cpp on NODE_PATH)",
+    "llama.cpp live: our GGUF export of one checkpoint per family (node-llama-cpp on NODE_PATH)",
   async fn(t) {
     const nodePath = Deno.env.get("NODE_PATH");
     let found = false;
@@ -366,20 +366,28 @@ Deno.test({
       );
       return;
     }
-    const c = V.cases.find((x) => x.name === "qwen3_gqa")!;
+    // one checkpoint per family: what llama.cpp gives now on our export
+    const cases = V.cases.filter((c, i) =>
+      V.cases.findIndex((x) => x.family === c.family) === i
+    );
     const dir = await Deno.makeTempDir({ prefix: "fam-live-" });
     try {
-      const out = join(dir, "m.gguf");
-      await convertHfToGguf(folder(c), out);
-      const r = await new Deno.Command("node", {
-        args: ["tests/vectors/gen/model_families_llamacpp.mjs", out],
-        cwd: REPO_ROOT,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      await t.step("node-llama-cpp ran", () => assert(r.success));
-      const ids = JSON.parse(new TextDecoder().decode(r.stdout).trim());
-      assertEquals(ids, c.greedy);
+      for (const c of cases) {
+        const out = join(dir, `${c.name}.gguf`);
+        await convertHfToGguf(folder(c), out);
+        const r = await new Deno.Command("node", {
+          args: ["tests/vectors/gen/model_families_llamacpp.mjs", out],
+          cwd: REPO_ROOT,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        await t.step(
+          `${c.name}: node-llama-cpp ran`,
+          () => assert(r.success, new TextDecoder().decode(r.stderr)),
+        );
+        const ids = JSON.parse(new TextDecoder().decode(r.stdout).trim());
+        assertEquals(ids, LLAMA_CPP.greedy[`${c.name}.f32`], c.name);
+      }
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
