@@ -20,6 +20,7 @@ import { memorySource } from "../core/sources.ts";
 import { isGguf, readGguf, writeGguf } from "../formats/gguf/mod.ts";
 import type { GgufQuantType, GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
+  ggufToHf,
   type HfModelFiles,
   hfToGguf,
   type HfToGgufOptions,
@@ -29,7 +30,7 @@ import {
   type TransformerOptions,
 } from "../models/mod.ts";
 import { fileSource, writeFileAtomic } from "./file.ts";
-import { openSafetensors } from "./safetensors.ts";
+import { openSafetensors, saveSafetensors } from "./safetensors.ts";
 
 /** A Hugging Face folder opened: files parsed, weights lazily readable. */
 export interface OpenedHfCheckpoint extends HfModelFiles {
@@ -272,5 +273,55 @@ export async function convertHfToGguf(
     );
   } finally {
     ckpt.close();
+  }
+}
+
+/**
+ * Converts a GGUF file to a Hugging Face folder (`config.json`,
+ * `model.safetensors`, `tokenizer.json`, `tokenizer_config.json`,
+ * `generation_config.json`; see `ggufToHf`: names, q/k rows un-permuted,
+ * stacked experts split, block-quantized tensors widened to F32). Each file
+ * is written through a temporary file renamed into place.
+ *
+ * @param path The `.gguf` file.
+ * @param dir The folder to write (created when missing).
+ * @returns The paths written.
+ *
+ * @example
+ * ```ts ignore
+ * import { convertGgufToHf } from "@modelhost/modelhost/io";
+ * await convertGgufToHf("qwen3-0.6b-q8_0.gguf", "qwen3-0.6b-hf");
+ * ```
+ */
+export async function convertGgufToHf(
+  path: string,
+  dir: string,
+): Promise<string[]> {
+  const src = await fileSource(path);
+  try {
+    const hf = await ggufToHf(await readGguf(src));
+    await Deno.mkdir(dir, { recursive: true });
+    const written: string[] = [];
+    const json = async (name: string, value: unknown) => {
+      if (value === undefined) return;
+      const p = join(dir, name);
+      await writeFileAtomic(
+        p,
+        new TextEncoder().encode(JSON.stringify(value, null, 2) + "\n"),
+      );
+      written.push(p);
+    };
+    await json("config.json", hf.config);
+    await json("tokenizer.json", hf.tokenizer);
+    await json("tokenizer_config.json", hf.tokenizerConfig);
+    await json("generation_config.json", hf.generationConfig);
+    const saved = await saveSafetensors(
+      join(dir, "model.safetensors"),
+      hf.model,
+    );
+    written.push(...saved.paths);
+    return written;
+  } finally {
+    src.close();
   }
 }

@@ -52,6 +52,17 @@ export interface AttentionConfig {
   v_bias: boolean;
   /** Whether `o_proj` has a bias. */
   o_bias: boolean;
+  /**
+   * RMSNorm of the projected queries and keys before RoPE (`q_norm.weight`,
+   * `k_norm.weight`): `"head"` normalizes each head (Qwen3, weights of
+   * `head_dim`), `"full"` the whole projection (OLMo 2, weights of
+   * `num_heads·head_dim` and `num_kv_heads·head_dim`), null none.
+   */
+  qk_norm: "head" | "full" | null;
+  /** Epsilon of the q/k RMSNorm. */
+  qk_norm_eps: number;
+  /** Multiplier of q·kᵀ, or null for `1/√head_dim` (Granite's `attention_multiplier`). */
+  attention_scale: number | null;
 }
 
 /** Field names the attention config reads (besides `type`). */
@@ -71,6 +82,9 @@ export const ATTENTION_FIELDS: readonly string[] = [
   "k_bias",
   "v_bias",
   "o_bias",
+  "qk_norm",
+  "qk_norm_eps",
+  "attention_scale",
 ];
 
 function parseScaling(raw: unknown, path: string): RopeScaling | null {
@@ -207,6 +221,13 @@ export function parseAttentionFields(
     );
   }
   const bias = boolField(o, "bias", path, false);
+  const qk_norm = o.qk_norm === null
+    ? null
+    : choiceField(o, "qk_norm", path, ["head", "full"] as const, "head");
+  const attention_scale = o.attention_scale === null ||
+      o.attention_scale === undefined
+    ? null
+    : numberField(o, "attention_scale", path, 1, { above: 0 });
   return {
     d_model,
     num_heads,
@@ -222,6 +243,9 @@ export function parseAttentionFields(
     k_bias: boolField(o, "k_bias", path, bias),
     v_bias: boolField(o, "v_bias", path, bias),
     o_bias: boolField(o, "o_bias", path, bias),
+    qk_norm: o.qk_norm === undefined ? null : qk_norm,
+    qk_norm_eps: numberField(o, "qk_norm_eps", path, 1e-6, { above: 0 }),
+    attention_scale,
   };
 }
 
@@ -239,6 +263,7 @@ export function parseAttentionFields(
  *   d_model: 8, num_heads: 2, num_kv_heads: 1, head_dim: 4, causal: true,
  *   use_rope: true, rope_theta: 10000, rope_style: "neox", rope_scaling: null,
  *   sliding_window: null, q_bias: false, k_bias: false, v_bias: false, o_bias: false,
+ *   qk_norm: null, qk_norm_eps: 1e-6, attention_scale: null,
  * });
  * assert(j.num_kv_heads === 1 && j.rope_scaling === null);
  * ```
@@ -261,5 +286,11 @@ export function attentionFieldsToJSON(
     k_bias: cfg.k_bias,
     v_bias: cfg.v_bias,
     o_bias: cfg.o_bias,
+    ...(cfg.qk_norm !== null
+      ? { qk_norm: cfg.qk_norm, qk_norm_eps: cfg.qk_norm_eps }
+      : {}),
+    ...(cfg.attention_scale !== null
+      ? { attention_scale: cfg.attention_scale }
+      : {}),
   };
 }

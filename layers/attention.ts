@@ -67,7 +67,8 @@ import {
   attentionFieldsToJSON,
   parseAttentionFields,
 } from "./_attention_config.ts";
-import { ints, linearOnnx, scalar, sliceLast } from "./_onnx.ts";
+import { rmsNorm } from "../kernels/norms.ts";
+import { ints, linearOnnx, rmsNormOnnx, scalar, sliceLast } from "./_onnx.ts";
 
 export type { AttentionConfig } from "./_attention_config.ts";
 export type { KvCache } from "../kernels/attention.ts";
@@ -85,6 +86,18 @@ function projections(
     { name: "v_proj", out: kvDim, in: cfg.d_model, bias: cfg.v_bias },
     { name: "o_proj", out: cfg.d_model, in: qDim, bias: cfg.o_bias },
   ];
+}
+
+/** The q/k norm weights (`q_norm.weight`, `k_norm.weight`) and their lengths. */
+function qkNorms(cfg: AttentionConfig): { name: string; size: number }[] {
+  if (cfg.qk_norm === null) return [];
+  const D = cfg.head_dim;
+  return cfg.qk_norm === "head"
+    ? [{ name: "q_norm", size: D }, { name: "k_norm", size: D }]
+    : [
+      { name: "q_norm", size: cfg.num_heads * D },
+      { name: "k_norm", size: cfg.num_kv_heads * D },
+    ];
 }
 
 /** Splits a `[batch, seq, d]` or `[seq, d]` input into batch and sequence length. */
@@ -237,8 +250,21 @@ export function attentionOnnx(
   const H = cfg.num_heads, KV = cfg.num_kv_heads, D = cfg.head_dim;
   const heads = (x: string, n: number) =>
     g.op("Reshape", [x, ints(g, [0, 0, n, D])]);
-  let q = heads(proj(qp, input), H);
-  let k = heads(proj(kp, input), KV);
+  let qFlat = proj(qp, input), kFlat = proj(kp, input);
+  if (cfg.qk_norm === "full") {
+    const [qn, kn] = qkNorms(cfg);
+    const w = (n: { name: string; size: number }) =>
+      g.weight(weights, `${n.name}.weight`, { shape: [n.size] });
+    qFlat = rmsNormOnnx(g, qFlat, w(qn), cfg.qk_norm_eps);
+    kFlat = rmsNormOnnx(g, kFlat, w(kn), cfg.qk_norm_eps);
+  }
+  let q = heads(qFlat, H);
+  let k = heads(kFlat, KV);
+  if (cfg.qk_norm === "head") {
+    const w = (n: string) => g.weight(weights, `${n}.weight`, { shape: [D] });
+    q = rmsNormOnnx(g, q, w("q_norm"), cfg.qk_norm_eps);
+    k = rmsNormOnnx(g, k, w("k_norm"), cfg.qk_norm_eps);
+  }
   const v = heads(proj(vp, input), KV);
   const shape = g.op("Shape", [input]);
   if (cfg.use_rope) {
@@ -275,7 +301,7 @@ export function attentionOnnx(
   }
   let scores = g.op("Mul", [
     g.op("MatMul", [qh, kt]),
-    scalar(g, 1 / Math.sqrt(D)),
+    scalar(g, cfg.attention_scale ?? 1 / Math.sqrt(D)),
   ]);
   if (cfg.causal) {
     const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
@@ -360,6 +386,9 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
         out.push({ name: `${p.name}.bias`, shape: [p.out], init: "uniform" });
       }
     }
+    for (const n of qkNorms(cfg)) {
+      out.push({ name: `${n.name}.weight`, shape: [n.size], init: "ones" });
+    }
     return out;
   },
   init(cfg, rng): Map<string, Float32Array> {
@@ -369,6 +398,9 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       out.set(`${p.name}.weight`, uniformInit(rng, p.out * p.in, p.in));
       if (p.bias) out.set(`${p.name}.bias`, uniformInit(rng, p.out, p.in));
     }
+    for (const n of qkNorms(cfg)) {
+      out.set(`${n.name}.weight`, new Float32Array(n.size).fill(1));
+    }
     return out;
   },
   build(cfg, weights: Scope): Layer {
@@ -377,6 +409,19 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       b: p.bias ? weights.getF32(`${p.name}.bias`, [p.out]) : undefined,
     }));
     const [q, k, v, o] = bound;
+    const [qNorm, kNorm] = qkNorms(cfg).map((n) =>
+      weights.getF32(`${n.name}.weight`, [n.size])
+    );
+    /** The q/k RMSNorm, in place on `rows` projected rows. */
+    const normQk = (qs: Float32Array, ks: Float32Array) => {
+      if (!qNorm) return;
+      const D = cfg.head_dim, eps = cfg.qk_norm_eps;
+      const [qw, kw] = cfg.qk_norm === "head"
+        ? [D, D]
+        : [cfg.num_heads * D, cfg.num_kv_heads * D];
+      qs.set(rmsNorm(qs, qs.length / qw, qw, qNorm, eps));
+      ks.set(rmsNorm(ks, ks.length / kw, kw, kNorm, eps));
+    };
     const freq = cfg.use_rope
       ? ropeFrequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
       : undefined;
@@ -405,6 +450,7 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       seq: number,
     ): Float32Array => {
       const start = cache.length;
+      normQk(qs, ks);
       if (freq) {
         const t = tableFor(start + seq);
         applyRope(qs, batch, seq, cfg.num_heads, t, cfg.rope_style, start);
@@ -417,6 +463,7 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
         start,
         causal: cfg.causal,
         window: cfg.sliding_window,
+        ...(cfg.attention_scale !== null ? { scale: cfg.attention_scale } : {}),
       });
     };
     const qDim = cfg.num_heads * cfg.head_dim;

@@ -32,7 +32,7 @@ import {
   applyActivation,
 } from "../kernels/activations.ts";
 import { linear } from "../kernels/linear.ts";
-import { activationOnnx, linearOnnx } from "./_onnx.ts";
+import { activationOnnx, linearOnnx, scalar } from "./_onnx.ts";
 import {
   boolField,
   checkFeatures,
@@ -62,6 +62,8 @@ export interface DenseConfig {
   activation: ActivationName;
   /** Slope below zero for `leaky_relu`. */
   negativeSlope: number;
+  /** Multiplier of `x·Wᵀ + b` before the activation (Granite's lm_head: 1 / `logits_scaling`). */
+  scale: number;
 }
 
 const FIELDS = [
@@ -70,6 +72,7 @@ const FIELDS = [
   "bias",
   "activation",
   "negative_slope",
+  "scale",
 ];
 
 /**
@@ -116,6 +119,7 @@ export const denseLayer: LayerPlugin<DenseConfig> = {
       bias: boolField(o, "bias", ctx.path, true),
       activation,
       negativeSlope: numberField(o, "negative_slope", ctx.path, 0.01),
+      scale: numberField(o, "scale", ctx.path, 1),
     };
   },
   inputSize: (cfg) => cfg.inputSize,
@@ -129,6 +133,7 @@ export const denseLayer: LayerPlugin<DenseConfig> = {
     ...(cfg.activation === "leaky_relu"
       ? { negative_slope: cfg.negativeSlope }
       : {}),
+    ...(cfg.scale !== 1 ? { scale: cfg.scale } : {}),
   }),
   params: (cfg) => [
     { name: "weight", shape: [cfg.outputSize, cfg.inputSize], init: "uniform" },
@@ -155,13 +160,16 @@ export const denseLayer: LayerPlugin<DenseConfig> = {
       forward(x) {
         checkFeatures(x, cfg.inputSize, cfg.path, "dense");
         const y = linear(x.data, rowsOf(x), w, b);
+        if (cfg.scale !== 1) {
+          for (let i = 0; i < y.length; i++) y[i] *= cfg.scale;
+        }
         applyActivation(y, cfg.outputSize, cfg.activation, cfg.negativeSlope);
         return floatTensor(y, withLastDim(x, cfg.outputSize));
       },
     };
   },
   toOnnx(g, cfg, weights, input) {
-    const y = linearOnnx(
+    let y = linearOnnx(
       g,
       weights,
       input,
@@ -169,6 +177,7 @@ export const denseLayer: LayerPlugin<DenseConfig> = {
       cfg.bias ? "bias" : undefined,
       [cfg.outputSize, cfg.inputSize],
     );
+    if (cfg.scale !== 1) y = g.op("Mul", [y, scalar(g, cfg.scale)]);
     return activationOnnx(g, cfg.activation, y, cfg.negativeSlope);
   },
 };

@@ -27,8 +27,8 @@
 import { dtypeInfo } from "../core/dtypes.ts";
 import type { LayerPlugin } from "../core/plugin.ts";
 import { floatTensor, type Tensor } from "../core/tensor.ts";
-import { layerFields, positiveInt } from "./_fields.ts";
-import { INT64 } from "./_onnx.ts";
+import { layerFields, numberField, positiveInt } from "./_fields.ts";
+import { INT64, scalar } from "./_onnx.ts";
 
 /** Normalized config of an `embedding` layer. */
 export interface EmbeddingConfig {
@@ -38,6 +38,8 @@ export interface EmbeddingConfig {
   vocabSize: number;
   /** Width of one row. */
   embeddingDim: number;
+  /** Multiplier of every looked-up row (Granite's `embedding_multiplier`). */
+  scale: number;
 }
 
 /** Reads row `id` of a `[vocab, dim]` table in any dtype, widening only that row. */
@@ -77,11 +79,13 @@ export const embeddingLayer: LayerPlugin<EmbeddingConfig> = {
     const o = layerFields(json, ctx, "embedding", [
       "vocab_size",
       "embedding_dim",
+      "scale",
     ]);
     return {
       path: ctx.path,
       vocabSize: positiveInt(o, "vocab_size", ctx.path),
       embeddingDim: positiveInt(o, "embedding_dim", ctx.path),
+      scale: numberField(o, "scale", ctx.path, 1),
     };
   },
   // The input holds ids, not features: its size says nothing about the layer.
@@ -91,6 +95,7 @@ export const embeddingLayer: LayerPlugin<EmbeddingConfig> = {
     type: "embedding",
     vocab_size: cfg.vocabSize,
     embedding_dim: cfg.embeddingDim,
+    ...(cfg.scale !== 1 ? { scale: cfg.scale } : {}),
   }),
   params: (cfg) => [
     {
@@ -127,6 +132,9 @@ export const embeddingLayer: LayerPlugin<EmbeddingConfig> = {
           }
           out.set(row(id), i * d);
         }
+        if (cfg.scale !== 1) {
+          for (let i = 0; i < out.length; i++) out[i] *= cfg.scale;
+        }
         return floatTensor(out, [...x.shape, d]);
       },
     };
@@ -139,7 +147,8 @@ export const embeddingLayer: LayerPlugin<EmbeddingConfig> = {
     const ids = g.elemType(input) === INT64
       ? input
       : g.op("Cast", [input], { to: INT64 });
-    return g.op("Gather", [table, ids], { axis: 0 });
+    const rows = g.op("Gather", [table, ids], { axis: 0 });
+    return cfg.scale === 1 ? rows : g.op("Mul", [rows, scalar(g, cfg.scale)]);
   },
 };
 

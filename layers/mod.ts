@@ -97,6 +97,7 @@ export {
   type RopeStyle,
 } from "./attention.ts";
 export {
+  type BlockMoeConfig,
   transformerBlock,
   type TransformerBlockConfig,
   transformerBlockLayer,

@@ -16,7 +16,9 @@
  *   at `filter_temperature` (default 1). Without a gate every branch weighs
  *   the same. With `top_k`, each row keeps its k largest weights
  *   (renormalized to sum 1) and only the chosen experts run on that row;
- *   experts whose weight for a row is exactly 0 never run on it. Branches of
+ *   experts whose weight for a row is exactly 0 never run on it
+ *   (`top_k_normalize: false` keeps the k weights unscaled, as Qwen3-MoE
+ *   without `norm_topk_prob`). Branches of
  *   different widths are zero-padded at the end to the widest (the seed
  *   system's auto-padding), which is also the output width.
  * - `grid_scatter`: each branch is placed at a cell (`grid_positions`:
@@ -61,6 +63,7 @@ import type {
 import { type FloatTensor, floatTensor } from "../core/tensor.ts";
 import { childState, childStates } from "./_chain.ts";
 import {
+  boolField,
   checkFeatures,
   choiceField,
   fieldError,
@@ -136,6 +139,11 @@ export interface ParallelConfig {
   softmaxAsName?: boolean;
   /** `filter`: experts kept per row. */
   topK?: number;
+  /**
+   * `filter` with `top_k`: whether the kept weights are rescaled to sum 1
+   * (Mixtral, Qwen3-MoE with `norm_topk_prob`) or kept as they are.
+   */
+  topKNormalize?: boolean;
   /** `grid_scatter`: grid rows, columns, layers. */
   grid?: { rows: number; cols: number; layers: number };
   /** `grid_scatter`: one position per branch, in branch order. */
@@ -152,6 +160,7 @@ const FIELDS = [
   "filter_softmax",
   "filter_temperature",
   "top_k",
+  "top_k_normalize",
   "grid_positions",
   "grid_output_rows",
   "grid_output_cols",
@@ -163,6 +172,7 @@ const FILTER_ONLY = [
   "filter_softmax",
   "filter_temperature",
   "top_k",
+  "top_k_normalize",
 ];
 const GRID_ONLY = [
   "grid_positions",
@@ -476,6 +486,7 @@ export const parallelLayer: LayerPlugin<ParallelConfig> = {
           );
         }
         cfg.topK = k;
+        cfg.topKNormalize = boolField(o, "top_k_normalize", path, true);
       }
     } else if (mode === "grid_scatter") {
       Object.assign(cfg, parseGrid(o, path, n));
@@ -507,6 +518,7 @@ export const parallelLayer: LayerPlugin<ParallelConfig> = {
         out.filter_softmax = j;
       }
       if (cfg.topK !== undefined) out.top_k = cfg.topK;
+      if (cfg.topKNormalize === false) out.top_k_normalize = false;
     }
     if (cfg.mode === "grid_scatter") {
       out.grid_output_rows = cfg.grid!.rows;
@@ -602,6 +614,7 @@ export const parallelLayer: LayerPlugin<ParallelConfig> = {
           let sum = 0;
           for (let i = 0; i < k; i++) sum += w[o + order[i]];
           for (let i = k; i < n; i++) w[o + order[i]] = 0;
+          if (cfg.topKNormalize === false) continue;
           for (let i = 0; i < k; i++) w[o + order[i]] /= sum;
         }
       }
@@ -712,7 +725,7 @@ export const parallelLayer: LayerPlugin<ParallelConfig> = {
         largest: 1,
         sorted: 1,
       }, 2);
-      const kept = g.op("Div", [
+      const kept = cfg.topKNormalize === false ? vals : g.op("Div", [
         vals,
         reduce(g, "ReduceSum", vals, [-1], true),
       ]);

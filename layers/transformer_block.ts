@@ -43,6 +43,7 @@ import type {
   LayerPlugin,
   LayerState,
   ParamSpec,
+  ParsedLayer,
   Scope,
 } from "../core/plugin.ts";
 import { type FloatTensor, floatTensor } from "../core/tensor.ts";
@@ -53,10 +54,23 @@ import {
   attentionFieldsToJSON,
   parseAttentionFields,
 } from "./_attention_config.ts";
-import { boolField, numberField, positiveInt } from "./_fields.ts";
+import { boolField, choiceField, numberField, positiveInt } from "./_fields.ts";
+import { initLayer, layerParams } from "../core/network.ts";
 import { attentionOnnx, multiHeadAttentionLayer } from "./attention.ts";
-import { rmsNormOnnx } from "./_onnx.ts";
+import { rmsNormOnnx, scalar } from "./_onnx.ts";
 import { type SwigluConfig, swigluLayer } from "./swiglu.ts";
+
+/** A mixture-of-experts MLP: a router and SwiGLU experts, only the top k run per token. */
+export interface BlockMoeConfig {
+  /** Number of experts. */
+  num_experts: number;
+  /** Experts each token goes through. */
+  top_k: number;
+  /** Whether the k router weights are rescaled to sum 1. */
+  top_k_normalize: boolean;
+  /** Hidden width of each expert's SwiGLU. */
+  intermediate_size: number;
+}
 
 /** Normalized transformer-block config: the attention fields plus the MLP and norms. */
 export interface TransformerBlockConfig extends AttentionConfig {
@@ -66,6 +80,19 @@ export interface TransformerBlockConfig extends AttentionConfig {
   rms_norm_eps: number;
   /** Whether gate/up/down projections have biases. */
   mlp_bias: boolean;
+  /**
+   * Where the two RMS norms sit: `"pre"` normalizes the input of attention
+   * and MLP (`input_layernorm`, `post_attention_layernorm`), `"post"` their
+   * outputs before the residual add (OLMo 2: `post_attention_layernorm`,
+   * `post_feedforward_layernorm`).
+   */
+  norm_placement: "pre" | "post";
+  /** Multiplier of the attention and MLP outputs before each residual add (Granite). */
+  residual_scale: number;
+  /** A mixture of experts in place of the SwiGLU MLP, or null. */
+  moe: BlockMoeConfig | null;
+  /** The MoE as a parsed `parallel` layer (filter mode, top_k), when `moe` is set. */
+  moe_layer?: ParsedLayer;
 }
 
 const BLOCK_FIELDS = [
@@ -73,7 +100,67 @@ const BLOCK_FIELDS = [
   "intermediate_size",
   "rms_norm_eps",
   "mlp_bias",
+  "norm_placement",
+  "residual_scale",
+  "moe",
 ];
+
+/** The `parallel` layer a block's MoE stands for (weights under `mlp.`). */
+function moeJson(d: number, m: BlockMoeConfig): LayerConfig {
+  return {
+    type: "parallel",
+    input_size: d,
+    combine_mode: "filter",
+    filter_gate: {
+      type: "dense",
+      input_size: d,
+      output_size: m.num_experts,
+      bias: false,
+    },
+    filter_softmax: "standard",
+    top_k: m.top_k,
+    ...(m.top_k_normalize ? {} : { top_k_normalize: false }),
+    branches: Array.from({ length: m.num_experts }, () => ({
+      type: "swiglu",
+      input_size: d,
+      intermediate_size: m.intermediate_size,
+    })),
+  };
+}
+
+function parseMoe(
+  raw: unknown,
+  path: string,
+): BlockMoeConfig | null {
+  if (raw === undefined || raw === null) return null;
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    throw new TypeError(
+      `${path}.moe: expected null or an object, got ${JSON.stringify(raw)}`,
+    );
+  }
+  const o = raw as Record<string, unknown>;
+  const where = `${path}.moe`;
+  const num_experts = positiveInt(o, "num_experts", where);
+  const top_k = positiveInt(o, "top_k", where);
+  if (top_k > num_experts) {
+    throw new TypeError(
+      `${where}.top_k: expected at most num_experts (${num_experts}), got ${top_k}`,
+    );
+  }
+  return {
+    num_experts,
+    top_k,
+    top_k_normalize: boolField(o, "top_k_normalize", where, true),
+    intermediate_size: positiveInt(o, "intermediate_size", where),
+  };
+}
+
+/** The block's two norm weights, in order (see `norm_placement`). */
+function normNames(cfg: TransformerBlockConfig): [string, string] {
+  return cfg.norm_placement === "pre"
+    ? ["input_layernorm.weight", "post_attention_layernorm.weight"]
+    : ["post_attention_layernorm.weight", "post_feedforward_layernorm.weight"];
+}
 
 /** The block's MLP as a `swiglu` layer config (weights under `mlp.`). */
 function mlpConfig(cfg: TransformerBlockConfig): SwigluConfig {
@@ -122,6 +209,7 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
       "transformer_block",
       BLOCK_FIELDS,
     );
+    const moe = parseMoe(json.moe, ctx.path);
     return {
       ...attn,
       intermediate_size: positiveInt(json, "intermediate_size", ctx.path),
@@ -129,6 +217,26 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
         above: 0,
       }),
       mlp_bias: boolField(json, "mlp_bias", ctx.path, false),
+      norm_placement: choiceField(
+        json,
+        "norm_placement",
+        ctx.path,
+        ["pre", "post"] as const,
+        "pre",
+      ),
+      residual_scale: numberField(json, "residual_scale", ctx.path, 1, {
+        above: 0,
+      }),
+      moe,
+      ...(moe
+        ? {
+          moe_layer: ctx.parseChild(
+            moeJson(attn.d_model, moe),
+            `${ctx.path}.moe`,
+            attn.d_model,
+          ),
+        }
+        : {}),
     };
   },
   inputSize: (cfg) => cfg.d_model,
@@ -139,44 +247,51 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
     intermediate_size: cfg.intermediate_size,
     rms_norm_eps: cfg.rms_norm_eps,
     mlp_bias: cfg.mlp_bias,
+    ...(cfg.norm_placement !== "pre"
+      ? { norm_placement: cfg.norm_placement }
+      : {}),
+    ...(cfg.residual_scale !== 1 ? { residual_scale: cfg.residual_scale } : {}),
+    ...(cfg.moe ? { moe: { ...cfg.moe } } : {}),
   }),
   params(cfg): ParamSpec[] {
     const d = cfg.d_model;
-    const out: ParamSpec[] = [
-      { name: "input_layernorm.weight", shape: [d], init: "ones" },
-    ];
+    const [n1, n2] = normNames(cfg);
+    const out: ParamSpec[] = [{ name: n1, shape: [d], init: "ones" }];
     for (const p of multiHeadAttentionLayer.params(cfg)) {
       out.push({ ...p, name: `self_attn.${p.name}` });
     }
-    out.push({
-      name: "post_attention_layernorm.weight",
-      shape: [d],
-      init: "ones",
-    });
-    for (const p of swigluLayer.params(mlpConfig(cfg))) {
-      out.push({ ...p, name: `mlp.${p.name}` });
-    }
+    out.push({ name: n2, shape: [d], init: "ones" });
+    const mlp = cfg.moe_layer
+      ? layerParams(cfg.moe_layer)
+      : swigluLayer.params(mlpConfig(cfg));
+    for (const p of mlp) out.push({ ...p, name: `mlp.${p.name}` });
     return out;
   },
   init(cfg, rng): Map<string, Float32Array> {
     const d = cfg.d_model;
+    const [n1, n2] = normNames(cfg);
     const out = new Map<string, Float32Array>();
-    out.set("input_layernorm.weight", new Float32Array(d).fill(1));
+    out.set(n1, new Float32Array(d).fill(1));
     for (const [n, v] of multiHeadAttentionLayer.init!(cfg, rng)) {
       out.set(`self_attn.${n}`, v);
     }
-    out.set("post_attention_layernorm.weight", new Float32Array(d).fill(1));
-    for (const [n, v] of swigluLayer.init!(mlpConfig(cfg), rng)) {
-      out.set(`mlp.${n}`, v);
-    }
+    out.set(n2, new Float32Array(d).fill(1));
+    const mlp = cfg.moe_layer
+      ? initLayer(cfg.moe_layer, rng)
+      : swigluLayer.init!(mlpConfig(cfg), rng);
+    for (const [n, v] of mlp) out.set(`mlp.${n}`, v);
     return out;
   },
   build(cfg, weights: Scope): Layer {
     const d = cfg.d_model, eps = cfg.rms_norm_eps;
-    const normIn = weights.getF32("input_layernorm.weight", [d]);
+    const [n1, n2] = normNames(cfg);
+    const pre = cfg.norm_placement === "pre", rs = cfg.residual_scale;
+    const normIn = weights.getF32(n1, [d]);
     const attn = multiHeadAttentionLayer.build(cfg, weights.at("self_attn"));
-    const normPost = weights.getF32("post_attention_layernorm.weight", [d]);
-    const mlp = swigluLayer.build(mlpConfig(cfg), weights.at("mlp"));
+    const normPost = weights.getF32(n2, [d]);
+    const mlp = cfg.moe_layer
+      ? cfg.moe_layer.plugin.build(cfg.moe_layer.cfg, weights.at("mlp"))
+      : swigluLayer.build(mlpConfig(cfg), weights.at("mlp"));
     return {
       forward(
         x: FloatTensor,
@@ -192,39 +307,50 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
           );
         }
         const rows = x.data.length / d;
-        const a = attn.forward(
-          floatTensor(rmsNorm(x.data, rows, d, normIn, eps), [...s]),
+        let a = attn.forward(
+          floatTensor(pre ? rmsNorm(x.data, rows, d, normIn, eps) : x.data, [
+            ...s,
+          ]),
           state,
           context?.sequences ? { sequences: context.sequences } : undefined,
         ).data;
+        if (!pre) a = rmsNorm(a, rows, d, normIn, eps);
         const h = new Float32Array(x.data.length);
-        for (let i = 0; i < h.length; i++) h[i] = x.data[i] + a[i];
-        const n = rmsNorm(h, rows, d, normPost, eps);
-        const m = mlp.forward(floatTensor(n, [...s])).data;
-        for (let i = 0; i < h.length; i++) h[i] += m[i];
+        for (let i = 0; i < h.length; i++) h[i] = x.data[i] + rs * a[i];
+        const n = pre ? rmsNorm(h, rows, d, normPost, eps) : h;
+        let m = mlp.forward(floatTensor(n, [...s])).data;
+        if (!pre) m = rmsNorm(m, rows, d, normPost, eps);
+        for (let i = 0; i < h.length; i++) h[i] += rs * m[i];
         return floatTensor(h, [...s]);
       },
     };
   },
   toOnnx(g, cfg, weights, input, ctx) {
     const d = cfg.d_model, eps = cfg.rms_norm_eps;
+    const [n1, n2] = normNames(cfg);
+    const pre = cfg.norm_placement === "pre";
     const norm = (name: string, x: string) =>
       rmsNormOnnx(g, x, g.weight(weights, name, { shape: [d] }), eps);
-    const a = attentionOnnx(
+    const scaled = (x: string) =>
+      cfg.residual_scale === 1
+        ? x
+        : g.op("Mul", [x, scalar(g, cfg.residual_scale)]);
+    let a = attentionOnnx(
       g,
       cfg,
       weights.at("self_attn"),
-      norm("input_layernorm.weight", input),
+      pre ? norm(n1, input) : input,
     );
-    const h = g.op("Add", [input, a]);
-    const m = swigluLayer.toOnnx!(
-      g,
-      mlpConfig(cfg),
-      weights.at("mlp"),
-      norm("post_attention_layernorm.weight", h),
-      ctx,
-    );
-    return g.op("Add", [h, m]);
+    if (!pre) a = norm(n1, a);
+    const h = g.op("Add", [input, scaled(a)]);
+    const mlpIn = pre ? norm(n2, h) : h;
+    let m = cfg.moe_layer
+      ? g.lower(cfg.moe_layer, weights.at("mlp"), mlpIn, {
+        path: `${ctx.path}.moe`,
+      })
+      : swigluLayer.toOnnx!(g, mlpConfig(cfg), weights.at("mlp"), mlpIn, ctx);
+    if (!pre) m = norm(n2, m);
+    return g.op("Add", [h, scaled(m)]);
   },
 };
 

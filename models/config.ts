@@ -27,9 +27,19 @@
 
 import type { LayerConfig, NetworkConfig } from "../core/model.ts";
 import type { RopeScaling, RopeStyle } from "../kernels/rope.ts";
+import { FAMILY_SPECS } from "./families/mod.ts";
 
 /** The architectures this module runs (Hugging Face `model_type` values). */
-export type TransformerFamily = "llama" | "mistral" | "qwen2";
+export type TransformerFamily =
+  | "llama"
+  | "mistral"
+  | "qwen2"
+  | "qwen3"
+  | "qwen3_moe"
+  | "mixtral"
+  | "olmo2"
+  | "granite"
+  | "smollm3";
 
 /** One row of {@link FAMILIES}. */
 export interface FamilyInfo {
@@ -38,7 +48,7 @@ export interface FamilyInfo {
   /** Model lines that use it. */
   models: string;
   /** The GGUF `general.architecture` llama.cpp writes for it. */
-  ggufArchitecture: "llama" | "qwen2";
+  ggufArchitecture: string;
   /** What sets it apart from plain Llama. */
   specifics: string;
 }
@@ -75,6 +85,7 @@ export const FAMILIES: readonly FamilyInfo[] = [
     specifics:
       "q/k/v projection biases; rotary on half-split pairs in GGUF too",
   },
+  ...[...FAMILY_SPECS.values()].map((s) => s.info),
 ];
 
 /**
@@ -134,6 +145,31 @@ export interface TransformerConfig {
   bosTokenId?: number;
   /** EOS ids from the config (several for Llama 3 instruct models). */
   eosTokenIds: number[];
+  /** RMSNorm of queries and keys before RoPE: per head (Qwen3) or over the whole projection (OLMo 2). */
+  qkNorm?: "head" | "full";
+  /** `"post"`: norms after attention and MLP (OLMo 2); absent: before. */
+  normPlacement?: "pre" | "post";
+  /** Blocks that run without RoPE (SmolLM3), 0-based. */
+  noRopeLayers?: number[];
+  /** Multiplier of the embedding rows (Granite). */
+  embeddingScale?: number;
+  /** Multiplier of attention and MLP outputs before the residual adds (Granite). */
+  residualScale?: number;
+  /** Multiplier of q·kᵀ in place of 1/√head_dim (Granite). */
+  attentionScale?: number;
+  /** Divisor of the logits (Granite's `logits_scaling`). */
+  logitsScaling?: number;
+  /** A mixture of SwiGLU experts in place of each block's MLP. */
+  moe?: {
+    /** Number of experts. */
+    numExperts: number;
+    /** Experts each token goes through. */
+    topK: number;
+    /** Whether the k router weights are rescaled to sum 1. */
+    normalize: boolean;
+    /** Hidden width of each expert. */
+    intermediateSize: number;
+  };
 }
 
 /** The parts of a Hugging Face `config.json` that {@link configFromHf} reads. */
@@ -331,6 +367,7 @@ export function configFromHf(
   if (family === "qwen2" && o.use_sliding_window === true) {
     slidingWindow = int(o, "sliding_window", where);
   }
+  const spec = FAMILY_SPECS.get(family);
   return {
     family,
     vocabSize: int(o, "vocab_size", where),
@@ -341,8 +378,11 @@ export function configFromHf(
     headDim,
     intermediateSize: int(o, "intermediate_size", where),
     rmsNormEps: num(o, "rms_norm_eps", where, 1e-6),
-    ropeTheta: num(o, "rope_theta", where, 10000),
-    ropeScaling: ropeScalingFromHf(o.rope_scaling, where),
+    ropeTheta: num(o, "rope_theta", where, ropeParam(o, "rope_theta") ?? 10000),
+    ropeScaling: ropeScalingFromHf(
+      o.rope_scaling ?? ropeParametersScaling(o.rope_parameters),
+      where,
+    ),
     ropeStyle: "neox",
     slidingWindow,
     attentionBias: family === "qwen2"
@@ -355,7 +395,24 @@ export function configFromHf(
       ? { bosTokenId: o.bos_token_id }
       : {}),
     eosTokenIds: idList(o.eos_token_id),
+    ...spec?.fromHf(o, where),
   };
+}
+
+/** A field of transformers 5's `rope_parameters` object. */
+function ropeParam(o: Json, key: string): number | undefined {
+  const p = o.rope_parameters;
+  if (p === null || typeof p !== "object" || Array.isArray(p)) return undefined;
+  const v = (p as Json)[key];
+  return typeof v === "number" ? v : undefined;
+}
+
+/** transformers 5's `rope_parameters` as a `rope_scaling` object (null for the default rule). */
+function ropeParametersScaling(p: unknown): unknown {
+  if (p === null || typeof p !== "object" || Array.isArray(p)) return undefined;
+  const o = p as Json;
+  const kind = o.rope_type ?? o.type;
+  return kind === undefined || kind === "default" ? undefined : o;
 }
 
 /**
@@ -379,7 +436,10 @@ export function configFromHf(
 export function configToHf(
   cfg: TransformerConfig,
 ): HfConfigJson & { architectures: string[] } {
-  const arch = cfg.family === "qwen2"
+  const spec = FAMILY_SPECS.get(cfg.family);
+  const arch = spec
+    ? spec.hfArchitecture
+    : cfg.family === "qwen2"
     ? "Qwen2ForCausalLM"
     : cfg.family === "mistral"
     ? "MistralForCausalLM"
@@ -411,6 +471,7 @@ export function configToHf(
     out.use_sliding_window = cfg.slidingWindow !== null;
     out.sliding_window = cfg.slidingWindow ?? cfg.maxPositionEmbeddings;
   }
+  if (spec) Object.assign(out, spec.toHf(cfg));
   if (cfg.bosTokenId !== undefined) out.bos_token_id = cfg.bosTokenId;
   if (cfg.eosTokenIds.length > 0) {
     out.eos_token_id = cfg.eosTokenIds.length === 1
@@ -458,18 +519,24 @@ export function transformerNetwork(cfg: TransformerConfig): NetworkConfig {
     intermediate_size: cfg.intermediateSize,
     rms_norm_eps: cfg.rmsNormEps,
     mlp_bias: cfg.mlpBias,
+    ...familyBlockFields(cfg),
   };
   const layers: LayerConfig[] = [
     {
       type: "embedding",
       vocab_size: cfg.vocabSize,
       embedding_dim: cfg.hiddenSize,
+      ...(cfg.embeddingScale !== undefined && cfg.embeddingScale !== 1
+        ? { scale: cfg.embeddingScale }
+        : {}),
     },
   ];
+  const noRope = new Set(cfg.noRopeLayers ?? []);
   for (let i = 0; i < cfg.numLayers; i++) {
     layers.push({
       ...block,
       rope_scaling: cfg.ropeScaling ? { ...cfg.ropeScaling } : null,
+      ...(noRope.has(i) ? { use_rope: false } : {}),
     });
   }
   layers.push({
@@ -482,6 +549,34 @@ export function transformerNetwork(cfg: TransformerConfig): NetworkConfig {
     input_size: cfg.hiddenSize,
     output_size: cfg.vocabSize,
     bias: false,
+    ...(cfg.logitsScaling !== undefined && cfg.logitsScaling !== 1
+      ? { scale: 1 / cfg.logitsScaling }
+      : {}),
   });
   return { "modelhost.family": cfg.family, layers };
+}
+
+/** The transformer_block fields the family extras set (q/k norm, norm placement, multipliers, MoE). */
+function familyBlockFields(cfg: TransformerConfig): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (cfg.qkNorm) {
+    out.qk_norm = cfg.qkNorm;
+    out.qk_norm_eps = cfg.rmsNormEps;
+  }
+  if (cfg.normPlacement === "post") out.norm_placement = "post";
+  if (cfg.attentionScale !== undefined) {
+    out.attention_scale = cfg.attentionScale;
+  }
+  if (cfg.residualScale !== undefined && cfg.residualScale !== 1) {
+    out.residual_scale = cfg.residualScale;
+  }
+  if (cfg.moe) {
+    out.moe = {
+      num_experts: cfg.moe.numExperts,
+      top_k: cfg.moe.topK,
+      top_k_normalize: cfg.moe.normalize,
+      intermediate_size: cfg.moe.intermediateSize,
+    };
+  }
+  return out;
 }

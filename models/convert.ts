@@ -60,7 +60,19 @@ import {
   type TransformerConfig,
 } from "./config.ts";
 import { configFromGguf, configToGguf } from "./gguf_config.ts";
-import { type ParsedTensorName, parseTensorName, tensorName } from "./names.ts";
+import {
+  type ParsedTensorName,
+  parseTensorName,
+  tensorName,
+  type TensorRole,
+} from "./names.ts";
+import {
+  parseStackedExperts,
+  splitExperts,
+  stackedExpertsName,
+  stackExperts,
+} from "./families/_experts.ts";
+import { FAMILY_SPECS } from "./families/mod.ts";
 import {
   llama3RopeFactors,
   permuteToHalfSplit,
@@ -167,7 +179,10 @@ export function hfToGguf(
     );
   }
   const src = files.model.models[0].tensors;
-  const permute = cfg.family !== "qwen2";
+  const spec = FAMILY_SPECS.get(cfg.family);
+  const permute = spec ? spec.permuteQk : cfg.family !== "qwen2";
+  const fromFamily = spec?.hfNames?.fromFamily ?? ((n: string) => n);
+  const toGgufName = spec?.ggufNames?.toFamily ?? ((n: string) => n);
   const planned: Planned[] = [];
   const floatTypes = new Set<DTypeName>();
   if (cfg.ropeScaling?.rope_type === "llama3") {
@@ -184,14 +199,24 @@ export function hfToGguf(
     });
   }
   const found = new Map<string, { from: string; p: ParsedTensorName }>();
+  // stacked experts: `${layer}.${role}` -> the source name of each expert
+  const experts = new Map<string, string[]>();
   for (const name of src.names()) {
-    const p = parseTensorName(name);
+    const p = parseTensorName(fromFamily(name));
     if (!p || p.scheme !== "hf" || p.role === "rope_freqs") continue;
     if (p.layer !== undefined && p.layer >= cfg.numLayers) continue;
     if (p.role === "lm_head" && cfg.tieWordEmbeddings) continue;
+    if (p.expert !== undefined) {
+      const key = `${p.layer}.${p.role}`;
+      const list = experts.get(key) ?? [];
+      list[p.expert] = name;
+      experts.set(key, list);
+      continue;
+    }
     found.set(tensorName("gguf", p), { from: name, p });
   }
   const order: string[] = [];
+  const stackedOrder: { layer: number; role: TensorRole }[] = [];
   const want = (role: ParsedTensorName["role"], layer?: number) => {
     for (const kind of ["weight", "bias"] as const) {
       const g = tensorName("gguf", { role, layer, kind });
@@ -208,30 +233,60 @@ export function hfToGguf(
     }
   };
   want("embedding");
+  const post = cfg.normPlacement === "post";
   for (let i = 0; i < cfg.numLayers; i++) {
-    for (
-      const r of [
-        "attn_norm",
-        "attn_q",
-        "attn_k",
-        "attn_v",
-        "attn_o",
-        "mlp_norm",
-        "mlp_gate",
-        "mlp_up",
-        "mlp_down",
-      ] as const
-    ) want(r, i);
+    if (!post) want("attn_norm", i);
+    for (const r of ["attn_q", "attn_k", "attn_v", "attn_o"] as const) {
+      want(r, i);
+    }
+    if (cfg.qkNorm) {
+      want("attn_q_norm", i);
+      want("attn_k_norm", i);
+    }
+    want("mlp_norm", i);
+    if (post) want("ffn_post_norm", i);
+    if (cfg.moe) {
+      want("moe_router", i);
+      for (const role of ["mlp_gate", "mlp_up", "mlp_down"] as const) {
+        const list = experts.get(`${i}.${role}`) ?? [];
+        for (let j = 0; j < cfg.moe.numExperts; j++) {
+          if (list[j] === undefined) {
+            throw new TypeError(
+              `Cannot convert to GGUF: the checkpoint has no ${
+                tensorName("hf", { role, layer: i, kind: "weight", expert: j })
+              }`,
+            );
+          }
+        }
+        stackedOrder.push({ layer: i, role });
+      }
+    } else {
+      for (const r of ["mlp_gate", "mlp_up", "mlp_down"] as const) want(r, i);
+    }
   }
   want("final_norm");
   if (!cfg.tieWordEmbeddings) want("lm_head");
-  for (const g of order) {
-    const { from, p } = found.get(g)!;
-    const info = src.info(from);
-    const oneD = info.shape.length === 1;
-    const dtype: DTypeName = oneD || !GGUF_FLOATS.has(info.dtype)
+  else if (spec?.ggufNeedsOutput) {
+    // llama.cpp's loader of this family has no tied fallback: a copy
+    const emb = found.get(
+      tensorName("gguf", { role: "embedding", kind: "weight" }),
+    )!;
+    found.set("output.weight", {
+      from: emb.from,
+      p: { ...emb.p, role: "lm_head" },
+    });
+    order.push("output.weight");
+  }
+  const ggufDtype = (info: TensorInfo): DTypeName =>
+    info.shape.length === 1 || !GGUF_FLOATS.has(info.dtype)
       ? "F32"
       : info.dtype;
+  for (const g0 of order) {
+    const { from, p } = found.get(g0)!;
+    const g = toGgufName(g0);
+    const info = src.info(from);
+    const oneD = info.shape.length === 1;
+    const dtype = ggufDtype(info);
     if (!oneD) floatTypes.add(dtype);
     const heads = p.role === "attn_q"
       ? cfg.numHeads
@@ -252,6 +307,32 @@ export function hfToGguf(
         }
         t = { ...t, name: g };
         return permute && heads > 0 ? permuteToInterleaved(t, heads) : t;
+      },
+    });
+  }
+  for (const { layer, role } of stackedOrder) {
+    const froms = experts.get(`${layer}.${role}`)!.slice(
+      0,
+      cfg.moe!.numExperts,
+    );
+    const info = src.info(froms[0]);
+    const dtype = ggufDtype(info);
+    floatTypes.add(dtype);
+    const g = stackedExpertsName(layer, role);
+    const shape = [froms.length, ...info.shape];
+    planned.push({
+      info: { name: g, dtype, shape, byteLength: byteLength(dtype, shape) },
+      make: async () => {
+        const parts: Tensor[] = [];
+        for (const from of froms) {
+          const t = await src.load(from);
+          parts.push(
+            t.dtype !== dtype || t.quant
+              ? tensorFromF32(from, toFloat32(t), [...t.shape])
+              : t,
+          );
+        }
+        return stackExperts(g, parts);
       },
     });
   }
@@ -339,12 +420,49 @@ export async function ggufToHf(
       : undefined,
   });
   const unpermute = cfg.ropeStyle === "interleaved";
+  const spec = FAMILY_SPECS.get(cfg.family);
+  const fromGgufName = spec?.ggufNames?.fromFamily ?? ((n: string) => n);
+  const toHfName = spec?.hfNames?.toFamily ?? ((n: string) => n);
   const planned: Planned[] = [];
   for (const name of src.names()) {
-    const p = parseTensorName(name);
+    const stacked = parseStackedExperts(name);
+    if (stacked) {
+      const info = src.info(name);
+      const dtype: DTypeName = GGUF_FLOATS.has(info.dtype) ? info.dtype : "F32";
+      const shape = info.shape.slice(1);
+      const e = info.shape[0];
+      // one load of the stacked tensor serves its experts
+      let split: Promise<Tensor[]> | undefined;
+      for (let j = 0; j < e; j++) {
+        const to = toHfName(tensorName("hf", {
+          role: stacked.role,
+          layer: stacked.layer,
+          kind: "weight",
+          expert: j,
+        }));
+        planned.push({
+          info: {
+            name: to,
+            dtype,
+            shape,
+            byteLength: byteLength(dtype, shape),
+          },
+          make: async () => {
+            split ??= src.load(name).then(splitExperts);
+            let t = (await split)[j];
+            if (t.dtype !== dtype) {
+              t = tensorFromF32(to, toFloat32(t), [...t.shape]);
+            }
+            return { ...t, name: to };
+          },
+        });
+      }
+      continue;
+    }
+    const p = parseTensorName(fromGgufName(name));
     if (!p || p.scheme !== "gguf" || p.role === "rope_freqs") continue;
     const info = src.info(name);
-    const to = tensorName("hf", p);
+    const to = toHfName(tensorName("hf", p));
     const dtype: DTypeName = GGUF_FLOATS.has(info.dtype) ? info.dtype : "F32";
     const heads = p.role === "attn_q"
       ? cfg.numHeads

@@ -40,6 +40,8 @@ import {
   type TransformerFamily,
   transformerNetwork,
 } from "./config.ts";
+import { parseStackedExperts } from "./families/_experts.ts";
+import { FAMILY_SPECS } from "./families/mod.ts";
 import { configFromGguf } from "./gguf_config.ts";
 import {
   type NameScheme,
@@ -68,6 +70,10 @@ export interface DetectedTensor extends TensorShapeInfo {
   kind?: "weight" | "bias";
   /** The naming scheme the name is written in. */
   scheme?: NameScheme;
+  /** The expert of a mixture-of-experts matrix; -1 for GGUF's stacked `ffn_*_exps`. */
+  expert?: number;
+  /** The family the name belongs to, when only one family writes it so (`block_sparse_moe` → mixtral). */
+  familyHint?: TransformerFamily;
 }
 
 /** What {@link detectArchitecture} found. */
@@ -127,6 +133,10 @@ function expectedShape(
     mlp_up: [f, d],
     mlp_down: [d, f],
     rope_freqs: [cfg.headDim / 2],
+    attn_q_norm: [cfg.qkNorm === "full" ? q : cfg.headDim],
+    attn_k_norm: [cfg.qkNorm === "full" ? kv : cfg.headDim],
+    ffn_post_norm: [d],
+    moe_router: [cfg.moe?.numExperts ?? 0, d],
   };
   const s = w[role];
   if (!s) return undefined;
@@ -170,9 +180,39 @@ export function detectArchitecture(
   const notes: string[] = [];
   const guessed: string[] = [];
   const detected: DetectedTensor[] = list.map((t) => {
-    const p = parseTensorName(t.name);
+    const stacked = parseStackedExperts(t.name);
+    if (stacked) {
+      return {
+        ...t,
+        role: stacked.role,
+        layer: stacked.layer,
+        kind: "weight",
+        scheme: "gguf",
+        expert: -1,
+      };
+    }
+    let p = parseTensorName(t.name);
+    let familyHint: TransformerFamily | undefined;
+    for (const [family, spec] of FAMILY_SPECS) {
+      if (p) break;
+      for (const names of [spec.hfNames, spec.ggufNames]) {
+        const renamed = names?.fromFamily(t.name);
+        if (renamed !== undefined && renamed !== t.name) {
+          p = parseTensorName(renamed);
+          if (p) familyHint = family as TransformerFamily;
+        }
+      }
+    }
     return p
-      ? { ...t, role: p.role, layer: p.layer, kind: p.kind, scheme: p.scheme }
+      ? {
+        ...t,
+        role: p.role,
+        layer: p.layer,
+        kind: p.kind,
+        scheme: p.scheme,
+        ...(p.expert !== undefined ? { expert: p.expert } : {}),
+        ...(familyHint ? { familyHint } : {}),
+      }
       : { ...t, role: "unknown" };
   });
   const counts = new Map<NameScheme, number>();
@@ -204,8 +244,16 @@ export function detectArchitecture(
   const find = (role: TensorRole, layer?: number, kind = "weight") =>
     detected.find((t) =>
       t.role === role && t.layer === layer && t.kind === kind &&
-      t.scheme === naming
+      t.scheme === naming && t.expert === undefined
     );
+  const findExpert = (role: TensorRole, layer: number) =>
+    detected.find((t) =>
+      t.role === role && t.layer === layer && t.kind === "weight" &&
+      t.scheme === naming && t.expert !== undefined && t.expert <= 0
+    );
+  const isMoe = find("moe_router", 0) !== undefined;
+  const isPost = find("attn_norm", 0) === undefined &&
+    find("ffn_post_norm", 0) !== undefined;
   const layers = new Set(
     detected.filter((t) => t.layer !== undefined && t.scheme === naming).map((
       t,
@@ -227,7 +275,14 @@ export function detectArchitecture(
   if (!find("embedding")) lacking.push("embedding");
   if (!find("final_norm")) lacking.push("final norm");
   for (let i = 0; i < numLayers; i++) {
-    for (const r of need) if (!find(r, i)) lacking.push(`block ${i} ${r}`);
+    for (const r of need) {
+      if (r === "attn_norm" && isPost) continue;
+      if (r.startsWith("mlp_") && r !== "mlp_norm" && isMoe) {
+        if (!findExpert(r, i)) lacking.push(`block ${i} ${r} experts`);
+        continue;
+      }
+      if (!find(r, i)) lacking.push(`block ${i} ${r}`);
+    }
   }
   if (numLayers === 0) lacking.push("transformer blocks");
   if (lacking.length > 0) {
@@ -264,7 +319,10 @@ export function detectArchitecture(
   }
   if (naming === "gguf" && !(config && "general.architecture" in config)) {
     // GGUF llama files store q/k permuted for adjacent-pair rotary.
-    if (cfg.family !== "qwen2") cfg.ropeStyle = "interleaved";
+    const spec = FAMILY_SPECS.get(cfg.family);
+    if (spec ? spec.permuteQk : cfg.family !== "qwen2") {
+      cfg.ropeStyle = "interleaved";
+    }
   }
   if (config && !("general.architecture" in config)) {
     // a config.json beside the tensors: ties follow the tensors present
@@ -285,7 +343,9 @@ export function detectArchitecture(
       bad++;
       continue;
     }
-    const want = expectedShape(cfg, t.role, t.kind);
+    const want = t.expert !== undefined
+      ? expertShape(cfg, t.role, t.expert < 0)
+      : expectedShape(cfg, t.role, t.kind);
     if (want && !same(want, t.shape)) {
       notes.push(
         `${t.name} has shape [${
@@ -309,27 +369,65 @@ export function detectArchitecture(
   function fromShapes(): TransformerConfig {
     const emb = find("embedding")!.shape;
     const q = find("attn_q", 0)!.shape, k = find("attn_k", 0)!.shape;
-    const gate = find("mlp_gate", 0)!.shape;
+    const gateT = isMoe ? findExpert("mlp_gate", 0)! : find("mlp_gate", 0)!;
+    const gate = gateT.expert === -1 ? gateT.shape.slice(1) : gateT.shape;
     const [vocab, d] = emb;
     const qDim = q[0], kvDim = k[0];
     const bias = (r: TensorRole) => find(r, 0, "bias") !== undefined;
     const qkvBias = bias("attn_q") && bias("attn_k") && bias("attn_v");
-    const family: TransformerFamily = qkvBias && !bias("attn_o")
-      ? "qwen2"
-      : "llama";
+    const qNorm = find("attn_q_norm", 0)?.shape[0];
+    const qkNorm = qNorm === undefined
+      ? undefined
+      : qNorm === qDim && isPost
+      ? "full" as const
+      : "head" as const;
+    const hint = detected.find((t) => t.familyHint)?.familyHint;
+    const family: TransformerFamily = hint ??
+      (isPost && qkNorm === "full"
+        ? "olmo2"
+        : qkNorm && isMoe
+        ? "qwen3_moe"
+        : qkNorm
+        ? "qwen3"
+        : isMoe
+        ? "mixtral"
+        : qkvBias && !bias("attn_o")
+        ? "qwen2"
+        : "llama");
     if (family === "llama") {
       notes.push(
-        "llama and mistral checkpoints have the same tensors; llama assumed (no sliding window)",
+        "llama, mistral, granite and smollm3 checkpoints have the same tensors; llama assumed (no sliding window, multipliers or RoPE-free blocks)",
       );
     }
-    // Head size: not in any shape. Llama-family models use 128 from 4096
-    // wide up and 64 below (TinyLlama, SmolLM, Qwen2-0.5B).
+    // Head size: the per-head q norm has it; else not in any shape.
+    // Llama-family models use 128 from 4096 wide up and 64 below
+    // (TinyLlama, SmolLM, Qwen2-0.5B).
     const candidates = d >= 4096 ? [128, 64] : [64, 128, 32, 16, 8];
-    const headDim = candidates.find((h) => qDim % h === 0 && kvDim % h === 0) ??
-      qDim;
-    guessed.push("headDim", "rmsNormEps", "ropeTheta", "maxPositionEmbeddings");
+    const headDim = qkNorm === "head"
+      ? qNorm!
+      : candidates.find((h) => qDim % h === 0 && kvDim % h === 0) ?? qDim;
+    if (qkNorm !== "head") guessed.push("headDim");
+    guessed.push("rmsNormEps", "ropeTheta", "maxPositionEmbeddings");
     const hidden = d;
+    let moe: TransformerConfig["moe"];
+    if (isMoe) {
+      const router = find("moe_router", 0)!.shape;
+      guessed.push("moe.topK");
+      moe = {
+        numExperts: router[0],
+        topK: Math.min(2, router[0]),
+        normalize: true,
+        intermediateSize: gate[0],
+      };
+    }
+    const ropeStyle = naming === "gguf" &&
+        (FAMILY_SPECS.get(family)?.permuteQk ?? family !== "qwen2")
+      ? "interleaved" as const
+      : "neox" as const;
     return {
+      ...(qkNorm ? { qkNorm } : {}),
+      ...(isPost ? { normPlacement: "post" as const } : {}),
+      ...(moe ? { moe } : {}),
       family,
       vocabSize: vocab,
       hiddenSize: hidden,
@@ -337,13 +435,13 @@ export function detectArchitecture(
       numHeads: qDim / headDim,
       numKvHeads: kvDim / headDim,
       headDim,
-      intermediateSize: gate[0],
+      intermediateSize: isMoe
+        ? (find("mlp_gate", 0)?.shape[0] ?? gate[0])
+        : gate[0],
       rmsNormEps: 1e-5,
       ropeTheta: family === "qwen2" ? 1e6 : 10000,
       ropeScaling: null,
-      ropeStyle: naming === "gguf" && family !== "qwen2"
-        ? "interleaved"
-        : "neox",
+      ropeStyle,
       slidingWindow: null,
       attentionBias: {
         q: bias("attn_q"),
@@ -357,6 +455,18 @@ export function detectArchitecture(
       eosTokenIds: [],
     };
   }
+}
+
+/** The shape of an expert matrix (`stacked`: GGUF's `[experts, rows, cols]`). */
+function expertShape(
+  cfg: TransformerConfig,
+  role: TensorRole,
+  stacked: boolean,
+): number[] | undefined {
+  if (!cfg.moe) return undefined;
+  const d = cfg.hiddenSize, f = cfg.moe.intermediateSize;
+  const s = role === "mlp_down" ? [d, f] : [f, d];
+  return stacked ? [cfg.moe.numExperts, ...s] : s;
 }
 
 /**
@@ -378,12 +488,15 @@ export function networkNameOf(
   t: DetectedTensor,
   numLayers: number,
 ): string | undefined {
-  if (t.role === "unknown" || t.role === "rope_freqs" || !t.kind) {
+  if (
+    t.role === "unknown" || t.role === "rope_freqs" || !t.kind ||
+    t.expert === -1
+  ) {
     return undefined;
   }
   return tensorName(
     "network",
-    { role: t.role, layer: t.layer, kind: t.kind },
+    { role: t.role, layer: t.layer, kind: t.kind, expert: t.expert },
     numLayers,
   );
 }

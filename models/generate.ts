@@ -566,7 +566,8 @@ export function startSequence(
       if (stopAtEos && eog.has(id)) return void finish("eos");
       constraint?.accept(id);
       out.push(id);
-      held += decoder ? decoder.decodeToken(id) : "";
+      // ids past the tokenizer (a config.vocab_size padded for alignment) have no text
+      held += decoder && id < tok!.vocabSize ? decoder.decodeToken(id) : "";
       let release: string;
       let stopped = false;
       let cut = -1;

@@ -31,6 +31,7 @@ import {
   type TransformerConfig,
   type TransformerFamily,
 } from "./config.ts";
+import { FAMILY_SPECS } from "./families/mod.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
 
 /**
@@ -43,7 +44,35 @@ import { llama3ScalingFromFactors } from "./rotary.ts";
  * assert(GGUF_ARCHITECTURES.includes("llama"));
  * ```
  */
-export const GGUF_ARCHITECTURES: readonly string[] = ["llama", "qwen2"];
+export const GGUF_ARCHITECTURES: readonly string[] = [
+  "llama",
+  "qwen2",
+  ...new Set(
+    [...FAMILY_SPECS.values()].map((s) => s.info.ggufArchitecture).filter((
+      a,
+    ) => a !== "llama"),
+  ),
+];
+
+/** The family a GGUF architecture stands for (llama.cpp writes Mistral and Mixtral as `llama`). */
+function familyOfArch(
+  arch: string,
+  get: (k: string) => unknown,
+): TransformerFamily {
+  if (arch === "llama") {
+    const experts = get("expert_count");
+    if (typeof experts === "number" && experts > 0) return "mixtral";
+    const sw = get("attention.sliding_window");
+    return typeof sw === "number" && sw > 0 ? "mistral" : "llama";
+  }
+  if (arch === "qwen2") return "qwen2";
+  for (const s of FAMILY_SPECS.values()) {
+    if (s.info.ggufArchitecture === arch) {
+      return s.info.modelType as TransformerFamily;
+    }
+  }
+  throw new TypeError(`No family for GGUF architecture ${arch}`);
+}
 
 /** Extra inputs of {@link configFromGguf}. */
 export interface GgufConfigOptions {
@@ -202,11 +231,10 @@ export function configFromGguf(
   const bos = md["tokenizer.ggml.bos_token_id"];
   const ctx = get("context_length");
   const slidingWindow = typeof sw === "number" && sw > 0 ? sw : null;
+  const family = familyOfArch(arch, get);
+  const spec = FAMILY_SPECS.get(family);
   return {
-    // llama.cpp writes Mistral as `llama`; a window tells it apart.
-    family: arch === "llama" && slidingWindow !== null
-      ? "mistral"
-      : arch as TransformerFamily,
+    family,
     vocabSize: vocab,
     hiddenSize: hidden,
     numLayers: int("block_count"),
@@ -217,7 +245,9 @@ export function configFromGguf(
     rmsNormEps: float("attention.layer_norm_rms_epsilon", 1e-5),
     ropeTheta: theta,
     ropeScaling,
-    ropeStyle: arch === "llama" ? "interleaved" : "neox",
+    ropeStyle: (spec ? spec.permuteQk : arch === "llama")
+      ? "interleaved"
+      : "neox",
     slidingWindow,
     attentionBias: {
       q: has("attn_q.bias"),
@@ -230,6 +260,7 @@ export function configFromGguf(
     maxPositionEmbeddings: typeof ctx === "number" && ctx > 0 ? ctx : 2048,
     ...(typeof bos === "number" ? { bosTokenId: bos } : {}),
     eosTokenIds: typeof eos === "number" ? [eos] : [],
+    ...spec?.fromGguf(get, names, where),
   };
 }
 
@@ -268,7 +299,12 @@ export function configToGguf(
   cfg: TransformerConfig,
   name = "model",
 ): GgufMetadata {
-  const arch = cfg.family === "qwen2" ? "qwen2" : "llama";
+  const spec = FAMILY_SPECS.get(cfg.family);
+  const arch = spec
+    ? spec.info.ggufArchitecture
+    : cfg.family === "qwen2"
+    ? "qwen2"
+    : "llama";
   const values: Record<string, unknown> = {};
   const types: Record<string, string> = {};
   const put = (key: string, value: unknown, type: string) => {
@@ -310,5 +346,6 @@ export function configToGguf(
   if (cfg.slidingWindow !== null) {
     put(`${arch}.attention.sliding_window`, cfg.slidingWindow, "UINT32");
   }
+  spec?.toGguf(cfg, (k, v, t) => put(`${arch}.${k}`, v, t));
   return { values, types };
 }

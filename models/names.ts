@@ -42,6 +42,10 @@ export type TensorRole =
   | "final_norm"
   | "lm_head"
   | "rope_freqs"
+  | "attn_q_norm"
+  | "attn_k_norm"
+  | "ffn_post_norm"
+  | "moe_router"
   | "unknown";
 
 /** The naming schemes. */
@@ -57,6 +61,12 @@ export interface ParsedTensorName {
   layer?: number;
   /** Weight or bias. */
   kind: "weight" | "bias";
+  /**
+   * The expert, for `mlp_gate` / `mlp_up` / `mlp_down` of a mixture of
+   * experts (Hugging Face `mlp.experts.{j}.…`, network
+   * `mlp.branches.{j}.…`; GGUF stacks them in one `ffn_*_exps` tensor).
+   */
+  expert?: number;
 }
 
 interface BlockPart {
@@ -75,7 +85,21 @@ const BLOCK_PARTS: readonly BlockPart[] = [
   { role: "mlp_gate", hf: "mlp.gate_proj", gguf: "ffn_gate" },
   { role: "mlp_up", hf: "mlp.up_proj", gguf: "ffn_up" },
   { role: "mlp_down", hf: "mlp.down_proj", gguf: "ffn_down" },
+  { role: "attn_q_norm", hf: "self_attn.q_norm", gguf: "attn_q_norm" },
+  { role: "attn_k_norm", hf: "self_attn.k_norm", gguf: "attn_k_norm" },
+  {
+    role: "ffn_post_norm",
+    hf: "post_feedforward_layernorm",
+    gguf: "post_ffw_norm",
+  },
+  { role: "moe_router", hf: "mlp.gate", gguf: "ffn_gate_inp" },
 ];
+
+const EXPERT_ROLES: Record<string, TensorRole> = {
+  gate_proj: "mlp_gate",
+  up_proj: "mlp_up",
+  down_proj: "mlp_down",
+};
 
 const TOP: Record<
   "embedding" | "final_norm" | "lm_head" | "rope_freqs",
@@ -129,6 +153,24 @@ export function parseTensorName(
     if (p) return { scheme: "gguf", role: p.role, layer: Number(b[1]), kind };
     return undefined;
   }
+  b = stem.match(
+    /^(?:model\.)?layers\.(\d+)\.mlp\.(experts|branches)\.(\d+)\.(gate_proj|up_proj|down_proj)$/,
+  );
+  if (b) {
+    const isNetwork = b[2] === "branches";
+    if (isNetwork && (numLayers === undefined || stem.startsWith("model."))) {
+      return undefined;
+    }
+    const i = Number(b[1]);
+    if (isNetwork && (i < 1 || i > numLayers!)) return undefined;
+    return {
+      scheme: isNetwork ? "network" : "hf",
+      role: EXPERT_ROLES[b[4]],
+      layer: isNetwork ? i - 1 : i,
+      kind,
+      expert: Number(b[3]),
+    };
+  }
   b = stem.match(/^(?:model\.)?layers\.(\d+)\.(.+)$/);
   if (b) {
     const p = byHf.get(b[2]);
@@ -179,7 +221,7 @@ export function parseTensorName(
  */
 export function tensorName(
   scheme: NameScheme,
-  p: Pick<ParsedTensorName, "role" | "layer" | "kind">,
+  p: Pick<ParsedTensorName, "role" | "layer" | "kind" | "expert">,
   numLayers?: number,
 ): string {
   const fail = (why: string) =>
@@ -203,6 +245,15 @@ export function tensorName(
   const part = BLOCK_PARTS.find((x) => x.role === p.role);
   if (!part) throw fail("unknown role");
   if (p.layer === undefined) throw fail("a block index is needed");
+  if (p.expert !== undefined) {
+    const proj = part.hf.replace(/^mlp\./, "");
+    if (scheme === "gguf") {
+      throw fail("GGUF stacks the experts in one ffn_*_exps tensor");
+    }
+    return scheme === "hf"
+      ? `model.layers.${p.layer}.mlp.experts.${p.expert}.${proj}.${p.kind}`
+      : `layers.${p.layer + 1}.mlp.branches.${p.expert}.${proj}.${p.kind}`;
+  }
   if (scheme === "gguf") return `blk.${p.layer}.${part.gguf}.${p.kind}`;
   if (scheme === "hf") return `model.layers.${p.layer}.${part.hf}.${p.kind}`;
   return `layers.${p.layer + 1}.${part.hf}.${p.kind}`;

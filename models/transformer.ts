@@ -76,6 +76,8 @@ import {
   transformerNetwork,
 } from "./config.ts";
 import { configFromGguf } from "./gguf_config.ts";
+import { parseStackedExperts, splitExperts } from "./families/_experts.ts";
+import { FAMILY_SPECS } from "./families/mod.ts";
 import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
 
 /** Per-sequence state: the layers' KV caches and the tokens seen so far. */
@@ -469,15 +471,35 @@ export function keep(t: Tensor): Tensor {
   return t;
 }
 
-/** Loads the tensors of `index` that have a network name, renamed. */
+/**
+ * Loads the tensors of `index` that have a network name, renamed; `rename`
+ * first maps a family's own names to the trunk's; stacked GGUF experts are
+ * split into one tensor per expert.
+ */
 async function loadRenamed(
   index: TensorIndex,
   numLayers: number,
   skip: (role: TensorRole) => boolean,
+  rename: (name: string) => string = (n) => n,
 ): Promise<Map<string, Tensor>> {
   const out = new Map<string, Tensor>();
   for (const name of index.names()) {
-    const p = parseTensorName(name);
+    const stacked = parseStackedExperts(name);
+    if (stacked) {
+      if (stacked.layer >= numLayers) continue;
+      const parts = splitExperts(await index.load(name));
+      parts.forEach((t, j) => {
+        const to = tensorName("network", {
+          role: stacked.role,
+          layer: stacked.layer,
+          kind: "weight",
+          expert: j,
+        }, numLayers);
+        out.set(to, { ...keep(t), name: to });
+      });
+      continue;
+    }
+    const p = parseTensorName(rename(name));
     if (!p || p.scheme === "network" || skip(p.role)) continue;
     if (p.layer !== undefined && p.layer >= numLayers) continue;
     const to = tensorName("network", p, numLayers);
@@ -549,6 +571,7 @@ export async function transformerFromFiles(
     config.numLayers,
     (role) =>
       role === "rope_freqs" || (config.tieWordEmbeddings && role === "lm_head"),
+    FAMILY_SPECS.get(config.family)?.hfNames?.fromFamily,
   );
   const tokenizer = options.tokenizer ??
     (files.tokenizer
@@ -610,6 +633,7 @@ export async function transformerFromGguf(
     index,
     config.numLayers,
     (role) => role === "rope_freqs",
+    FAMILY_SPECS.get(config.family)?.ggufNames?.fromFamily,
   );
   let tokenizer = options.tokenizer;
   if (!tokenizer && "tokenizer.ggml.model" in md) {

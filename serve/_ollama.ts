@@ -447,8 +447,9 @@ function createdAt(): string {
 
 /** Ollama's logprob entries for a token (with `top_logprobs` alternatives). */
 function logprobEntry(model: Transformer, t: GeneratedToken) {
+  const tok = model.tokenizer!;
   const text = (id: number) =>
-    new TextDecoder().decode(model.tokenizer!.tokenBytes(id));
+    id < tok.vocabSize ? new TextDecoder().decode(tok.tokenBytes(id)) : "";
   return {
     token: text(t.id),
     logprob: t.logprob,

@@ -266,7 +266,9 @@ export function tokenInfo(
   model: Transformer,
   id: number,
 ): { token: string; bytes: number[] } {
-  const b = model.tokenizer?.tokenBytes(id) ?? new Uint8Array(0);
+  const tok = model.tokenizer;
+  // ids past the tokenizer (a padded config.vocab_size) have no bytes
+  const b = tok && id < tok.vocabSize ? tok.tokenBytes(id) : new Uint8Array(0);
   return { token: new TextDecoder().decode(b), bytes: [...b] };
 }
 

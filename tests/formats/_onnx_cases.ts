@@ -432,6 +432,78 @@ export const SEQUENCE_CASES: OnnxCase[] = [
     input: "sequence",
   },
   {
+    name: "attention q/k RMSNorm per head, attention_scale 0.3",
+    config: net(
+      16,
+      attn({ num_kv_heads: 2, qk_norm: "head", attention_scale: 0.3 }),
+    ),
+    input: "sequence",
+  },
+  {
+    name: "attention q/k RMSNorm over the whole projection",
+    config: net(16, attn({ num_kv_heads: 2, qk_norm: "full" })),
+    input: "sequence",
+  },
+  {
+    name: "transformer_block post-norms, residual_scale 0.5 (OLMo 2, Granite)",
+    config: net(16, {
+      type: "transformer_block",
+      num_heads: 4,
+      num_kv_heads: 2,
+      intermediate_size: 24,
+      norm_placement: "post",
+      residual_scale: 0.5,
+      qk_norm: "full",
+    }),
+    input: "sequence",
+  },
+  {
+    name:
+      "transformer_block mixture of experts, top 2 of 4, and top 1 unnormalized",
+    config: net(
+      16,
+      {
+        type: "transformer_block",
+        num_heads: 4,
+        num_kv_heads: 2,
+        intermediate_size: 24,
+        moe: { num_experts: 4, top_k: 2, intermediate_size: 12 },
+      },
+      {
+        type: "transformer_block",
+        num_heads: 4,
+        intermediate_size: 24,
+        use_rope: false,
+        moe: {
+          num_experts: 3,
+          top_k: 1,
+          top_k_normalize: false,
+          intermediate_size: 8,
+        },
+      },
+    ),
+    input: "sequence",
+  },
+  {
+    name: "embedding and lm_head scales (Granite)",
+    config: {
+      layers: [
+        { type: "embedding", vocab_size: 32, embedding_dim: 16, scale: 3 },
+        {
+          type: "transformer_block",
+          num_heads: 4,
+          intermediate_size: 40,
+          attention_scale: 0.2,
+          residual_scale: 0.7,
+        },
+        { type: "rms_norm", epsilon: 1e-6 },
+        { type: "dense", output_size: 32, bias: false, scale: 0.4 },
+      ],
+    },
+    input: "ids",
+    vocab: 32,
+  },
+  {
     name:
       "Llama-family network (embedding → 2 × transformer_block → rms_norm → lm_head)",
     config: {

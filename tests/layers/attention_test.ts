@@ -256,6 +256,9 @@ Deno.test("mha: defaults, inference and toJSON round trip", () => {
     k_bias: true,
     v_bias: true,
     o_bias: false,
+    qk_norm: null,
+    qk_norm_eps: 1e-6,
+    attention_scale: null,
   });
   const json = multiHeadAttentionLayer.toJSON(cfg);
   assertEquals(json.type, "multi_head_attention");
