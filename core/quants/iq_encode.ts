@@ -218,10 +218,10 @@ function checkImatrix(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeIQ4_NL } from "./iq_encode.ts";
- * import { dequantizeIQ4_NL } from "./iq_decode.ts";
- * const x = Float32Array.from({ length: 32 }, (_, i) => Math.sin(i));
- * const y = dequantizeIQ4_NL(quantizeIQ4_NL(x), 32);
+ * import { dequantizeGguf, quantizeIQ4_NL } from "@modelhost/modelhost/formats/gguf";
+ * const x = Float32Array.from({ length: 64 }, (_, i) => Math.sin(i));
+ * const imatrix = new Float32Array(32).fill(1); // one weight per column
+ * const y = dequantizeGguf("IQ4_NL", quantizeIQ4_NL(x, 32, imatrix), 64);
  * assert(Math.abs(y[3] - x[3]) < 0.1);
  * ```
  */
@@ -254,7 +254,7 @@ export function quantizeIQ4_NL(
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeIQ4_NLRef } from "./iq_encode.ts";
+ * import { quantizeIQ4_NLRef } from "@modelhost/modelhost/formats/gguf";
  * assert(quantizeIQ4_NLRef(new Float32Array(64)).length === 36);
  * ```
  */
@@ -281,10 +281,9 @@ export function quantizeIQ4_NLRef(x: Float32Array): Uint8Array {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeIQ4_XS } from "./iq_encode.ts";
- * import { dequantizeIQ4_XS } from "./iq_decode.ts";
+ * import { dequantizeGguf, quantizeIQ4_XS } from "@modelhost/modelhost/formats/gguf";
  * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
- * const y = dequantizeIQ4_XS(quantizeIQ4_XS(x), 256);
+ * const y = dequantizeGguf("IQ4_XS", quantizeIQ4_XS(x), 256);
  * assert(Math.abs(y[3] - x[3]) < 0.1);
  * ```
  */
@@ -330,10 +329,9 @@ function bestIndexFp4(x: number, e: number): number {
  * @example
  * ```ts
  * import { assert } from "@std/assert";
- * import { quantizeMXFP4 } from "./iq_encode.ts";
- * import { dequantizeMXFP4 } from "./iq_decode.ts";
+ * import { dequantizeGguf, quantizeMXFP4 } from "@modelhost/modelhost/formats/gguf";
  * const x = new Float32Array(32).fill(1.5); x[0] = 6;
- * const y = dequantizeMXFP4(quantizeMXFP4(x), 32);
+ * const y = dequantizeGguf("MXFP4", quantizeMXFP4(x), 32);
  * assert(y[0] === 6 && y[1] === 1.5);
  * ```
  */

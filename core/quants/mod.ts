@@ -46,6 +46,12 @@ import { UnsupportedDTypeError } from "../errors.ts";
 export { QUANT_BLOCKS, type QuantBlock, type QuantTypeName } from "./blocks.ts";
 export { QUANT_CODECS, type QuantCodec } from "./codecs.ts";
 export {
+  quantizeIQ4_NL,
+  quantizeIQ4_NLRef,
+  quantizeIQ4_XS,
+  quantizeMXFP4,
+} from "./iq_encode.ts";
+export {
   F16_TO_F32_BITS,
   f32ToHalfBits,
   HALF_TO_F32,
