@@ -3,7 +3,8 @@
  * (`tests/vectors/gen/iq_quants.py`: ggml's quantizers and `to_float`, with
  * gguf-py's NumPy readers agreeing bit for bit): every type decodes to
  * ggml's exact F32 values, and the IQ4_NL, IQ4_XS and MXFP4 encoders write
- * ggml's exact bytes, with and without an importance matrix.
+ * ggml's exact bytes, with and without an importance matrix; the scalar dot
+ * rules of `kernels/quant_ref.ts` for them equal ggml's CPU `vec_dot`.
  */
 
 import { assert, assertEquals } from "@std/assert";
@@ -18,6 +19,12 @@ import {
   quantizeIQ4_XS,
   quantizeMXFP4,
 } from "../../core/quants/iq_encode.ts";
+import {
+  activationBlocksOf,
+  quantizeActivationsRef,
+  type QuantizedActivations,
+  quantizedDotRef,
+} from "../../kernels/quant_ref.ts";
 
 const VEC = new URL("../vectors/", import.meta.url);
 const info = JSON.parse(
@@ -34,6 +41,7 @@ const info = JSON.parse(
       variants: string[];
     }
   >;
+  dots?: Record<string, { activations: string; dots: number[] }>;
 };
 const file = await readGguf(
   memorySource(
@@ -106,5 +114,61 @@ Deno.test("iq quants: IQ4_NL, IQ4_XS and MXFP4 encoders write ggml's bytes", asy
       want.length,
       `${name}: bytes differ from ggml's first at byte ${at}`,
     );
+  }
+});
+
+/** ggml's activation blocks (Q8_0: f16 d, 32 × i8; Q8_K: f32 d, 256 × i8, sums) as codes and scales. */
+function activations(t: Tensor, n: number): QuantizedActivations {
+  const b = t.bytes;
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const k = t.dtype === "Q8_0";
+  const block = k ? 32 : 256, bytes = k ? 34 : 292;
+  const codes = new Int8Array(n), scales = new Float32Array(n / block);
+  for (let i = 0; i < n / block; i++) {
+    const o = i * bytes;
+    scales[i] = k ? dv.getFloat16(o, true) : dv.getFloat32(o, true);
+    for (let j = 0; j < block; j++) {
+      codes[i * block + j] = dv.getInt8(o + (k ? 2 : 4) + j);
+    }
+  }
+  return { block, codes, scales };
+}
+
+Deno.test("iq quants: the scalar dot rules equal ggml's CPU vec_dot (IQ4_NL, IQ4_XS, MXFP4, IQ3_S, IQ2_XS)", async () => {
+  const dots = info.dots!;
+  assertEquals(Object.keys(dots).sort(), [
+    "IQ2_XS",
+    "IQ3_S",
+    "IQ4_NL",
+    "IQ4_XS",
+    "MXFP4",
+  ]);
+  const x = toFloat32(await load("dot.x"));
+  for (const [type, exp] of Object.entries(dots)) {
+    const w = await load(type);
+    const xt = await load(`dot.${type}.xq`);
+    assertEquals(xt.dtype, exp.activations);
+    assertEquals(activationBlocksOf(type), exp.activations, type);
+    const xq = activations(xt, info.cols);
+    // our activation quantizer (llama.cpp's x86 rule) gives ggml's blocks
+    // here, up to the sign ggml's portable Q8_K quantizer puts on a block
+    // whose largest magnitude is negative (codes and scale negated together)
+    const ours = quantizeActivationsRef(x, exp.activations as "Q8_0" | "Q8_K");
+    for (let i = 0; i < xq.scales.length; i++) {
+      const sign = Math.sign(ours.scales[i]) * Math.sign(xq.scales[i]);
+      assertEquals(ours.scales[i], sign * xq.scales[i], `${type}: scale ${i}`);
+      for (let j = i * xq.block; j < (i + 1) * xq.block; j++) {
+        assertEquals(ours.codes[j], sign * xq.codes[j], `${type}: code ${j}`);
+      }
+    }
+    for (let r = 0; r < info.rows; r++) {
+      const got = quantizedDotRef(type, w.bytes, r, info.cols, xq, 0);
+      const want = exp.dots[r];
+      // ggml sums its block products in F32, the reference in F64
+      assert(
+        Math.abs(got - want) <= 1e-5 * Math.max(1, Math.abs(want)),
+        `${type} row ${r}: ${got} vs ggml ${want}`,
+      );
+    }
   }
 });

@@ -12,6 +12,12 @@
 # SHA-256 of ggml's dequantized F32 bytes, sampled values, and whether
 # gguf-py's dequantization equals ggml's bit for bit.
 #
+# Dot products (iq_dots.c, also linked against libggml-cpu): for IQ4_NL,
+# IQ4_XS, MXFP4, IQ3_S and IQ2_XS, `dot.x` (512 F32 activations),
+# `dot.<TYPE>.xq` (x quantized to the type's activation blocks, Q8_0 or Q8_K,
+# by ggml's CPU backend) and, in the JSON, ggml's vec_dot of each row of
+# `<TYPE>` with them.
+#
 # Run (llama.cpp checked out at LLAMA, ggml-base built in BUILD):
 #   cmake -S LLAMA -B BUILD -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF && cmake --build BUILD --target ggml-base -j2
 #   PYTHONPATH=LLAMA/gguf-py /work/refpy/bin/python tests/vectors/gen/iq_quants.py LLAMA BUILD
@@ -37,6 +43,8 @@ x[2, 160:192] = 1e-20  # below ggml's GROUP_MAX_EPS
 x[3] = rng.integers(-3, 4, COLS) * 0.5  # ties
 x = x.astype(np.float32)
 imatrix = rng.uniform(0.1, 10, COLS).astype(np.float32)
+xact = (rng.standard_normal(COLS) * 2).astype(np.float32)
+DOT_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4", "IQ3_S", "IQ2_XS"]
 
 with tempfile.TemporaryDirectory() as tmp:
     exe = os.path.join(tmp, "iq_quants")
@@ -46,6 +54,12 @@ with tempfile.TemporaryDirectory() as tmp:
     imatrix.tofile(os.path.join(tmp, "imatrix.f32"))
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "bin"))
     subprocess.run([exe, tmp, str(COLS)] + [t.lower() for t in TYPES], check=True, env=env)
+    dexe = os.path.join(tmp, "iq_dots")
+    subprocess.run(["cc", "-O2", os.path.join(HERE, "iq_dots.c"), "-I", os.path.join(LLAMA, "ggml/include"),
+                    "-L", os.path.join(BUILD, "bin"), "-lggml-base", "-lggml-cpu", "-o", dexe], check=True)
+    xact.tofile(os.path.join(tmp, "x.f32"))
+    vt = dict(l.split() for l in subprocess.run([dexe, tmp, str(COLS)] + [t.lower() for t in DOT_TYPES], check=True,
+                                                env=env, capture_output=True, text=True).stdout.splitlines())
     commit = subprocess.run(["git", "-C", LLAMA, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 
     w = gguf.GGUFWriter(os.path.join(OUT, "iq_quants.gguf"), "llama")
@@ -80,6 +94,15 @@ with tempfile.TemporaryDirectory() as tmp:
             "variants": [v for v in ("imat", "ref") if os.path.exists(os.path.join(tmp, f"{t.lower()}.{v}.q"))],
         }
         print(t, q.size, "bytes; gguf-py:", ggufpy)
+    w.add_tensor("dot.x", xact)
+    info["dots"] = {}
+    for t in DOT_TYPES:
+        assert np.array_equal(np.fromfile(os.path.join(tmp, t.lower() + ".w"), dtype=np.uint8), read(t.lower() + ".q"))
+        xq = np.fromfile(os.path.join(tmp, t.lower() + ".xq"), dtype=np.uint8)
+        act = gguf.GGMLQuantizationType[vt[t.lower()].upper()]
+        w.add_tensor(f"dot.{t}.xq", xq.reshape(1, -1), raw_dtype=act)
+        dots = np.fromfile(os.path.join(tmp, t.lower() + ".dot"), dtype=np.float32)
+        info["dots"][t] = {"activations": act.name, "dots": [float(v) for v in dots]}
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
