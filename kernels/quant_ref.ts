@@ -42,6 +42,7 @@ export const FAST_DTYPES = [
   "Q4_0",
   "Q4_K",
   "Q6_K",
+  "IQ4_NL",
 ] as const;
 
 /** One of {@link FAST_DTYPES}. */
