@@ -43,6 +43,7 @@ export const FAST_DTYPES = [
   "Q4_K",
   "Q6_K",
   "IQ4_NL",
+  "MXFP4",
 ] as const;
 
 /** One of {@link FAST_DTYPES}. */

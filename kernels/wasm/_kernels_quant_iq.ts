@@ -1,11 +1,14 @@
 /**
- * The non-linear 4-bit weight format IQ4_NL for the quantized kernels
- * (`_kernels_quant.ts`): 18-byte blocks of an f16 scale and 16 bytes of
- * nibbles (low nibbles elements 0..15, high 16..31), each nibble an index
- * into ggml's 16 levels `kvalues_iq4nl` (−127 … 113). A swizzle turns the
- * nibbles into those signed levels, which are then dotted with the Q8_0
+ * The non-linear 4-bit weight formats IQ4_NL and MXFP4 for the quantized
+ * kernels (`_kernels_quant.ts`). IQ4_NL: 18-byte blocks of an f16 scale and
+ * 16 bytes of nibbles (low nibbles elements 0..15, high 16..31), each nibble
+ * an index into ggml's 16 levels `kvalues_iq4nl` (−127 … 113). MXFP4:
+ * 17-byte blocks of an E8M0 exponent and the same nibble layout into the
+ * doubled E2M1 values (−12 … 12), scale `2^(e−128)`. A swizzle turns the
+ * nibbles into the signed levels, which are then dotted with the Q8_0
  * activation codes as Q8_0 weights are (llama.cpp's
- * `ggml_vec_dot_iq4_nl_q8_0`: exact integer dots, `d_w · d_x` per block).
+ * `ggml_vec_dot_iq4_nl_q8_0` / `_mxfp4_q8_0`: exact integer dots,
+ * `d_w · d_x` per block).
  *
  * @module
  */
@@ -13,11 +16,15 @@
 import {
   type Code,
   f32,
+  f32x4,
   get,
   i16x8,
+  i32,
   i8x16,
   type Local,
+  select,
   set,
+  tee,
   v128,
 } from "./_asm.ts";
 import { c, i8x16c } from "./_kernels_util.ts";
@@ -34,19 +41,19 @@ import {
   widenEvenOdd,
 } from "./_kernels_quant_util.ts";
 import { q8SplitDot } from "./_kernels_quant_q8_q4.ts";
-import { KVALUES_IQ4NL } from "../../core/quants/_iq_tables.ts";
+import { KVALUES_FP4, KVALUES_IQ4NL } from "../../core/quants/_iq_tables.ts";
 
-/** The 16 levels as a byte vector (pooled per function). */
-function levels(): Code {
-  return v128.pooled(new Uint8Array(KVALUES_IQ4NL.buffer.slice(0)));
+/** A 16-level table as a byte vector (pooled per function). */
+function levels(table: Int8Array): Code {
+  return v128.pooled(new Uint8Array(table.buffer.slice(0)));
 }
 
 /** The signed levels of the 16 code bytes held in `raw`: elements 0..15, 16..31. */
-function iq4Levels(raw: Local): [Code, Code] {
+function iq4Levels(raw: Local, table = KVALUES_IQ4NL): [Code, Code] {
   return [
-    i8x16.swizzle(levels(), v128.and(get(raw), i8x16c(0x0f))),
+    i8x16.swizzle(levels(table), v128.and(get(raw), i8x16c(0x0f))),
     i8x16.swizzle(
-      levels(),
+      levels(table),
       v128.and(i16x8.shr_u(get(raw), c(4)), i8x16c(0x0f)),
     ),
   ];
@@ -111,6 +118,70 @@ export const IQ4_NL: QuantFormat = {
         f32.mul(
           f32.convert_i32_s(hsumI(get(d.p[0]), d.t[0])),
           f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
+        ),
+      ),
+    ),
+  ],
+};
+
+/**
+ * Half the E8M0 scale of the MXFP4 block at `wb + off`, as f32 (ggml's
+ * `ggml_e8m0_to_fp32_half`: `(e − 1) << 23`, subnormal for e < 2).
+ */
+function e8m0Half(d: Dot, off: number): Code {
+  const e = d.n[2];
+  return f32.reinterpret_i32(
+    select(
+      i32.shl(i32.sub(tee(e, i32.load8_u(get(d.wb), off)), c(1)), c(23)),
+      i32.shl(c(0x00200000), get(e)),
+      i32.gt_u(get(e), c(1)),
+    ),
+  );
+}
+
+/** MXFP4 as stored. Value `2^(e−128) · kvalues_mxfp4[q]`. */
+export const MXFP4: QuantFormat = {
+  name: "mxfp4",
+  elems: 32,
+  bytes: 17,
+  act: "q8_0",
+  group: 4,
+  reads: () => ["x16"],
+  main: (d) => {
+    const out: Code[] = [];
+    for (let j = 0; j < 4; j++) {
+      out.push(
+        set(d.v[2], v128.load(get(d.wb), 17 * j + 1)),
+        ...signedBlock(d, iq4Levels(d.v[2], KVALUES_FP4), j, d.p[j]),
+      );
+    }
+    let scales = f32x4.splat(e8m0Half(d, 0));
+    for (let j = 1; j < 4; j++) {
+      scales = f32x4.replace_lane(scales, j, e8m0Half(d, 17 * j));
+    }
+    out.push(
+      hsum4i(d.p.slice(0, 4).map(get), d.t),
+      set(
+        d.acc,
+        d.ctx.madd(
+          f32x4.convert_i32x4_s(get(d.t[0])),
+          f32x4.mul(scales, v128.load(metaPtr(d, 0))),
+          get(d.acc),
+        ),
+      ),
+    );
+    return out;
+  },
+  single: (d) => [
+    set(d.v[2], v128.load(get(d.wb), 1)),
+    ...signedBlock(d, iq4Levels(d.v[2], KVALUES_FP4), 0, d.p[0]),
+    set(
+      d.accs,
+      f32.add(
+        get(d.accs),
+        f32.mul(
+          f32.convert_i32_s(hsumI(get(d.p[0]), d.t[0])),
+          f32.mul(e8m0Half(d, 0), f32.load(metaPtr(d, 0))),
         ),
       ),
     ),

@@ -1,5 +1,5 @@
 /**
- * The IQ4_NL WebAssembly kernels against their scalar reference
+ * The IQ4_NL and MXFP4 WebAssembly kernels against their scalar reference
  * (`linearRef`, llama.cpp's rule in `kernels/_quant_ref_iq.ts`, itself checked
  * against ggml's vec_dot in `tests/core/iq_quants_test.ts`): both variants,
  * one thread and workers, odd block counts (the leftover-block path), rows 1
@@ -9,7 +9,10 @@
 import { assert, assertEquals } from "@std/assert";
 import type { Tensor } from "../../../core/tensor.ts";
 import { linear, linearMany, linearRef } from "../../../kernels/linear.ts";
-import { quantizeIQ4_NL } from "../../../core/quants/iq_encode.ts";
+import {
+  quantizeIQ4_NL,
+  quantizeMXFP4,
+} from "../../../core/quants/iq_encode.ts";
 import {
   configureKernels,
   kernelInfo,
@@ -22,16 +25,23 @@ import {
 } from "../../../kernels/quant_ref.ts";
 import { cosines, decodeAll, worstRatio } from "./_helpers.ts";
 
-function weight(outF: number, inF: number, seed: number): Tensor {
+type Kind = "IQ4_NL" | "MXFP4";
+
+function weight(
+  outF: number,
+  inF: number,
+  seed: number,
+  dtype: Kind = "IQ4_NL",
+): Tensor {
   const v = Float32Array.from(
     { length: outF * inF },
     (_, i) => 0.3 * Math.sin(0.37 * i + seed) + 0.05 * Math.cos(3.1 * i),
   );
   return {
     name: `w${seed}`,
-    dtype: "IQ4_NL",
+    dtype,
     shape: [outF, inF],
-    bytes: quantizeIQ4_NL(v),
+    bytes: dtype === "IQ4_NL" ? quantizeIQ4_NL(v) : quantizeMXFP4(v),
   };
 }
 
@@ -55,7 +65,7 @@ function budget(w: Tensor, x: Float32Array, rows: number): Float64Array {
   return out;
 }
 
-function checkAll(): void {
+function checkAll(dtype: Kind): void {
   for (
     const [rows, outF, inF] of [[1, 7, 32], [1, 13, 96], [3, 9, 160], [
       1,
@@ -63,7 +73,7 @@ function checkAll(): void {
       576,
     ], [5, 33, 256]]
   ) {
-    const w = weight(outF, inF, rows + outF);
+    const w = weight(outF, inF, rows + outF, dtype);
     const x = cosines(rows * inF);
     const bias = cosines(outF, 3, 0.5);
     const fast = fastLinear(x, rows, w, bias);
@@ -71,37 +81,56 @@ function checkAll(): void {
     const r = worstRatio(fast, ref, budget(w, x, rows));
     assert(
       r <= 1,
-      `IQ4_NL ${rows}×${inF} → ${outF}: ${r.toFixed(2)}× the budget`,
+      `${dtype} ${rows}×${inF} → ${outF}: ${r.toFixed(2)}× the budget`,
     );
     // linear() takes the same kernels
     assertEquals(linear(x, rows, w, bias), fast);
   }
+  if (dtype === "MXFP4") {
+    // raw blocks: every nibble, exponents 0 and 1 (subnormal scales), 110..129
+    const bytes = new Uint8Array(6 * 17 * 5);
+    let seed = 7;
+    for (let i = 0; i < bytes.length; i++) {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      const blk = i / 17;
+      bytes[i] = i % 17 !== 0 ? seed >>> 24 : blk < 2 ? blk : 110 + (blk % 20);
+    }
+    const w: Tensor = { name: "raw", dtype, shape: [6, 160], bytes };
+    const x = cosines(2 * 160);
+    const r = worstRatio(
+      fastLinear(x, 2, w),
+      linearRef(x, 2, w),
+      budget(w, x, 2),
+    );
+    assert(r <= 1, `MXFP4 raw blocks: ${r.toFixed(2)}×`);
+  }
   // several weights on one quantization of x
-  const ws = [weight(11, 192, 1), weight(6, 192, 2), weight(9, 192, 3)];
+  const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, 192, k, dtype));
   const x = cosines(2 * 192);
   const many = linearMany(x, 2, ws);
   ws.forEach((w, i) => {
     const r = worstRatio(many[i], linearRef(x, 2, w), budget(w, x, 2));
-    assert(r <= 1, `linearMany weight ${i}: ${r.toFixed(2)}×`);
+    assert(r <= 1, `${dtype} linearMany weight ${i}: ${r.toFixed(2)}×`);
   });
 }
 
-Deno.test("IQ4_NL kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
+Deno.test("IQ4_NL and MXFP4 kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
   assert(
     kernelInfo().backend.startsWith("wasm"),
     "WebAssembly SIMD backend expected",
   );
   try {
-    checkAll();
+    const all = () => ["IQ4_NL", "MXFP4"].forEach((t) => checkAll(t as Kind));
+    all();
     await configureKernels({ noRelaxedSimd: true });
     assertEquals(kernelInfo().backend, "wasm-simd");
-    checkAll();
+    all();
     await configureKernels({
       noRelaxedSimd: false,
       threads: 2,
       minParallelWork: 1,
     });
-    checkAll();
+    all();
   } finally {
     await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
     await shutdownKernels();
