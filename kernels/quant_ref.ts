@@ -44,6 +44,7 @@ export const FAST_DTYPES = [
   "Q6_K",
   "IQ4_NL",
   "MXFP4",
+  "IQ4_XS",
 ] as const;
 
 /** One of {@link FAST_DTYPES}. */

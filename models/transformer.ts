@@ -444,6 +444,7 @@ const IN_PLACE = new Set([
   "Q6_K",
   "IQ4_NL",
   "MXFP4",
+  "IQ4_XS",
 ]);
 
 /**

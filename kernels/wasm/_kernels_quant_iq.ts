@@ -1,6 +1,6 @@
 /**
- * The non-linear 4-bit weight formats IQ4_NL and MXFP4 for the quantized
- * kernels (`_kernels_quant.ts`). IQ4_NL: 18-byte blocks of an f16 scale and
+ * The non-linear 4-bit weight formats IQ4_NL, MXFP4 and IQ4_XS for the
+ * quantized kernels (`_kernels_quant.ts`). IQ4_NL: 18-byte blocks of an f16 scale and
  * 16 bytes of nibbles (low nibbles elements 0..15, high 16..31), each nibble
  * an index into ggml's 16 levels `kvalues_iq4nl` (−127 … 113). MXFP4:
  * 17-byte blocks of an E8M0 exponent and the same nibble layout into the
@@ -27,7 +27,7 @@ import {
   tee,
   v128,
 } from "./_asm.ts";
-import { c, i8x16c } from "./_kernels_util.ts";
+import { c, f16ToF32, i8x16c } from "./_kernels_util.ts";
 import {
   addBlocks4,
   type Dot,
@@ -186,4 +186,61 @@ export const MXFP4: QuantFormat = {
       ),
     ),
   ],
+};
+
+/**
+ * IQ4_XS super-block (136 bytes): f16 d, u16 `scales_h` (2 high bits per
+ * sub-block), 4 bytes `scales_l` (a nibble per sub-block), then 8 × 16
+ * bytes of IQ4_NL nibbles. With Q8_K activations it contributes, as
+ * llama.cpp's x86 `ggml_vec_dot_iq4_xs_q8_K`,
+ * `f32(d · d_x) · Σ_j (ls_j − 32) · Σ v·x8` with the sums in integers.
+ */
+export const IQ4_XS: QuantFormat = {
+  name: "iq4_xs",
+  elems: 256,
+  bytes: 136,
+  act: "q8_k",
+  group: 1,
+  reads: () => ["x16"],
+  main: (d) => {
+    const isum = d.n[2];
+    const out: Code[] = [set(isum, c(0))];
+    for (let ib = 0; ib < 8; ib++) {
+      const low = i32.load8_u(get(d.wb), 4 + (ib >> 1));
+      const ls = i32.or(
+        ib & 1 ? i32.shr_u(low, c(4)) : i32.and(low, c(15)),
+        i32.shl(
+          i32.and(i32.shr_u(i32.load16_u(get(d.wb), 2), c(2 * ib)), c(3)),
+          c(4),
+        ),
+      );
+      out.push(
+        set(d.v[2], v128.load(get(d.wb), 8 + 16 * ib)),
+        ...signedBlock(d, iq4Levels(d.v[2]), ib, d.p[0]),
+        set(
+          isum,
+          i32.add(
+            get(isum),
+            i32.mul(hsumI(get(d.p[0]), d.t[0]), i32.sub(ls, c(32))),
+          ),
+        ),
+      );
+    }
+    out.push(
+      set(
+        d.accs,
+        f32.add(
+          get(d.accs),
+          f32.mul(
+            f32.convert_i32_s(get(isum)),
+            f32.mul(
+              f16ToF32(i32.load16_u(get(d.wb))),
+              f32.load(metaPtr(d, 0)),
+            ),
+          ),
+        ),
+      ),
+    );
+    return out;
+  },
 };

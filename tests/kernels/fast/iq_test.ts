@@ -1,5 +1,6 @@
 /**
- * The IQ4_NL and MXFP4 WebAssembly kernels against their scalar reference
+ * The IQ4_NL, MXFP4 and IQ4_XS WebAssembly kernels against their scalar
+ * reference
  * (`linearRef`, llama.cpp's rule in `kernels/_quant_ref_iq.ts`, itself checked
  * against ggml's vec_dot in `tests/core/iq_quants_test.ts`): both variants,
  * one thread and workers, odd block counts (the leftover-block path), rows 1
@@ -11,6 +12,7 @@ import type { Tensor } from "../../../core/tensor.ts";
 import { linear, linearMany, linearRef } from "../../../kernels/linear.ts";
 import {
   quantizeIQ4_NL,
+  quantizeIQ4_XS,
   quantizeMXFP4,
 } from "../../../core/quants/iq_encode.ts";
 import {
@@ -25,7 +27,7 @@ import {
 } from "../../../kernels/quant_ref.ts";
 import { cosines, decodeAll, worstRatio } from "./_helpers.ts";
 
-type Kind = "IQ4_NL" | "MXFP4";
+type Kind = "IQ4_NL" | "MXFP4" | "IQ4_XS";
 
 function weight(
   outF: number,
@@ -41,7 +43,11 @@ function weight(
     name: `w${seed}`,
     dtype,
     shape: [outF, inF],
-    bytes: dtype === "IQ4_NL" ? quantizeIQ4_NL(v) : quantizeMXFP4(v),
+    bytes: dtype === "IQ4_NL"
+      ? quantizeIQ4_NL(v)
+      : dtype === "MXFP4"
+      ? quantizeMXFP4(v)
+      : quantizeIQ4_XS(v),
   };
 }
 
@@ -56,7 +62,7 @@ function budget(w: Tensor, x: Float32Array, rows: number): Float64Array {
       let s = 0;
       for (let i = 0; i < inF; i++) {
         const xv = q.codes[r * inF + i] *
-          q.scales[Math.floor((r * inF + i) / 32)];
+          q.scales[Math.floor((r * inF + i) / q.block)];
         s += Math.abs(xv * wf[o * inF + i]);
       }
       out[r * outF + o] = 2e-6 * s + 1e-5;
@@ -66,12 +72,11 @@ function budget(w: Tensor, x: Float32Array, rows: number): Float64Array {
 }
 
 function checkAll(dtype: Kind): void {
+  const shapes = dtype === "IQ4_XS"
+    ? [[1, 7, 256], [3, 9, 512], [1, 64, 768], [5, 33, 256]]
+    : [[1, 7, 32], [1, 13, 96], [3, 9, 160], [1, 64, 576], [5, 33, 256]];
   for (
-    const [rows, outF, inF] of [[1, 7, 32], [1, 13, 96], [3, 9, 160], [
-      1,
-      64,
-      576,
-    ], [5, 33, 256]]
+    const [rows, outF, inF] of shapes
   ) {
     const w = weight(outF, inF, rows + outF, dtype);
     const x = cosines(rows * inF);
@@ -105,8 +110,9 @@ function checkAll(dtype: Kind): void {
     assert(r <= 1, `MXFP4 raw blocks: ${r.toFixed(2)}×`);
   }
   // several weights on one quantization of x
-  const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, 192, k, dtype));
-  const x = cosines(2 * 192);
+  const inF = dtype === "IQ4_XS" ? 512 : 192;
+  const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, inF, k, dtype));
+  const x = cosines(2 * inF);
   const many = linearMany(x, 2, ws);
   ws.forEach((w, i) => {
     const r = worstRatio(many[i], linearRef(x, 2, w), budget(w, x, 2));
@@ -114,13 +120,14 @@ function checkAll(dtype: Kind): void {
   });
 }
 
-Deno.test("IQ4_NL and MXFP4 kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
+Deno.test("IQ4_NL, MXFP4 and IQ4_XS kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
   assert(
     kernelInfo().backend.startsWith("wasm"),
     "WebAssembly SIMD backend expected",
   );
   try {
-    const all = () => ["IQ4_NL", "MXFP4"].forEach((t) => checkAll(t as Kind));
+    const all = () =>
+      ["IQ4_NL", "MXFP4", "IQ4_XS"].forEach((t) => checkAll(t as Kind));
     all();
     await configureKernels({ noRelaxedSimd: true });
     assertEquals(kernelInfo().backend, "wasm-simd");
