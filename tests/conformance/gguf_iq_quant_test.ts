@@ -4,7 +4,9 @@
  * Llama in `reference/quant`: every tensor has llama.cpp's type and bytes
  * (SHA-256 from `tests/vectors/gen/iq_llama_quantize.py`), with the same
  * metadata keys and types and `general.file_type`. llama-quantize writes the
- * tensors in another order, so the whole files differ only in layout.
+ * tensors in another order, so the whole files differ only in layout. Our
+ * file, loaded as a Llama, greedy-decodes llama.cpp's ids from its file
+ * (node-llama-cpp, two prompts × 32 tokens).
  */
 
 import { assertEquals } from "@std/assert";
@@ -18,6 +20,9 @@ import {
 } from "../../formats/gguf/mod.ts";
 import { fileSource } from "../../io/file.ts";
 import { memorySource } from "../../core/sources.ts";
+import { loadTransformer } from "../../io/transformer.ts";
+import { generate } from "../../models/mod.ts";
+import { shutdownKernels } from "../../kernels/fast/runtime.ts";
 
 const exp = JSON.parse(
   await Deno.readTextFile(
@@ -26,6 +31,7 @@ const exp = JSON.parse(
 ) as {
   files: Record<string, {
     file_type: number;
+    greedy: { prompt: number[]; greedy: number[] }[];
     keys: Record<string, string>;
     tensors: Record<string, { type: string; sha256: string }>;
   }>;
@@ -81,8 +87,27 @@ for (
           h.metadata.find((e) => e.key === "general.file_type")?.value,
           ref.file_type,
         );
+        const path = await Deno.makeTempFile({ suffix: ".gguf" });
+        try {
+          await Deno.writeFile(path, out);
+          const model = await loadTransformer(path);
+          for (const c of ref.greedy) {
+            const ids: number[] = [];
+            for await (
+              const t of generate(model, c.prompt, {
+                greedy: true,
+                maxTokens: c.greedy.length,
+                stopAtEos: false,
+              })
+            ) ids.push(t.id);
+            assertEquals(ids, c.greedy, `${type} prompt ${c.prompt}`);
+          }
+        } finally {
+          await Deno.remove(path);
+        }
       } finally {
         src.close();
+        await shutdownKernels();
       }
     },
   );

@@ -2,11 +2,13 @@
 # writes for IQ4_NL, IQ4_XS and MXFP4_MOE from the synthetic F32 Llama of
 # ../shared/fixtures/reference/quant (n_embd 256, n_ff 512, 2 layers), as
 # read by gguf-py: each tensor's type and the SHA-256 of its bytes, every
-# metadata key with its type, general.file_type, and the whole file's
-# SHA-256. tests/conformance/gguf_iq_quant_test.ts writes the same source
-# with modelhost and compares.
+# metadata key with its type, general.file_type, the whole file's SHA-256,
+# and llama.cpp's greedy ids from each file (node-llama-cpp, through
+# llama_iq4xs.mjs). tests/conformance/gguf_iq_quant_test.ts writes the same
+# source with modelhost and compares.
 #
 # Run: LLAMA_QUANTIZE=/path/llama-quantize (its libraries on LD_LIBRARY_PATH)
+#      NODE_PATH=/path/node_modules (node-llama-cpp 3.22)
 #      /work/refpy/bin/python tests/vectors/gen/iq_llama_quantize.py
 import hashlib, json, os, subprocess, tempfile
 import gguf
@@ -27,7 +29,11 @@ with tempfile.TemporaryDirectory() as tmp:
         keys = {name: f.types[0].name for name, f in r.fields.items() if not name.startswith("GGUF.")}
         with open(path, "rb") as f:
             whole = hashlib.sha256(f.read()).hexdigest()
+        greedy = json.loads(subprocess.run(["node", os.path.join(HERE, "llama_iq4xs.mjs"), path],
+                                           capture_output=True, text=True, check=True).stdout)
         out["files"][ftype] = {
+            "greedy": greedy["cases"],
+            "greedy_by": greedy["library"],
             "llama_quantize": version,
             "file_type": int(r.fields["general.file_type"].parts[-1][0]),
             "keys": keys,

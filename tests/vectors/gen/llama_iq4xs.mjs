@@ -1,6 +1,6 @@
 // Greedy ids from llama.cpp (node-llama-cpp's prebuilt CPU library, one
-// thread, F32 KV cache) for tests/vectors/llama_iq4xs.gguf; run by
-// llama_iq4xs.py, prints JSON.
+// thread, F32 KV cache) for a GGUF Llama (argv[2]); run by llama_iq4xs.py
+// and iq_llama_quantize.py, prints JSON.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
