@@ -165,7 +165,9 @@ export function matmulTransposedRef(
  * `fastLinear` runs), which keep the weight in its stored dtype (copied
  * once into kernel memory on first use; in-place edits are noticed by
  * sampling, see `fastLinear`), or {@link linearRef} where WebAssembly SIMD
- * is missing; other dtypes are widened to F32 and run the reference.
+ * is missing; IQ4_NL, IQ4_XS, MXFP4, IQ3_S and IQ2_XS weights run
+ * {@link linearRef}'s scalar integer rules (llama.cpp's arithmetic); other
+ * dtypes are widened to F32 and run the reference.
  *
  * @param x Input rows, `rows × in`.
  * @param rows Number of rows.
@@ -211,6 +213,10 @@ export function linear(
     return e
       ? engineLinear(e, x, rows, w, outF, inF, bias)
       : linearRef(x, rows, w, bias);
+  }
+  // IQ4_NL, IQ4_XS, MXFP4, IQ3_S, IQ2_XS: llama.cpp's integer dot rules
+  if (activationBlocksOf(w.dtype) && !w.quant) {
+    return linearRef(x, rows, w, bias);
   }
   const wf = w.dtype === "F32" && !w.quant && w.bytes.byteOffset % 4 === 0
     ? new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF)

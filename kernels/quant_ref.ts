@@ -20,6 +20,7 @@
 import { dtypeInfo } from "../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../core/errors.ts";
 import { halfToFloat } from "../core/quants/f16.ts";
+import { iqActivationBlocks, iqDotRef } from "./_quant_ref_iq.ts";
 
 export { halfToFloat } from "../core/quants/f16.ts";
 
@@ -41,6 +42,9 @@ export const FAST_DTYPES = [
   "Q4_0",
   "Q4_K",
   "Q6_K",
+  "IQ4_NL",
+  "MXFP4",
+  "IQ4_XS",
 ] as const;
 
 /** One of {@link FAST_DTYPES}. */
@@ -99,13 +103,19 @@ export function isFastDType(dtype: string): dtype is FastDType {
  * ```
  */
 export function rowBytes(dtype: FastDType, cols: number): number {
-  const b = BLOCKS[dtype];
+  const b = BLOCKS[dtype] ?? blockOf(dtype);
   if (cols % b.elems !== 0) {
     throw new RangeError(
       `Cannot lay out rows of ${cols} ${dtype} elements: the row length must be a multiple of the block size ${b.elems}`,
     );
   }
   return (cols / b.elems) * b.bytes;
+}
+
+/** Elements and bytes per block of any dtype (the types with only a dot rule). */
+function blockOf(dtype: string): { elems: number; bytes: number } {
+  const { blockSize, blockBytes } = dtypeInfo(dtype);
+  return { elems: blockSize, bytes: blockBytes };
 }
 
 /**
@@ -181,7 +191,7 @@ export function activationBlocksOf(
 ): ActivationBlocks | undefined {
   if (dtype === "Q8_0" || dtype === "Q4_0") return "Q8_0";
   if (dtype === "Q4_K" || dtype === "Q6_K") return "Q8_K";
-  return undefined;
+  return iqActivationBlocks(dtype);
 }
 
 /** Activations quantized by {@link quantizeActivationsRef}. */
@@ -271,7 +281,9 @@ export function quantizeActivationsRef(
  * `f32(d_x · dmin) · Σ m_j · Σ codes_j`). Blocks are summed in F64, so
  * this is the exact value of the rule; the SIMD kernels sum in F32.
  *
- * @param dtype Q8_0, Q4_0, Q4_K or Q6_K.
+ * @param dtype Q8_0, Q4_0, Q4_K, Q6_K, or one of the types with only this
+ * scalar rule (IQ4_NL, MXFP4 with Q8_0 blocks; IQ4_XS, IQ3_S, IQ2_XS with
+ * Q8_K blocks; see `_quant_ref_iq.ts`).
  * @param bytes The whole matrix's bytes.
  * @param row Row index.
  * @param cols Elements per row.
@@ -384,6 +396,8 @@ export function quantizedDotRef(
         s += f(xq.scales[x0 / 256] * halfToFloat(u16(o + 208))) * isum;
       }
       break;
+    default:
+      s = iqDotRef(dtype, b, cols, xq, at);
   }
   return s;
 }

@@ -439,7 +439,15 @@ function singleModel(file: ModelFile, what: string): TensorIndex {
 }
 
 /** Block types the fast kernels read in place from kernel memory (F32/F16/BF16 they pack into panels). */
-const IN_PLACE = new Set(["Q8_0", "Q4_0", "Q4_K", "Q6_K"]);
+const IN_PLACE = new Set([
+  "Q8_0",
+  "Q4_0",
+  "Q4_K",
+  "Q6_K",
+  "IQ4_NL",
+  "MXFP4",
+  "IQ4_XS",
+]);
 
 /**
  * Where a loaded tensor's bytes are kept. Q8_0 / Q4_0 / Q4_K / Q6_K

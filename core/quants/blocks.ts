@@ -21,7 +21,8 @@
  * | Q6_K | 256 | 210 | 128 bytes low nibbles, 64 bytes high 2 bits, 16 × i8 scales, f16 d |
  * | Q8_K | 256 | 292 | f32 d, 256 × i8, 16 × i16 block sums |
  *
- * The IQ*, TQ* and MXFP4 rows are named (sizes and ids) without codecs.
+ * The layouts of the IQ*, TQ*, FP4 (MXFP4, NVFP4), Q1_0 and Q2_0 types are
+ * listed in `iq_decode.ts`.
  *
  * @module
  */
@@ -51,7 +52,10 @@ export type QuantTypeName =
   | "IQ1_M"
   | "TQ1_0"
   | "TQ2_0"
-  | "MXFP4";
+  | "MXFP4"
+  | "NVFP4"
+  | "Q1_0"
+  | "Q2_0";
 
 /** The facts of one quantized type. */
 export interface QuantBlock {
@@ -110,4 +114,7 @@ export const QUANT_BLOCKS: Readonly<Record<QuantTypeName, QuantBlock>> = {
   TQ1_0: b("TQ1_0", 34, 256, 54),
   TQ2_0: b("TQ2_0", 35, 256, 66),
   MXFP4: b("MXFP4", 39, 32, 17),
+  NVFP4: b("NVFP4", 40, 64, 36),
+  Q1_0: b("Q1_0", 41, 128, 18),
+  Q2_0: b("Q2_0", 42, 64, 18),
 };

@@ -3,7 +3,8 @@
  * `toF32` / `fromF32` of the dtype table's quantized rows. Decoders match
  * ggml's `dequantize_row_*`; encoders its reference `quantize_row_*_ref`
  * bit for bit. Q8_1 and Q8_K decode only (ggml writes them as activation
- * blocks, not as weights); the IQ*, TQ* and MXFP4 types have no codec.
+ * blocks, not as weights); every other type decodes, and IQ4_NL, IQ4_XS and
+ * MXFP4 also encode (`iq_encode.ts`).
  *
  * @module
  */
@@ -13,6 +14,8 @@ import type { QuantTypeName } from "./blocks.ts";
 import * as legacy from "./legacy.ts";
 import * as kDecode from "./k_decode.ts";
 import * as kEncode from "./k_encode.ts";
+import * as iq from "./iq_decode.ts";
+import * as iqEncode from "./iq_encode.ts";
 
 /** A quantized type's decoder and, when it has one, its encoder. */
 export interface QuantCodec {
@@ -31,7 +34,7 @@ export interface QuantCodec {
  * import { QUANT_CODECS } from "./codecs.ts";
  * const q = QUANT_CODECS.Q8_0!.fromF32!(new Float32Array(32).fill(127));
  * assert(q.length === 34 && QUANT_CODECS.Q8_0!.toF32(q, 32)[5] === 127);
- * assert(QUANT_CODECS.Q8_K!.fromF32 === undefined && !QUANT_CODECS.IQ2_XXS);
+ * assert(QUANT_CODECS.Q8_K!.fromF32 === undefined && QUANT_CODECS.IQ2_XXS!.fromF32 === undefined);
  * ```
  */
 export const QUANT_CODECS: Readonly<
@@ -49,4 +52,19 @@ export const QUANT_CODECS: Readonly<
   Q5_K: { toF32: kDecode.dequantizeQ5_K, fromF32: kEncode.quantizeQ5_K },
   Q6_K: { toF32: kDecode.dequantizeQ6_K, fromF32: kEncode.quantizeQ6_K },
   Q8_K: { toF32: kDecode.dequantizeQ8_K },
+  IQ2_XXS: { toF32: iq.dequantizeIQ2_XXS },
+  IQ2_XS: { toF32: iq.dequantizeIQ2_XS },
+  IQ3_XXS: { toF32: iq.dequantizeIQ3_XXS },
+  IQ1_S: { toF32: iq.dequantizeIQ1_S },
+  IQ4_NL: { toF32: iq.dequantizeIQ4_NL, fromF32: iqEncode.quantizeIQ4_NL },
+  IQ3_S: { toF32: iq.dequantizeIQ3_S },
+  IQ2_S: { toF32: iq.dequantizeIQ2_S },
+  IQ4_XS: { toF32: iq.dequantizeIQ4_XS, fromF32: iqEncode.quantizeIQ4_XS },
+  IQ1_M: { toF32: iq.dequantizeIQ1_M },
+  TQ1_0: { toF32: iq.dequantizeTQ1_0 },
+  TQ2_0: { toF32: iq.dequantizeTQ2_0 },
+  MXFP4: { toF32: iq.dequantizeMXFP4, fromF32: iqEncode.quantizeMXFP4 },
+  NVFP4: { toF32: iq.dequantizeNVFP4 },
+  Q1_0: { toF32: iq.dequantizeQ1_0 },
+  Q2_0: { toF32: iq.dequantizeQ2_0 },
 };

@@ -7,15 +7,16 @@
  *
  * The entry points for every element type GGUF stores:
  *
- * - {@link dequantizeGguf}: F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0,
- *   Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K → F32,
- *   bit-exact with ggml's `dequantize_row_*` (and gguf-py).
+ * - {@link dequantizeGguf}: every element type ggml defines (F32, F16,
+ *   BF16, F64, the integers, Q4_0 … Q8_K, IQ1_S … IQ4_XS, TQ1_0, TQ2_0,
+ *   MXFP4, NVFP4, Q1_0, Q2_0) → F32, bit-exact with ggml's
+ *   `dequantize_row_*` (and gguf-py).
  * - {@link quantizeGguf}: F32 → Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
- *   Q4_K, Q5_K, Q6_K, byte-identical to ggml's reference quantizers (what
- *   `llama-quantize` writes without an importance matrix).
+ *   Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, byte-identical to what
+ *   `llama-quantize` writes without an importance matrix
+ *   (`quantizeIQ4_NL` / `quantizeIQ4_XS` in `iq_encode.ts` take one).
  *
- * The IQ*, TQ* and MXFP4 types are named in the dtype table but have no
- * codec: both functions refuse them with an `UnsupportedDTypeError` naming
+ * Both functions refuse other types with an `UnsupportedDTypeError` naming
  * the type. The codecs are the `toF32` / `fromF32` of the dtype table's
  * rows, so `toFloat32(tensor)` dequantizes too.
  *
@@ -44,6 +45,12 @@ import { UnsupportedDTypeError } from "../errors.ts";
 
 export { QUANT_BLOCKS, type QuantBlock, type QuantTypeName } from "./blocks.ts";
 export { QUANT_CODECS, type QuantCodec } from "./codecs.ts";
+export {
+  quantizeIQ4_NL,
+  quantizeIQ4_NLRef,
+  quantizeIQ4_XS,
+  quantizeMXFP4,
+} from "./iq_encode.ts";
 export {
   F16_TO_F32_BITS,
   f32ToHalfBits,
@@ -74,6 +81,9 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "Q4_K",
   "Q5_K",
   "Q6_K",
+  "IQ4_NL",
+  "IQ4_XS",
+  "MXFP4",
 ];
 
 /**
@@ -83,7 +93,7 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
  * ```ts
  * import { assert } from "@std/assert";
  * import { DEQUANTIZE_TYPES } from "@modelhost/modelhost/formats/gguf";
- * assert(DEQUANTIZE_TYPES.includes("Q6_K") && !DEQUANTIZE_TYPES.includes("IQ2_XXS"));
+ * assert(DEQUANTIZE_TYPES.includes("Q6_K") && DEQUANTIZE_TYPES.includes("IQ2_XXS"));
  * ```
  */
 export const DEQUANTIZE_TYPES: readonly DTypeName[] = [
@@ -107,6 +117,21 @@ export const DEQUANTIZE_TYPES: readonly DTypeName[] = [
   "Q5_K",
   "Q6_K",
   "Q8_K",
+  "IQ2_XXS",
+  "IQ2_XS",
+  "IQ3_XXS",
+  "IQ1_S",
+  "IQ4_NL",
+  "IQ3_S",
+  "IQ2_S",
+  "IQ4_XS",
+  "IQ1_M",
+  "TQ1_0",
+  "TQ2_0",
+  "MXFP4",
+  "NVFP4",
+  "Q1_0",
+  "Q2_0",
 ];
 
 function refuse(d: DTypeInfo, what: string): UnsupportedDTypeError {
@@ -132,7 +157,7 @@ function refuse(d: DTypeInfo, what: string): UnsupportedDTypeError {
  * @param bytes The stored bytes (whole blocks).
  * @param count Number of values; a multiple of the type's block size.
  * @returns A new Float32Array.
- * @throws {UnsupportedDTypeError} For IQ*, TQ*, MXFP4 and types GGUF cannot hold.
+ * @throws {UnsupportedDTypeError} For types GGUF cannot hold.
  * @throws {RangeError} When `bytes` is too short or `count` is not whole blocks.
  *
  * @example
@@ -160,7 +185,7 @@ export function dequantizeGguf(
  * @param values The values; the length must be a multiple of the block size
  * (32, or 256 for the K types), and each block is quantized on its own.
  * @returns The blocks.
- * @throws {UnsupportedDTypeError} For other types (IQ*, TQ*, MXFP4, Q8_K, ...).
+ * @throws {UnsupportedDTypeError} For other types (the IQ1/IQ2/IQ3 types, TQ*, NVFP4, Q8_K, ...).
  * @throws {RangeError} When the length is not whole blocks.
  *
  * @example

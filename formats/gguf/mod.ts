@@ -113,6 +113,10 @@ export {
   quantize,
   QUANTIZE_TYPES,
   quantizeGguf,
+  quantizeIQ4_NL,
+  quantizeIQ4_NLRef,
+  quantizeIQ4_XS,
+  quantizeMXFP4,
 } from "../../core/quants/mod.ts";
 export {
   parseGgufHeader,

@@ -52,6 +52,9 @@ export type GgufQuantType =
   | "Q4_K"
   | "Q5_K"
   | "Q6_K"
+  | "IQ4_NL"
+  | "IQ4_XS"
+  | "MXFP4"
   | "F16"
   | "BF16"
   | "F32";
@@ -145,6 +148,9 @@ const FILE_TYPE: Record<GgufQuantType, number> = {
   Q4_K: 15,
   Q5_K: 17,
   Q6_K: 18,
+  IQ4_NL: 25,
+  IQ4_XS: 30,
+  MXFP4: 38,
   BF16: 32,
 };
 
@@ -155,6 +161,7 @@ const FALLBACK: Partial<Record<DTypeName, DTypeName>> = {
   Q4_K: "Q5_0",
   Q5_K: "Q5_1",
   Q6_K: "Q8_0",
+  IQ4_XS: "IQ4_NL",
 };
 
 /** Types GGUF has no id for, and the lossless GGUF type they are written as. */

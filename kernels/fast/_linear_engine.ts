@@ -42,12 +42,18 @@ const DENSE_KIND: Partial<Record<FastDType, "f32" | "f16" | "bf16">> = {
 };
 
 const QUANT_KIND: Partial<
-  Record<FastDType, "q8_0" | "q4_0" | "q4_k" | "q6_k">
+  Record<
+    FastDType,
+    "q8_0" | "q4_0" | "q4_k" | "q6_k" | "iq4_nl" | "mxfp4" | "iq4_xs"
+  >
 > = {
   Q8_0: "q8_0",
   Q4_0: "q4_0",
   Q4_K: "q4_k",
   Q6_K: "q6_k",
+  IQ4_NL: "iq4_nl",
+  MXFP4: "mxfp4",
+  IQ4_XS: "iq4_xs",
 };
 
 /** Chunk (elements along `in`) of a dense kind's panels. */

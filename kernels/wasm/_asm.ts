@@ -391,6 +391,8 @@ export const i8x16 = {
   },
   sub: (a: Code, b: Code): Code => simd(0x71, a, b),
   add: (a: Code, b: Code): Code => simd(0x6e, a, b),
+  /** `a[s[i]]` per byte (0 where `s[i]` ≥ 16). */
+  swizzle: (a: Code, s: Code): Code => simd(0x0e, a, s),
   shr_u: (a: Code, n: Code): Code => simd(0x6d, a, n),
   narrow_i16x8_s: (a: Code, b: Code): Code => simd(0x65, a, b),
 };

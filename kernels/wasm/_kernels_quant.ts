@@ -59,6 +59,7 @@ import {
 } from "./_asm.ts";
 import { c, type Ctx, hsum, zero } from "./_kernels_util.ts";
 import { Q4_K, Q6_K } from "./_kernels_quant_k.ts";
+import { IQ4_NL, IQ4_XS, MXFP4 } from "./_kernels_quant_iq.ts";
 import { probeKernel, Q4_0, Q8_0, Q8_0U } from "./_kernels_quant_q8_q4.ts";
 import {
   type Dot,
@@ -83,7 +84,15 @@ const I = T.i32;
 const F = T.f32;
 const V = T.v128;
 
-const FORMATS: QuantFormat[] = [Q8_0, Q4_0, Q4_K, Q6_K];
+const FORMATS: QuantFormat[] = [
+  Q8_0,
+  Q4_0,
+  Q4_K,
+  Q6_K,
+  IQ4_NL,
+  MXFP4,
+  IQ4_XS,
+];
 
 /**
  * The activation rule (`"q8_0"`: Q8_0 blocks of 32, `"q8_k"`: Q8_K blocks

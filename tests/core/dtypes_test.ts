@@ -105,6 +105,9 @@ Deno.test("table: block layouts, SafeTensors names and GGUF ids match ggml and t
     ["TQ1_0", 256, (256 - (4 * 256) / 64) / 5 + 256 / 64 + half, 34],
     ["TQ2_0", 256, 256 / 4 + half, 35],
     ["MXFP4", 32, 1 + 32 / 2, 39], // E8M0 scale, nibbles
+    ["NVFP4", 64, 4 + 64 / 2, 40], // four UE4M3 scales, nibbles
+    ["Q1_0", 128, half + 128 / 8, 41], // d, sign bits
+    ["Q2_0", 64, half + 64 / 4, 42], // d, 2-bit codes
   ];
   assertEquals(
     DTYPES.map((d) => d.name).sort(),
@@ -150,24 +153,38 @@ Deno.test("lookup: names are case-insensitive; unknown names list the known ones
   for (const d of DTYPES) assert(err.message.includes(d.name), d.name);
 });
 
-Deno.test("IQ* and TQ* types are named but refuse conversion with the dtype in the message", () => {
-  const named = DTYPES.filter((d) =>
-    d.name.startsWith("IQ") || d.name.startsWith("TQ")
+Deno.test("every quantized type decodes; those without an encoder refuse it with the dtype in the message", () => {
+  const decodeOnly = DTYPES.filter((d) => d.kind === "quant" && !d.fromF32);
+  assertEquals(
+    decodeOnly.map((d) => d.name),
+    [
+      "Q8_1",
+      "Q8_K",
+      "IQ2_XXS",
+      "IQ2_XS",
+      "IQ3_XXS",
+      "IQ1_S",
+      "IQ3_S",
+      "IQ2_S",
+      "IQ1_M",
+      "TQ1_0",
+      "TQ2_0",
+      "NVFP4",
+      "Q1_0",
+      "Q2_0",
+    ],
   );
-  assertEquals(named.length, 11);
-  for (const d of named) {
+  for (const d of DTYPES.filter((d) => d.kind === "quant")) {
     const bytes = new Uint8Array(d.blockBytes);
-    const e1 = assertThrows(
-      () => decodeToF32(d.name, bytes, d.blockSize),
-      UnsupportedDTypeError,
-      `Unsupported dtype ${d.name}: no decoder to F32`,
-    );
-    assertEquals(e1.dtype, d.name);
-    assertThrows(
+    assertEquals(decodeToF32(d.name, bytes, d.blockSize).length, d.blockSize);
+  }
+  for (const d of decodeOnly) {
+    const e = assertThrows(
       () => encodeFromF32(d.name, new Float32Array(d.blockSize)),
       UnsupportedDTypeError,
       `Unsupported dtype ${d.name}: no encoder from F32`,
     );
+    assertEquals(e.dtype, d.name);
   }
 });
 

@@ -118,9 +118,9 @@ Deno.test("validate: config problems, no config, undecodable dtypes and failing 
 
   const q: Tensor = {
     name: "layers.0.weight",
-    dtype: "IQ4_NL", // named but not decodable: block of 32 in 18 bytes
+    dtype: "IQ4_NL", // a block of 32 needs 18 bytes: one short, not decodable
     shape: [1, 32],
-    bytes: new Uint8Array(18),
+    bytes: new Uint8Array(17),
   };
   const dt = await validate({
     id: "q",
