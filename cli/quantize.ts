@@ -16,6 +16,13 @@ import {
 } from "./_command.ts";
 import { humanBytes } from "./_progress.ts";
 import { convertFile, writerOptions } from "./_write.ts";
+import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
+import {
+  PRESET_FLAGS,
+  presetFlagsGiven,
+  presetOptions,
+  presetWarnings,
+} from "./_quant.ts";
 
 /** Error of one tensor after a lossy conversion. */
 interface TensorError {
@@ -62,12 +69,20 @@ async function compareModels(
 export const quantizeCommand: Command = {
   name: "quantize",
   summary:
-    "Quantize a model (GGUF Q8_0/Q4_0/K-quants, or any format's storage types) with a per-tensor error report",
-  usage: "quantize IN OUT TYPE [--json] [--force]",
+    "Quantize a model (GGUF: llama-quantize's presets Q4_K_M, Q5_K_M, Q2_K, Q8_0 …; other formats: their storage types) with a per-tensor error report",
+  usage: "quantize IN OUT TYPE [--pure] [--json] [--force]",
   flags: () => [
+    ...PRESET_FLAGS,
     JSON_FLAG,
     FORCE_FLAG,
     ID_FLAG,
+  ],
+  more: () => [
+    "",
+    "GGUF types are llama-quantize's presets, with its per-tensor rules and",
+    "byte-identical files: Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M",
+    "Q5_K_S Q5_K_M Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS F16 BF16 F32",
+    "(Q3_K, Q4_K, Q5_K are the _M mixes; --pure gives every tensor the base type).",
   ],
   async run(args, ctx) {
     const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
@@ -76,7 +91,21 @@ export const quantizeCommand: Command = {
     }
     const [input, out, type] = positional;
     const target = ctx.reg.formatForPath(out);
-    const options = writerOptions(target, { dtype: type });
+    let plan: GgufTensorPlan[] | undefined;
+    let options: Record<string, unknown>;
+    if (target.name === "gguf") {
+      options = {
+        ...presetOptions(type, flags),
+        onPlan: (p: GgufTensorPlan[]) => (plan = p),
+      };
+    } else {
+      if (presetFlagsGiven(flags)) {
+        throw new UsageError(
+          "--pure, --output-tensor-type, --token-embedding-type and --leave-output-tensor go with a GGUF output",
+        );
+      }
+      options = writerOptions(target, { dtype: type });
+    }
     if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
     const r = await convertFile(
       ctx,
@@ -87,6 +116,11 @@ export const quantizeCommand: Command = {
       flags.id as string | undefined,
       "quantizing",
     );
+    if (plan) {
+      for (const line of presetWarnings(plan, options.preset as string)) {
+        ctx.io.err(line);
+      }
+    }
     const [a, b] = [
       await openModel(ctx.reg, input),
       await openModel(ctx.reg, out),
@@ -104,7 +138,18 @@ export const quantizeCommand: Command = {
             {
               input,
               output: out,
-              type: type.toUpperCase(),
+              type: (options.preset as string | undefined) ??
+                type.toUpperCase(),
+              ...(plan
+                ? {
+                  plan: plan.map((p) => ({
+                    name: p.name,
+                    from: p.from,
+                    to: p.to,
+                    ...(p.reason ? { reason: p.reason } : {}),
+                  })),
+                }
+                : {}),
               bytes: r.written.bytes,
               tensors: rows,
             },

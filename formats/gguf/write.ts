@@ -27,6 +27,14 @@ import {
   parseDescriptor,
   typedValue,
 } from "./_desc.ts";
+import {
+  ggufPreset,
+  type GgufPresetChoice,
+  type GgufPresetOptions,
+  ggufPresetTypes,
+  llamaTensorOrder,
+} from "./presets.ts";
+import { presetModel } from "./_preset_model.ts";
 
 /**
  * ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included.
@@ -115,6 +123,33 @@ export interface GgufWriteOptions {
   model?: number | string;
   /** Called once with the per-tensor plan, before the first byte. @default {undefined} */
   onPlan?: (plan: GgufTensorPlan[]) => void;
+  /**
+   * Write as llama-quantize does with this preset (`Q4_K_M`, `Q2_K`, `IQ4_XS`,
+   * ...; see `GGUF_PRESETS`): its per-tensor types, its tensor order and
+   * its metadata order, so the file is byte-identical to llama-quantize's.
+   * Takes the place of `quantize`.
+   * @default {undefined}
+   */
+  preset?: string;
+  /**
+   * `--pure`, `--output-tensor-type`, `--token-embedding-type`,
+   * `--leave-output-tensor` of a preset.
+   * @default {{}}
+   */
+  presetOptions?: Omit<GgufPresetOptions, "hasImatrix">;
+  /**
+   * Importance matrix per tensor name (sums of squared activations per
+   * input column, divided by the count), used by the encoders that take
+   * one. Only with `preset`.
+   * @default {undefined}
+   */
+  imatrix?: ReadonlyMap<string, Float32Array>;
+  /**
+   * Metadata llama-quantize appends after the file type (such as
+   * `quantize.imatrix.file`), in order. Only with `preset`.
+   * @default {undefined}
+   */
+  appendMetadata?: GgufMetadataEntry[];
 }
 
 /**
@@ -464,6 +499,9 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
     fromMeta.type = GgufType.UINT32;
   } else alignment = DEFAULT_ALIGNMENT;
 
+  if (options.preset !== undefined) {
+    return presetLayout(model, options, metadata, alignment);
+  }
   const target = options.quantize;
   if (target !== undefined) {
     if (!(target in FILE_TYPE)) {
@@ -486,6 +524,88 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
     offset += Math.ceil(p.byteLength / alignment) * alignment;
   }
 
+  return {
+    header: serializeHeader(metadata, plan, alignment),
+    plan,
+    alignment,
+  };
+}
+
+/** The layout llama-quantize gives a preset: its order, types and metadata order. */
+function presetLayout(
+  model: Model,
+  options: GgufWriteOptions,
+  metadata: GgufMetadataEntry[],
+  alignment: number,
+): Layout {
+  if (options.quantize !== undefined) {
+    throw new TypeError(
+      `Cannot write GGUF: give "preset" or "quantize", not both (preset ${options.preset}, quantize ${options.quantize})`,
+    );
+  }
+  const names = model.tensors.names();
+  const infos = names.map((n) => model.tensors.info(n));
+  const choices = ggufPresetTypes(
+    infos,
+    presetModel(metadata),
+    options.preset!,
+    { ...options.presetOptions, hasImatrix: options.imatrix !== undefined },
+  );
+  const preset = ggufPreset(options.preset!)!;
+  // llama.cpp sets these two after copying the input's keys: each removed
+  // and appended at the end, then the split keys dropped.
+  for (
+    const key of [
+      "general.quantization_version",
+      "general.file_type",
+      "split.no",
+      "split.count",
+      "split.tensors.count",
+    ]
+  ) {
+    const i = metadata.findIndex((e) => e.key === key);
+    if (i >= 0) metadata.splice(i, 1);
+  }
+  metadata.push(
+    { key: "general.quantization_version", type: GgufType.UINT32, value: 2 },
+    {
+      key: "general.file_type",
+      type: GgufType.UINT32,
+      value: preset.fileType,
+    },
+  );
+  for (const e of options.appendMetadata ?? []) {
+    const i = metadata.findIndex((x) => x.key === e.key);
+    if (i >= 0) metadata.splice(i, 1);
+    metadata.push(e);
+  }
+  const plan: GgufTensorPlan[] = [];
+  let offset = 0;
+  for (const name of llamaTensorOrder(names)) {
+    const info = model.tensors.info(name);
+    const choice = choices.get(name)!;
+    if (choice.needsImatrix && !options.imatrix?.has(name)) {
+      throw new TypeError(
+        `Cannot write tensor "${name}" as ${choice.to} for preset ${preset.name}: llama.cpp requires an importance matrix for it (give one with --imatrix)`,
+      );
+    }
+    const p = planTensor(info, undefined, undefined, choice, preset.name);
+    p.offset = offset;
+    plan.push(p);
+    offset += Math.ceil(p.byteLength / alignment) * alignment;
+  }
+  return {
+    header: serializeHeader(metadata, plan, alignment),
+    plan,
+    alignment,
+  };
+}
+
+function serializeHeader(
+  metadata: GgufMetadataEntry[],
+  plan: GgufTensorPlan[],
+  alignment: number,
+): Uint8Array {
   const w = new ByteWriter();
   w.raw([0x47, 0x47, 0x55, 0x46]);
   w.u32(3);
@@ -512,13 +632,15 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
     w.u64(p.offset);
   }
   if (plan.length > 0) w.pad(alignment);
-  return { header: w.bytes(), plan, alignment };
+  return w.bytes();
 }
 
 function planTensor(
   info: TensorInfo,
   target: GgufQuantType | undefined,
   typeFor: GgufWriteOptions["typeFor"],
+  preset?: GgufPresetChoice,
+  presetName?: string,
 ): GgufTensorPlan {
   const { name, shape } = info;
   const nameBytes = encoder.encode(name).length;
@@ -542,7 +664,10 @@ function planTensor(
   let reason: string | undefined;
 
   const chosen = typeFor?.(info);
-  if (chosen !== undefined) {
+  if (preset) {
+    to = preset.to;
+    reason = preset.reason;
+  } else if (chosen !== undefined) {
     to = chosen;
     reason = "chosen by typeFor";
   } else if (target !== undefined) {
@@ -568,7 +693,7 @@ function planTensor(
   if (toInfo.gguf === undefined) {
     throw new UnsupportedDTypeError(to, `tensor "${name}": GGUF has no ${to}`);
   }
-  if (row % toInfo.blockSize !== 0) {
+  if (row % toInfo.blockSize !== 0 && !preset) {
     const fb = FALLBACK[to];
     const next: DTypeName = fb && row % dtypeInfo(fb).blockSize === 0
       ? fb
@@ -581,7 +706,11 @@ function planTensor(
   if (to !== from && toInfo.kind === "quant" && !QUANTIZE_TYPES.includes(to)) {
     throw new UnsupportedDTypeError(
       to,
-      `tensor "${name}": modelhost cannot quantize to ${to}`,
+      presetName
+        ? `tensor "${name}": preset ${presetName} chooses ${to} for it, and modelhost has no ${to} encoder (it encodes ${
+          QUANTIZE_TYPES.join(", ")
+        })`
+        : `tensor "${name}": modelhost cannot quantize to ${to}`,
     );
   }
   const count = shape.reduce((a, b) => a * b, 1);
