@@ -114,7 +114,7 @@ export function parseFlags(args: string[], specs: readonly FlagSpec[]): Parsed {
     alias,
     "--": true,
     unknown: (arg: string) => {
-      if (arg.startsWith("-")) {
+      if (arg.startsWith("-") && arg !== "-") {
         unknown.push(arg);
         return false;
       }

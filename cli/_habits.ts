@@ -77,3 +77,35 @@ export async function withThreads<T>(
     await shutdownKernels();
   }
 }
+
+/**
+ * `-` as a file: an input `-` is read from stdin into a temporary file, an
+ * output `-` is written to a temporary file (named with `ext` so the format
+ * follows) and copied to stdout afterwards. `fn` gets the real paths.
+ */
+export async function withStdio<T>(
+  input: string | undefined,
+  output: string | undefined,
+  ext: string,
+  fn: (input: string | undefined, output: string | undefined) => Promise<T>,
+): Promise<T> {
+  if (input !== "-" && output !== "-") return await fn(input, output);
+  const dir = await Deno.makeTempDir({ prefix: "modelhost-stdio-" });
+  try {
+    let inPath = input;
+    if (input === "-") {
+      inPath = `${dir}/stdin`;
+      const f = await Deno.open(inPath, { write: true, createNew: true });
+      await Deno.stdin.readable.pipeTo(f.writable);
+    }
+    const outPath = output === "-" ? `${dir}/stdout${ext}` : output;
+    const result = await fn(inPath, outPath);
+    if (output === "-") {
+      const f = await Deno.open(outPath!);
+      await f.readable.pipeTo(Deno.stdout.writable, { preventClose: true });
+    }
+    return result;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}

@@ -21,6 +21,7 @@ import { generateCommand } from "./generate.ts";
 import { inspectCommand } from "./inspect.ts";
 import { layersCommand } from "./layers.ts";
 import { quantizeCommand } from "./quantize.ts";
+import { perplexityCommand } from "./perplexity.ts";
 import { runCommand } from "./run.ts";
 import { serveCommand } from "./serve.ts";
 import { validateCommand } from "./validate.ts";
@@ -68,6 +69,7 @@ const COMMANDS: Record<string, Command> = Object.fromEntries(
     validateCommand,
     convertCommand,
     quantizeCommand,
+    perplexityCommand,
     runCommand,
     generateCommand,
     serveCommand,

@@ -15,6 +15,7 @@ import {
   refuseOverwrite,
 } from "./_command.ts";
 import { humanBytes } from "./_progress.ts";
+import { withStdio } from "./_habits.ts";
 import { convertFile, writerOptions } from "./_write.ts";
 import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
@@ -70,7 +71,8 @@ export const quantizeCommand: Command = {
   name: "quantize",
   summary:
     "Quantize a model (GGUF: llama-quantize's presets Q4_K_M, Q5_K_M, Q2_K, Q8_0 …; other formats: their storage types) with a per-tensor error report",
-  usage: "quantize IN OUT TYPE [--pure] [--json] [--force]",
+  usage:
+    "quantize IN OUT TYPE [--pure] [--json] [--force] (- for stdin/stdout)",
   flags: () => [
     ...PRESET_FLAGS,
     JSON_FLAG,
@@ -89,99 +91,110 @@ export const quantizeCommand: Command = {
     if (positional.length !== 3) {
       throw new UsageError("quantize takes IN OUT TYPE");
     }
-    const [input, out, type] = positional;
-    const target = ctx.reg.formatForPath(out);
-    let plan: GgufTensorPlan[] | undefined;
-    let options: Record<string, unknown>;
-    if (target.name === "gguf") {
-      options = {
-        ...presetOptions(type, flags),
-        onPlan: (p: GgufTensorPlan[]) => (plan = p),
-      };
-    } else {
-      if (presetFlagsGiven(flags)) {
-        throw new UsageError(
-          "--pure, --output-tensor-type, --token-embedding-type and --leave-output-tensor go with a GGUF output",
-        );
-      }
-      options = writerOptions(target, { dtype: type });
-    }
-    if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
-    const r = await convertFile(
-      ctx,
-      input,
-      out,
-      target,
-      options,
-      flags.id as string | undefined,
-      "quantizing",
-    );
-    if (plan) {
-      for (const line of presetWarnings(plan, options.preset as string)) {
-        ctx.io.err(line);
-      }
-    }
-    const [a, b] = [
-      await openModel(ctx.reg, input),
-      await openModel(ctx.reg, out),
-    ];
-    try {
-      const ma = pickModel(
-        a.file.models,
-        flags.id as string | undefined,
-        input,
-      );
-      const rows = await compareModels(ma, b.file.models[0]);
-      if (flags.json) {
-        ctx.io.out(
-          JSON.stringify(
-            {
-              input,
-              output: out,
-              type: (options.preset as string | undefined) ??
-                type.toUpperCase(),
-              ...(plan
-                ? {
-                  plan: plan.map((p) => ({
-                    name: p.name,
-                    from: p.from,
-                    to: p.to,
-                    ...(p.reason ? { reason: p.reason } : {}),
-                  })),
-                }
-                : {}),
-              bytes: r.written.bytes,
-              tensors: rows,
-            },
-            null,
-            2,
-          ),
-        );
+    const [input0, out0, type] = positional;
+    const target = out0 === "-"
+      ? ctx.reg.format("gguf")
+      : ctx.reg.formatForPath(out0);
+    // with the file on stdout, the report goes to stderr
+    const say = out0 === "-" ? ctx.io.err : ctx.io.out;
+    return await withStdio(input0, out0, ".gguf", async (input, out) => {
+      if (!input || !out) throw new UsageError("quantize takes IN OUT TYPE");
+      let plan: GgufTensorPlan[] | undefined;
+      let options: Record<string, unknown>;
+      if (target.name === "gguf") {
+        options = {
+          ...presetOptions(type, flags),
+          onPlan: (p: GgufTensorPlan[]) => (plan = p),
+        };
       } else {
-        const w = Math.max(4, ...rows.map((x) => x.name.length));
-        ctx.io.out(
-          `${
-            "name".padEnd(w)
-          }  from     to        rmse        cosine      max abs`,
-        );
-        for (const x of rows) {
-          ctx.io.out(
-            `${x.name.padEnd(w)}  ${x.from.padEnd(7)}  ${x.to.padEnd(7)}  ${
-              x.rmse.toExponential(3).padStart(10)
-            }  ${x.cosine.toFixed(7)}  ${x.maxAbs.toExponential(3)}`,
+        if (presetFlagsGiven(flags)) {
+          throw new UsageError(
+            "--pure, --output-tensor-type, --token-embedding-type and --leave-output-tensor go with a GGUF output",
           );
         }
-        const worst = rows.reduce((m, x) => Math.min(m, x.cosine), 1);
-        ctx.io.out(
-          `${rows.length} tensors, ${
-            humanBytes(r.written.bytes)
-          } written to ${out}; lowest cosine ${worst.toFixed(7)}`,
-        );
+        options = writerOptions(target, { dtype: type });
       }
-      return 0;
-    } finally {
-      a.close();
-      b.close();
-    }
+      if (
+        out0 !== "-" && await refuseOverwrite(ctx, out, Boolean(flags.force))
+      ) {
+        return 1;
+      }
+      const r = await convertFile(
+        ctx,
+        input,
+        out,
+        target,
+        options,
+        flags.id as string | undefined,
+        "quantizing",
+      );
+      if (plan) {
+        for (const line of presetWarnings(plan, options.preset as string)) {
+          ctx.io.err(line);
+        }
+      }
+      const [a, b] = [
+        await openModel(ctx.reg, input),
+        await openModel(ctx.reg, out),
+      ];
+      try {
+        const ma = pickModel(
+          a.file.models,
+          flags.id as string | undefined,
+          input,
+        );
+        const rows = await compareModels(ma, b.file.models[0]);
+        if (flags.json) {
+          say(
+            JSON.stringify(
+              {
+                input,
+                output: out,
+                type: (options.preset as string | undefined) ??
+                  type.toUpperCase(),
+                ...(plan
+                  ? {
+                    plan: plan.map((p) => ({
+                      name: p.name,
+                      from: p.from,
+                      to: p.to,
+                      ...(p.reason ? { reason: p.reason } : {}),
+                    })),
+                  }
+                  : {}),
+                bytes: r.written.bytes,
+                tensors: rows,
+              },
+              null,
+              2,
+            ),
+          );
+        } else {
+          const w = Math.max(4, ...rows.map((x) => x.name.length));
+          say(
+            `${
+              "name".padEnd(w)
+            }  from     to        rmse        cosine      max abs`,
+          );
+          for (const x of rows) {
+            say(
+              `${x.name.padEnd(w)}  ${x.from.padEnd(7)}  ${x.to.padEnd(7)}  ${
+                x.rmse.toExponential(3).padStart(10)
+              }  ${x.cosine.toFixed(7)}  ${x.maxAbs.toExponential(3)}`,
+            );
+          }
+          const worst = rows.reduce((m, x) => Math.min(m, x.cosine), 1);
+          say(
+            `${rows.length} tensors, ${
+              humanBytes(r.written.bytes)
+            } written to ${out}; lowest cosine ${worst.toFixed(7)}`,
+          );
+        }
+        return 0;
+      } finally {
+        a.close();
+        b.close();
+      }
+    });
   },
 };

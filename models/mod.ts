@@ -121,3 +121,12 @@ export {
   type EmbedResult,
   type Pooling,
 } from "./embed.ts";
+export {
+  klDivergence,
+  type KlDivergenceResult,
+  type LogitsFile,
+  perplexity,
+  type PerplexityOptions,
+  type PerplexityResult,
+  readLogitsFile,
+} from "./perplexity.ts";
