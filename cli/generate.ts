@@ -10,7 +10,7 @@ import {
   type TokenConstraint,
 } from "../tokenizers/constraint.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
-import { type Command } from "./_command.ts";
+import type { Command } from "./_command.ts";
 import {
   CTX_FLAG,
   MODEL_FLAG,

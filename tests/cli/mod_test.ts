@@ -217,6 +217,7 @@ Deno.test("cli: every command's help matches its snapshot, and `help NAME` says 
     "validate",
     "convert",
     "quantize",
+    "perplexity",
     "run",
     "generate",
     "serve",
