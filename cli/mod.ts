@@ -22,6 +22,7 @@ import { inspectCommand } from "./inspect.ts";
 import { layersCommand } from "./layers.ts";
 import { quantizeCommand } from "./quantize.ts";
 import { perplexityCommand } from "./perplexity.ts";
+import { imatrixCommand } from "./imatrix.ts";
 import { runCommand } from "./run.ts";
 import { serveCommand } from "./serve.ts";
 import { validateCommand } from "./validate.ts";
@@ -70,6 +71,7 @@ const COMMANDS: Record<string, Command> = Object.fromEntries(
     convertCommand,
     quantizeCommand,
     perplexityCommand,
+    imatrixCommand,
     runCommand,
     generateCommand,
     serveCommand,

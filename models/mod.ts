@@ -130,3 +130,13 @@ export {
   type PerplexityResult,
   readLogitsFile,
 } from "./perplexity.ts";
+export {
+  computeImatrix,
+  type Imatrix,
+  type ImatrixEntry,
+  type ImatrixOptions,
+  imatrixToDat,
+  imatrixToGguf,
+  imatrixWeights,
+  readImatrix,
+} from "./imatrix.ts";

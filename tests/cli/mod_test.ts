@@ -218,6 +218,7 @@ Deno.test("cli: every command's help matches its snapshot, and `help NAME` says 
     "convert",
     "quantize",
     "perplexity",
+    "imatrix",
     "run",
     "generate",
     "serve",
