@@ -11,6 +11,8 @@ import {
   type GgufTensorPlan,
 } from "../formats/gguf/mod.ts";
 import { closest, type FlagSpec, type Parsed, UsageError } from "./_args.ts";
+import { imatrixWeights, readImatrix } from "../models/imatrix.ts";
+import { type GgufMetadataEntry, GgufType } from "../formats/gguf/mod.ts";
 
 /** The preset flags (llama-quantize's names). */
 export const PRESET_FLAGS: FlagSpec[] = [
@@ -37,7 +39,53 @@ export const PRESET_FLAGS: FlagSpec[] = [
     type: "boolean",
     description: "GGUF: keep output.weight as it is",
   },
+  {
+    name: "imatrix",
+    type: "string",
+    value: "FILE",
+    description:
+      "GGUF: importance matrix (llama-imatrix's GGUF or .dat, or modelhost imatrix) the encoders weigh errors by",
+  },
 ];
+
+/**
+ * Writer options for `--imatrix FILE`: the weights per tensor and the
+ * `quantize.imatrix.*` keys llama-quantize records.
+ */
+export async function imatrixOptions(
+  path: string | undefined,
+): Promise<Record<string, unknown>> {
+  if (path === undefined) return {};
+  const im = await readImatrix(await Deno.readFile(path), path);
+  const weights = imatrixWeights(im);
+  for (const [name, w] of weights) {
+    if (w.some((v) => !Number.isFinite(v))) {
+      throw new RangeError(`${path}: ${name} holds a value that is not finite`);
+    }
+  }
+  const str = (key: string, value: string): GgufMetadataEntry => ({
+    key,
+    type: GgufType.STRING,
+    value: value.slice(0, 127),
+  });
+  const md: GgufMetadataEntry[] = [str("quantize.imatrix.file", path)];
+  if (im.datasets.length) {
+    md.push(str("quantize.imatrix.dataset", im.datasets[0]));
+  }
+  md.push({
+    key: "quantize.imatrix.entries_count",
+    type: GgufType.UINT32,
+    value: weights.size,
+  });
+  if (im.chunkCount > 0) {
+    md.push({
+      key: "quantize.imatrix.chunks_count",
+      type: GgufType.UINT32,
+      value: im.chunkCount,
+    });
+  }
+  return { imatrix: weights, appendMetadata: md };
+}
 
 function tensorType(flag: string, v: string): DTypeName {
   let info;
@@ -91,7 +139,7 @@ export function presetOptions(
 /** Whether any preset flag was given (they need a GGUF output). */
 export function presetFlagsGiven(flags: Parsed["flags"]): boolean {
   return Boolean(
-    flags.pure || flags["leave-output-tensor"] ||
+    flags.pure || flags["leave-output-tensor"] || flags.imatrix !== undefined ||
       flags["output-tensor-type"] !== undefined ||
       flags["token-embedding-type"] !== undefined,
   );

@@ -26,6 +26,7 @@ import { humanBytes } from "./_progress.ts";
 import { convertFile, writerOptions } from "./_write.ts";
 import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
+  imatrixOptions,
   PRESET_FLAGS,
   presetFlagsGiven,
   presetOptions,
@@ -175,7 +176,7 @@ export const convertCommand: Command = {
     if (preset !== undefined || presetFlagsGiven(flags)) {
       if (target.name !== "gguf") {
         throw new UsageError(
-          "--quantize, --pure, --output-tensor-type, --token-embedding-type and --leave-output-tensor go with --to gguf (other formats: --dtype)",
+          "--quantize, --pure, --output-tensor-type, --token-embedding-type, --leave-output-tensor and --imatrix go with --to gguf (other formats: --dtype)",
         );
       }
       if (preset === undefined) {
@@ -187,6 +188,7 @@ export const convertCommand: Command = {
       options = {
         ...writerOptions(target, { ...flags, dtype: undefined }),
         ...presetOptions(preset, flags),
+        ...await imatrixOptions(flags.imatrix as string | undefined),
         onPlan: (p: GgufTensorPlan[]) => (plan = p),
       };
     } else options = writerOptions(target, flags);

@@ -19,6 +19,7 @@ import { withStdio } from "./_habits.ts";
 import { convertFile, writerOptions } from "./_write.ts";
 import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
+  imatrixOptions,
   PRESET_FLAGS,
   presetFlagsGiven,
   presetOptions,
@@ -72,7 +73,7 @@ export const quantizeCommand: Command = {
   summary:
     "Quantize a model (GGUF: llama-quantize's presets Q4_K_M, Q5_K_M, Q2_K, Q8_0 …; other formats: their storage types) with a per-tensor error report",
   usage:
-    "quantize IN OUT TYPE [--pure] [--json] [--force] (- for stdin/stdout)",
+    "quantize IN OUT TYPE [--pure] [--imatrix FILE] [--json] [--force] (- for stdin/stdout)",
   flags: () => [
     ...PRESET_FLAGS,
     JSON_FLAG,
@@ -104,12 +105,13 @@ export const quantizeCommand: Command = {
       if (target.name === "gguf") {
         options = {
           ...presetOptions(type, flags),
+          ...await imatrixOptions(flags.imatrix as string | undefined),
           onPlan: (p: GgufTensorPlan[]) => (plan = p),
         };
       } else {
         if (presetFlagsGiven(flags)) {
           throw new UsageError(
-            "--pure, --output-tensor-type, --token-embedding-type and --leave-output-tensor go with a GGUF output",
+            "--pure, --output-tensor-type, --token-embedding-type, --leave-output-tensor and --imatrix go with a GGUF output",
           );
         }
         options = writerOptions(target, { dtype: type });

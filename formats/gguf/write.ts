@@ -11,6 +11,10 @@ import type { Model, ModelFile, TensorInfo } from "../../core/model.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { QUANTIZE_TYPES, quantizeGguf } from "../../core/quants/mod.ts";
 import {
+  IMATRIX_QUANTIZE_TYPES,
+  quantizeWithImatrix,
+} from "../../core/quants/k_encode_imatrix.ts";
+import {
   DEFAULT_ALIGNMENT,
   GGUF_TYPE_NAMES,
   type GgufArray,
@@ -590,6 +594,18 @@ function presetLayout(
       );
     }
     const p = planTensor(info, undefined, undefined, choice, preset.name);
+    if (
+      options.imatrix?.has(name) && p.action !== "copy" &&
+      dtypeInfo(p.to).kind === "quant" &&
+      !IMATRIX_QUANTIZE_TYPES.includes(p.to) && name !== "token_embd.weight"
+    ) {
+      throw new UnsupportedDTypeError(
+        p.to,
+        `tensor "${name}": preset ${preset.name} chooses ${p.to}, and modelhost has no importance-matrix encoder for ${p.to} (it has ${
+          IMATRIX_QUANTIZE_TYPES.join(", ")
+        }); quantize without --imatrix`,
+      );
+    }
     p.offset = offset;
     plan.push(p);
     offset += Math.ceil(p.byteLength / alignment) * alignment;
@@ -732,8 +748,12 @@ function planTensor(
   };
 }
 
-/** The bytes a tensor is written with, per its plan. */
-function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
+/** The bytes a tensor is written with, per its plan (weighted by its importance matrix row, if any). */
+function tensorBytes(
+  t: Tensor,
+  p: GgufTensorPlan,
+  imatrix?: Float32Array,
+): Uint8Array {
   let bytes: Uint8Array;
   if (t.quant && p.to === t.dtype) {
     throw new TypeError(
@@ -744,9 +764,21 @@ function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
     bytes = t.bytes;
   } else {
     const values = toFloat32(t);
-    bytes = QUANTIZE_TYPES.includes(p.to)
-      ? quantizeGguf(p.to, values)
-      : encodeFromF32(p.to, values);
+    if (imatrix && dtypeInfo(p.to).kind === "quant") {
+      const row = p.dims[0], mats = p.dims[2] ?? 1;
+      if (imatrix.length !== row * mats) {
+        throw new RangeError(
+          `Cannot quantize tensor "${p.name}" with its importance matrix: it has ${imatrix.length} values, the tensor ${
+            row * mats
+          } (${row} columns × ${mats} matrices)`,
+        );
+      }
+      bytes = quantizeWithImatrix(p.to, values, row, imatrix, p.dims[1] ?? 1);
+    } else {
+      bytes = QUANTIZE_TYPES.includes(p.to)
+        ? quantizeGguf(p.to, values)
+        : encodeFromF32(p.to, values);
+    }
   }
   if (bytes.byteLength !== p.byteLength) {
     throw new RangeError(
@@ -791,7 +823,16 @@ export async function* writeGguf(
   options.onPlan?.(plan.map((p) => ({ ...p })));
   yield header;
   for (const p of plan) {
-    const bytes = tensorBytes(await model.tensors.load(p.name), p);
+    const bytes = tensorBytes(
+      await model.tensors.load(p.name),
+      p,
+      // llama-quantize ignores an importance matrix of the wrong size for
+      // the token embedding only
+      p.name === "token_embd.weight" &&
+        options.imatrix?.get(p.name)?.length !== p.dims[0] * (p.dims[2] ?? 1)
+        ? undefined
+        : options.imatrix?.get(p.name),
+    );
     yield bytes;
     const pad = (alignment - (p.byteLength % alignment)) % alignment;
     if (pad > 0) yield new Uint8Array(pad);
