@@ -709,6 +709,13 @@ function planTensor(
   if (toInfo.gguf === undefined) {
     throw new UnsupportedDTypeError(to, `tensor "${name}": GGUF has no ${to}`);
   }
+  if (row % toInfo.blockSize !== 0 && preset) {
+    // an explicit --output-tensor-type / --token-embedding-type gets no
+    // fallback in llama.cpp, which fails on it too
+    throw new RangeError(
+      `Cannot write tensor "${name}" as ${to}: its rows of ${row} do not divide the ${to} block size ${toInfo.blockSize}`,
+    );
+  }
   if (row % toInfo.blockSize !== 0 && !preset) {
     const fb = FALLBACK[to];
     const next: DTypeName = fb && row % dtypeInfo(fb).blockSize === 0

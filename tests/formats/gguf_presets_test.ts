@@ -17,10 +17,10 @@ import {
   readGguf,
   writeGgufBytes,
 } from "../../formats/gguf/mod.ts";
-import { FIXTURES, fixture } from "../_helpers/fixtures.ts";
+import { fixture, FIXTURES } from "../_helpers/fixtures.ts";
 import {
-  type SyntheticVariant,
   syntheticLlama,
+  type SyntheticVariant,
 } from "../vectors/gen/synthetic_llama.ts";
 
 interface Case {
@@ -39,7 +39,9 @@ const REF: { inputs: Record<string, string>; cases: Case[] } = JSON.parse(
 );
 
 async function sha(bytes: Uint8Array): Promise<string> {
-  return encodeHex(await crypto.subtle.digest("SHA-256", bytes));
+  return encodeHex(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
 }
 
 /** llama-quantize's flags as writer options. */
@@ -69,11 +71,16 @@ async function input(model: string): Promise<Uint8Array | undefined> {
 for (const model of Object.keys(REF.inputs)) {
   const cases = REF.cases.filter((c) => c.model === model && !c.failed);
   Deno.test({
-    name: `gguf presets on ${model}: ${cases.length} files byte-identical to llama-quantize's`,
+    name:
+      `gguf presets on ${model}: ${cases.length} files byte-identical to llama-quantize's`,
     ignore: !model.startsWith("syn-") && !FIXTURES,
     async fn(t) {
       const bytes = (await input(model))!;
-      assertEquals(await sha(bytes), REF.inputs[model], "the input llama.cpp saw");
+      assertEquals(
+        await sha(bytes),
+        REF.inputs[model],
+        "the input llama.cpp saw",
+      );
       const file = await readGguf(memorySource(bytes));
       for (const c of cases) {
         await t.step(`${c.id} ${c.flags.join(" ")}`.trim(), async () => {
@@ -93,7 +100,8 @@ for (const model of Object.keys(REF.inputs)) {
               !QUANTIZE_TYPES.includes(ty as DTypeName)
             )![1];
             await assertRejects(
-              () => writeGgufBytes(file, opts),
+              () =>
+                writeGgufBytes(file, opts),
               UnsupportedDTypeError,
               `has no ${missing} encoder`,
             );
@@ -128,4 +136,26 @@ Deno.test("gguf presets: an unknown preset names the presets", async () => {
     TypeError,
   );
   assert(e.message.includes("Q4_K_M"), e.message);
+});
+
+Deno.test({
+  name:
+    "gguf presets: --output-tensor-type / --token-embedding-type whose block does not fit the rows are refused (llama-quantize fails on them too)",
+  ignore: !FIXTURES,
+  async fn() {
+    const failed = REF.cases.find((c) =>
+      c.model === "llama-2-tiny-random" && c.id === "Q4_K_M-types"
+    )!;
+    assert(failed?.failed, "llama-quantize failed on this case");
+    const file = await readGguf(memorySource((await input(failed.model))!));
+    await assertRejects(
+      () =>
+        writeGgufBytes(file, {
+          preset: failed.type,
+          presetOptions: options(failed.flags),
+        }),
+      RangeError,
+      "its rows of 8 do not divide",
+    );
+  },
 });

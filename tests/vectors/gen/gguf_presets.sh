@@ -6,6 +6,10 @@
 #   LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin sh tests/vectors/gen/gguf_presets.sh
 #
 # Needs deno, /work/refpy/bin/python (gguf-py) and ../shared/fixtures.
+# LLAMA_CPP_DESC names the llama.cpp build in the output. The committed
+# vectors: llama.cpp de3ff815 (the source node-llama-cpp 3.22.1 ships as its
+# v0.5.0 bundle), tools/quantize compiled with g++ -O2 against that
+# release's prebuilt CPU libraries (see DEVELOPERS.md).
 set -eu
 BIN=${LLAMA_CPP_BIN:?set LLAMA_CPP_BIN to llama.cpp build/bin}
 PY=${REFPY:-/work/refpy/bin/python}
@@ -56,7 +60,7 @@ t = sys.argv[1]
 def sha(p):
     return hashlib.sha256(open(p, "rb").read()).hexdigest()
 out = {"generator": "tests/vectors/gen/gguf_presets.sh",
-       "llama_cpp": subprocess.run([__import__("os").environ.get("LLAMA_CPP_BIN", "") + "/llama-quantize", "--version"], capture_output=True, text=True).stderr.strip().splitlines()[:2],
+       "llama_cpp": __import__("os").environ.get("LLAMA_CPP_DESC", "unknown build"),
        "inputs": {}, "cases": []}
 for m in ["syn-gqa4", "syn-mha", "stories260K", "llama-2-tiny-random"]:
     out["inputs"][m] = sha(f"{t}/{m}.gguf")
@@ -71,7 +75,10 @@ for line in open(f"{t}/list"):
         case["bytes"] = __import__("os").path.getsize(path)
         case["tensors"] = [[x.name, x.tensor_type.name] for x in r.tensors]
     out["cases"].append(case)
-json.dump(out, sys.stdout, indent=1)
-print()
+w = sys.stdout.write
+w('{\n "generator": %s,\n "llama_cpp": %s,\n "inputs": %s,\n "cases": [\n' % (
+    json.dumps(out["generator"]), json.dumps(out["llama_cpp"]), json.dumps(out["inputs"])))
+w(",\n".join("  " + json.dumps(c, separators=(",", ":")) for c in out["cases"]))
+w("\n ]\n}\n")
 PYEOF
 echo "wrote tests/vectors/gguf_presets.json"

@@ -155,7 +155,9 @@ if (import.meta.main) {
   const [out, variant = "gqa4"] = Deno.args;
   const bytes = await syntheticLlama(variant as SyntheticVariant);
   await Deno.writeFile(out, bytes);
-  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  const hash = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
   console.log(
     `${out}: ${bytes.length} bytes, sha256 ${
       Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("")
