@@ -124,7 +124,7 @@ Deno.test({
       const pr = await run(["quantize", src, p, "q4_k", "--pure"]);
       assertEquals(pr.code, 0, pr.err);
       assertEquals(await sha256(p), pure.sha256);
-      const bad = await run(["quantize", src, join(dir, "x.gguf"), "q4_k_x"]);
+      const bad = await run(["quantize", src, join(dir, "x.gguf"), "q4_km"]);
       assertEquals(bad.code, 2);
       assert(bad.err.includes("did you mean Q4_K_M"), bad.err);
     } finally {
