@@ -11,7 +11,11 @@ import {
   type GgufTensorPlan,
 } from "../formats/gguf/mod.ts";
 import { closest, type FlagSpec, type Parsed, UsageError } from "./_args.ts";
-import { imatrixWeights, readImatrix } from "../models/imatrix.ts";
+import {
+  type Imatrix,
+  imatrixWeights,
+  readImatrix,
+} from "../models/imatrix.ts";
 import { type GgufMetadataEntry, GgufType } from "../formats/gguf/mod.ts";
 
 /** The preset flags (llama-quantize's names). */
@@ -56,7 +60,17 @@ export async function imatrixOptions(
   path: string | undefined,
 ): Promise<Record<string, unknown>> {
   if (path === undefined) return {};
-  const im = await readImatrix(await Deno.readFile(path), path);
+  return imatrixWriterOptions(
+    await readImatrix(await Deno.readFile(path), path),
+    path,
+  );
+}
+
+/** {@link imatrixOptions} for a matrix already read; `path` is recorded as given. */
+export function imatrixWriterOptions(
+  im: Imatrix,
+  path: string,
+): Record<string, unknown> {
   const weights = imatrixWeights(im);
   for (const [name, w] of weights) {
     if (w.some((v) => !Number.isFinite(v))) {

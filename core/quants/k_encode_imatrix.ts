@@ -1,7 +1,7 @@
 /**
  * The encoders llama-quantize uses when it has an importance matrix
  * (ggml's `quantize_row_q4_K_impl`, `_q5_K_impl`, `_q6_K_impl`,
- * `_q5_0_impl` with their `quant_weights`, and `make_qkx3_quants`,
+ * `_q4_0_impl`, `_q4_1_impl`, `_q5_0_impl`, `_q5_1_impl` with their `quant_weights`, and `make_qkx3_quants`,
  * `make_qp_quants`, `make_qx_quants` with weights), every float operation
  * rounded to F32 as C does. They work row by row: the weights are one per
  * column of a row.
@@ -388,8 +388,12 @@ function q6K(
   }
 }
 
-/** One row of Q5_0 with weights (`quantize_row_q5_0_impl`). */
-function q5_0Row(
+/**
+ * One row of a 32-block legacy type with weights (`quantize_row_q4_0_impl`,
+ * `_q4_1_impl`, `_q5_0_impl`, `_q5_1_impl`).
+ */
+function legacyRow(
+  type: "Q4_0" | "Q4_1" | "Q5_0" | "Q5_1",
   x: Float32Array,
   s: number,
   n: number,
@@ -401,25 +405,52 @@ function q5_0Row(
   for (let j = 0; j < n; j++) sumX2 = f(sumX2 + f(x[s + j] * x[s + j]));
   const sigma2 = f(sumX2 / n);
   const w = new Float32Array(32), L = new Int32Array(32);
+  const Laux = new Int32Array(32), min = new Float32Array(1);
+  const bb = BLOCK[type]![1];
+  const dv = new DataView(out.buffer, out.byteOffset);
   for (let ib = 0; ib < n / 32; ib++) {
     const xs = s + 32 * ib;
     for (let j = 0; j < 32; j++) {
       const xv = x[xs + j];
       w[j] = f(qw[32 * ib + j] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
     }
-    const d = makeQxW(32, 16, x, xs, L, 0, w, 0);
-    const b = o + 22 * ib;
-    const h = f32ToHalfBits(d);
-    out[b] = h & 255;
-    out[b + 1] = h >> 8;
+    const b = o + bb * ib;
+    let q = b + 2;
+    if (type === "Q4_0" || type === "Q5_0") {
+      const d = makeQxW(32, type === "Q4_0" ? 8 : 16, x, xs, L, 0, w, 0);
+      dv.setUint16(b, f32ToHalfBits(d), true);
+    } else {
+      const d = makeQkx3(
+        32,
+        type === "Q4_1" ? 15 : 31,
+        x,
+        xs,
+        w,
+        L,
+        0,
+        min,
+        0,
+        Laux,
+        f(-0.9),
+        f(0.05),
+        36,
+      );
+      dv.setUint16(b, f32ToHalfBits(d), true);
+      dv.setUint16(b + 2, f32ToHalfBits(-min[0]), true);
+      q += 2;
+    }
+    if (type === "Q4_0" || type === "Q4_1") {
+      for (let j = 0; j < 16; j++) out[q + j] = L[j] | (L[j + 16] << 4);
+      continue;
+    }
     let qh = 0;
     for (let j = 0; j < 16; j++) {
       const a = L[j] & 255, c = L[j + 16] & 255;
-      out[b + 6 + j] = (a & 15) | ((c & 15) << 4);
+      out[q + 4 + j] = (a & 15) | ((c & 15) << 4);
       qh |= ((a & 0x10) >>> 4) << j;
       qh |= ((c & 0x10) >>> 4) << (j + 16);
     }
-    new DataView(out.buffer, out.byteOffset).setUint32(b + 2, qh >>> 0, true);
+    dv.setUint32(q, qh >>> 0, true);
   }
 }
 
@@ -437,7 +468,10 @@ export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
   "Q4_K",
   "Q5_K",
   "Q6_K",
+  "Q4_0",
+  "Q4_1",
   "Q5_0",
+  "Q5_1",
   "Q8_0",
 ];
 
@@ -445,13 +479,17 @@ const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
   Q4_K: [256, 144],
   Q5_K: [256, 176],
   Q6_K: [256, 210],
+  Q4_0: [32, 18],
+  Q4_1: [32, 20],
   Q5_0: [32, 22],
+  Q5_1: [32, 24],
 };
 
 /**
  * Encodes rows as llama-quantize does with an importance matrix
- * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K and Q5_0
- * with their weighted searches; Q8_0 ignores the weights.
+ * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K, Q4_0,
+ * Q4_1, Q5_0 and Q5_1 with their weighted searches; Q8_0 ignores the
+ * weights. (Q2_K and Q3_K are not here yet.)
  *
  * @param type The target type.
  * @param x Values, `rows × perRow`.
@@ -497,8 +535,16 @@ export function quantizeWithImatrix(
     const m = Math.floor(r / per);
     const qwRow = weights.subarray(m * perRow, (m + 1) * perRow);
     const s = r * perRow, o = r * rowBytes;
-    if (type === "Q5_0") {
-      q5_0Row(x, s, perRow, qwRow, out, o);
+    if (bs === 32) {
+      legacyRow(
+        type as "Q4_0" | "Q4_1" | "Q5_0" | "Q5_1",
+        x,
+        s,
+        perRow,
+        qwRow,
+        out,
+        o,
+      );
       continue;
     }
     for (let i = 0; i < perRow / 256; i++) {
