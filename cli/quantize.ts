@@ -15,7 +15,8 @@ import {
   refuseOverwrite,
 } from "./_command.ts";
 import { humanBytes } from "./_progress.ts";
-import { withStdio } from "./_habits.ts";
+import { positiveInt, THREADS_FLAG, withStdio } from "./_habits.ts";
+import { createQuantPool, type QuantPool } from "../io/quant_pool.ts";
 import { convertFile, writerOptions } from "./_write.ts";
 import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
@@ -76,6 +77,10 @@ export const quantizeCommand: Command = {
     "quantize IN OUT TYPE [--pure] [--imatrix FILE] [--json] [--force] (- for stdin/stdout)",
   flags: () => [
     ...PRESET_FLAGS,
+    {
+      ...THREADS_FLAG,
+      description: "GGUF: quantize on N worker threads (the same bytes)",
+    },
     JSON_FLAG,
     FORCE_FLAG,
     ID_FLAG,
@@ -121,15 +126,26 @@ export const quantizeCommand: Command = {
       ) {
         return 1;
       }
-      const r = await convertFile(
-        ctx,
-        input,
-        out,
-        target,
-        options,
-        flags.id as string | undefined,
-        "quantizing",
-      );
+      const threads = positiveInt(flags, "threads");
+      let pool: QuantPool | undefined;
+      if (threads !== undefined && threads > 1 && target.name === "gguf") {
+        pool = createQuantPool(threads);
+        options.encode = pool.encode;
+      }
+      let r;
+      try {
+        r = await convertFile(
+          ctx,
+          input,
+          out,
+          target,
+          options,
+          flags.id as string | undefined,
+          "quantizing",
+        );
+      } finally {
+        pool?.close();
+      }
       if (plan) {
         for (const line of presetWarnings(plan, options.preset as string)) {
           ctx.io.err(line);

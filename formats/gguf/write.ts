@@ -154,6 +154,19 @@ export interface GgufWriteOptions {
    * @default {undefined}
    */
   appendMetadata?: GgufMetadataEntry[];
+  /**
+   * Encodes the quantized tensors instead of this thread (a worker pool such
+   * as `createQuantPool` of `@modelhost/modelhost/io`); it must give the same
+   * bytes as the encoders here.
+   * @default {undefined} this thread
+   */
+  encode?: (
+    type: DTypeName,
+    values: Float32Array,
+    perRow: number,
+    imatrix?: Float32Array,
+    rowsPerMatrix?: number,
+  ) => Promise<Uint8Array>;
 }
 
 /**
@@ -756,11 +769,12 @@ function planTensor(
 }
 
 /** The bytes a tensor is written with, per its plan (weighted by its importance matrix row, if any). */
-function tensorBytes(
+async function tensorBytes(
   t: Tensor,
   p: GgufTensorPlan,
   imatrix?: Float32Array,
-): Uint8Array {
+  encode?: GgufWriteOptions["encode"],
+): Promise<Uint8Array> {
   let bytes: Uint8Array;
   if (t.quant && p.to === t.dtype) {
     throw new TypeError(
@@ -780,7 +794,11 @@ function tensorBytes(
           } (${row} columns × ${mats} matrices)`,
         );
       }
-      bytes = quantizeWithImatrix(p.to, values, row, imatrix, p.dims[1] ?? 1);
+      bytes = encode
+        ? await encode(p.to, values, row, imatrix, p.dims[1] ?? 1)
+        : quantizeWithImatrix(p.to, values, row, imatrix, p.dims[1] ?? 1);
+    } else if (encode && QUANTIZE_TYPES.includes(p.to)) {
+      bytes = await encode(p.to, values, p.dims[0]);
     } else {
       bytes = QUANTIZE_TYPES.includes(p.to)
         ? quantizeGguf(p.to, values)
@@ -830,7 +848,7 @@ export async function* writeGguf(
   options.onPlan?.(plan.map((p) => ({ ...p })));
   yield header;
   for (const p of plan) {
-    const bytes = tensorBytes(
+    const bytes = await tensorBytes(
       await model.tensors.load(p.name),
       p,
       // llama-quantize ignores an importance matrix of the wrong size for
@@ -839,6 +857,7 @@ export async function* writeGguf(
         options.imatrix?.get(p.name)?.length !== p.dims[0] * (p.dims[2] ?? 1)
         ? undefined
         : options.imatrix?.get(p.name),
+      options.encode,
     );
     yield bytes;
     const pad = (alignment - (p.byteLength % alignment)) % alignment;
