@@ -1,6 +1,6 @@
 /**
  * The encoders llama-quantize uses when it has an importance matrix
- * (ggml's `quantize_row_q4_K_impl`, `_q5_K_impl`, `_q6_K_impl`,
+ * (ggml's `quantize_row_q2_K_impl`, `_q3_K_impl`, `_q4_K_impl`, `_q5_K_impl`, `_q6_K_impl`,
  * `_q4_0_impl`, `_q4_1_impl`, `_q5_0_impl`, `_q5_1_impl` with their `quant_weights`, and `make_qkx3_quants`,
  * `make_qp_quants`, `make_qx_quants` with weights), every float operation
  * rounded to F32 as C does. They work row by row: the weights are one per
@@ -388,6 +388,132 @@ function q6K(
   }
 }
 
+function pack2(L: Int32Array, out: Uint8Array, q: number): void {
+  for (let j = 0; j < 256; j += 128) {
+    for (let l = 0; l < 32; l++) {
+      out[q + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) |
+        (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
+    }
+  }
+}
+
+/** One 256-block of Q2_K with weights (`quantize_row_q2_K_impl`). */
+function q2K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256), Laux = new Int32Array(16);
+  const mins = new Float32Array(16), scales = new Float32Array(16);
+  const sw = new Float32Array(16), weight = new Float32Array(16);
+  const Ls = new Int32Array(16), Lm = new Int32Array(16);
+  let sumx2 = 0;
+  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
+  const sigma2 = f(sumx2 / 256);
+  for (let j = 0; j < 16; j++) {
+    for (let l = 0; l < 16; l++) {
+      const xv = x[s + 16 * j + l];
+      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+    }
+    for (let l = 0; l < 16; l++) sw[j] = f(sw[j] + weight[l]);
+    scales[j] = makeQkx3(
+      16,
+      3,
+      x,
+      s + 16 * j,
+      weight,
+      L,
+      16 * j,
+      mins,
+      j,
+      Laux,
+      f(-0.9),
+      f(0.05),
+      36,
+    );
+  }
+  const dm0 = makeQp(16, 15, scales, Ls, sw);
+  const mm0 = makeQp(16, 15, mins, Lm, sw);
+  writeHalf(out, o + 80, dm0);
+  writeHalf(out, o + 82, mm0);
+  const dm = readHalf(out, o + 80), mm = readHalf(out, o + 82);
+  for (let j = 0; j < 16; j++) out[o + j] = (Ls[j] | (Lm[j] << 4)) & 255;
+  for (let j = 0; j < 16; j++) {
+    const d = f(dm * (out[o + j] & 0xf));
+    if (!d) continue;
+    const m = f(mm * (out[o + j] >> 4));
+    for (let ii = 0; ii < 16; ii++) {
+      const l = nearestInt(f(f(x[s + 16 * j + ii] + m) / d));
+      L[16 * j + ii] = Math.max(0, Math.min(3, l));
+    }
+  }
+  pack2(L, out, o + 16);
+}
+
+/** One 256-block of Q3_K with weights (`quantize_row_q3_K_impl`). */
+function q3K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256), scales = new Float32Array(16);
+  const weight = new Float32Array(16), sw = new Float32Array(16);
+  const Ls = new Int32Array(16);
+  let sumx2 = 0;
+  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
+  const sigma2 = f(f(2 * sumx2) / 256);
+  for (let j = 0; j < 16; j++) {
+    let sumw = 0;
+    for (let l = 0; l < 16; l++) {
+      const xv = x[s + 16 * j + l];
+      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+      sumw = f(sumw + weight[l]);
+    }
+    sw[j] = sumw;
+    scales[j] = makeQxW(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
+  }
+  const sc = o + 96;
+  out.fill(0, sc, sc + 12);
+  const dBlock = makeQxW(16, 32, scales, 0, Ls, 0, sw, 0);
+  for (let j = 0; j < 16; j++) {
+    let l = Ls[j];
+    if (j < 8) out[sc + j] = l & 0xf;
+    else out[sc + j - 8] |= (l & 0xf) << 4;
+    l >>= 4;
+    out[sc + 8 + (j % 4)] |= l << (2 * (j >> 2));
+  }
+  writeHalf(out, o + 108, dBlock);
+  const dAll = readHalf(out, o + 108);
+  for (let j = 0; j < 16; j++) {
+    const lo4 = j < 8 ? out[sc + j] & 0xf : out[sc + j - 8] >> 4;
+    const scv = (((lo4 | (((out[sc + 8 + (j % 4)] >> (2 * (j >> 2))) & 3) <<
+      4)) << 24) >> 24) - 32;
+    const d = f(dAll * scv);
+    if (!d) continue;
+    for (let ii = 0; ii < 16; ii++) {
+      const l = nearestInt(f(x[s + 16 * j + ii] / d));
+      L[16 * j + ii] = Math.max(-4, Math.min(3, l)) + 4;
+    }
+  }
+  out.fill(0, o, o + 32);
+  let m = 0, hm = 1;
+  for (let j = 0; j < 256; j++) {
+    if (L[j] > 3) {
+      out[o + m] |= hm;
+      L[j] -= 4;
+    }
+    if (++m === 32) {
+      m = 0;
+      hm <<= 1;
+    }
+  }
+  pack2(L, out, o + 32);
+}
+
 /**
  * One row of a 32-block legacy type with weights (`quantize_row_q4_0_impl`,
  * `_q4_1_impl`, `_q5_0_impl`, `_q5_1_impl`).
@@ -465,6 +591,8 @@ function legacyRow(
  * ```
  */
 export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
+  "Q2_K",
+  "Q3_K",
   "Q4_K",
   "Q5_K",
   "Q6_K",
@@ -476,6 +604,8 @@ export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
 ];
 
 const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
+  Q2_K: [256, 84],
+  Q3_K: [256, 110],
   Q4_K: [256, 144],
   Q5_K: [256, 176],
   Q6_K: [256, 210],
@@ -489,7 +619,7 @@ const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
  * Encodes rows as llama-quantize does with an importance matrix
  * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K, Q4_0,
  * Q4_1, Q5_0 and Q5_1 with their weighted searches; Q8_0 ignores the
- * weights. (Q2_K and Q3_K are not here yet.)
+ * weights; Q2_K and Q3_K too.
  *
  * @param type The target type.
  * @param x Values, `rows × perRow`.
@@ -549,9 +679,16 @@ export function quantizeWithImatrix(
     }
     for (let i = 0; i < perRow / 256; i++) {
       const qw = qwRow.subarray(256 * i, 256 * i + 256);
-      if (type === "Q4_K") q4K(x, s + 256 * i, qw, out, o + bb * i);
-      else if (type === "Q5_K") q5K(x, s + 256 * i, qw, out, o + bb * i);
-      else q6K(x, s + 256 * i, qw, out, o + bb * i);
+      const enc = type === "Q2_K"
+        ? q2K
+        : type === "Q3_K"
+        ? q3K
+        : type === "Q4_K"
+        ? q4K
+        : type === "Q5_K"
+        ? q5K
+        : q6K;
+      enc(x, s + 256 * i, qw, out, o + bb * i);
     }
   }
   return out;

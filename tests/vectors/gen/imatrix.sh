@@ -38,8 +38,8 @@ q() { # model imatrix type
     echo "$1|$2|$3|FAILED" >> list
   fi
 }
-for t in Q4_K_M Q5_K_S Q4_0; do q syn-gqa4 syn-gqa4.imatrix.gguf $t; done
-for t in Q5_K_M Q4_1 Q5_0 Q8_0; do q syn-mha syn-mha.imatrix.gguf $t; done
+for t in Q4_K_M Q5_K_S Q4_0 Q2_K_S; do q syn-gqa4 syn-gqa4.imatrix.gguf $t; done
+for t in Q5_K_M Q4_1 Q5_0 Q8_0 Q3_K_M Q2_K; do q syn-mha syn-mha.imatrix.gguf $t; done
 q syn-mha syn-mha.imatrix.dat Q4_K_M
 "$PY" - > "$OUT/quantize.json" <<'PYEOF'
 import hashlib, json, sys
