@@ -134,7 +134,8 @@ Deno.test({
 });
 
 Deno.test({
-  name: "conformance: cli quantize and convert read - from stdin and write - to stdout",
+  name:
+    "conformance: cli quantize and convert read - from stdin and write - to stdout",
   ignore: !FIXTURES,
   async fn() {
     const ref = await presetRef("stories260K", "Q8_0");
