@@ -12,6 +12,8 @@ export interface FlagSpec {
   type: "string" | "number" | "boolean" | "list";
   /** One-letter alias. */
   short?: string;
+  /** Other long names that mean the same flag (llama.cpp's spellings: `temp`, `n-predict`). */
+  aliases?: readonly string[];
   /** One line for help. */
   description: string;
   /** Shown in help; applied when absent. */
@@ -99,8 +101,11 @@ export function closest(
 /** Parses `args` against `specs`; throws {@link UsageError} on unknown flags or bad values. */
 export function parseFlags(args: string[], specs: readonly FlagSpec[]): Parsed {
   const byName = new Map(specs.map((s) => [s.name, s]));
-  const alias: Record<string, string> = {};
-  for (const s of specs) if (s.short) alias[s.short] = s.name;
+  const alias: Record<string, string[]> = {};
+  for (const s of specs) {
+    const names = [...(s.short ? [s.short] : []), ...(s.aliases ?? [])];
+    if (names.length) alias[s.name] = names;
+  }
   const unknown: string[] = [];
   const raw = parseArgs(args, {
     string: specs.filter((s) => s.type !== "boolean").map((s) => s.name),
@@ -109,7 +114,7 @@ export function parseFlags(args: string[], specs: readonly FlagSpec[]): Parsed {
     alias,
     "--": true,
     unknown: (arg: string) => {
-      if (arg.startsWith("-")) {
+      if (arg.startsWith("-") && arg !== "-") {
         unknown.push(arg);
         return false;
       }
@@ -176,6 +181,9 @@ export function flagHelp(specs: readonly FlagSpec[]): string[] {
       ? ` (default: ${s.default})`
       : "";
     const left = `  ${short}--${s.name}${value}`;
-    return `${left.padEnd(36)} ${s.description}${def}`;
+    const also = s.aliases?.length
+      ? ` (also ${s.aliases.map((a) => `--${a}`).join(", ")})`
+      : "";
+    return `${left.padEnd(36)} ${s.description}${def}${also}`;
   });
 }

@@ -24,6 +24,15 @@ import {
 import { modelfileFor } from "./_modelfile.ts";
 import { humanBytes } from "./_progress.ts";
 import { convertFile, writerOptions } from "./_write.ts";
+import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
+import {
+  imatrixOptions,
+  PRESET_FLAGS,
+  presetFlagsGiven,
+  presetOptions,
+  presetWarnings,
+} from "./_quant.ts";
+import { withStdio } from "./_habits.ts";
 
 /** The target format named by `--to`, else by the extension of `-o`. */
 function targetOf(
@@ -98,6 +107,14 @@ const CONVERT_FLAGS: FlagSpec[] = [
     value: "TYPE",
     description: "Same as --dtype",
   },
+  {
+    name: "quantize",
+    type: "string",
+    value: "TYPE",
+    description:
+      "GGUF: quantize with llama-quantize's preset TYPE (q4_k_m, q5_k_m, q8_0 …), its per-tensor rules and bytes",
+  },
+  ...PRESET_FLAGS,
 ];
 
 /** Whether a path is a Hugging Face checkpoint folder (has config.json). */
@@ -153,69 +170,114 @@ export const convertCommand: Command = {
         }`,
       );
     }
-    const options = writerOptions(target, flags);
-    if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
-    if (flags.modelfile && target.name !== "gguf") {
-      throw new UsageError("--modelfile goes with --to gguf");
-    }
-    const modelfile = join(dirname(out), "Modelfile");
-    if (
-      flags.modelfile &&
-      await refuseOverwrite(ctx, modelfile, Boolean(flags.force))
-    ) return 1;
-    if (target.name === "gguf" && await isHfFolder(positional[0])) {
-      // A Hugging Face checkpoint: llama.cpp metadata, GGUF tensor names and
-      // rotary layout, and the vocabulary from tokenizer.json.
-      const t0 = performance.now();
-      const bytes = await convertHfToGguf(positional[0], out, {
-        quantize: options.quantize as GgufQuantType | undefined,
-      });
-      if (!ctx.quiet) {
-        ctx.io.err(
-          `wrote ${out} (gguf, llama.cpp-ready, ${
-            humanBytes(bytes)
-          }) from a Hugging Face folder in ${
-            ((performance.now() - t0) / 1000).toFixed(2)
-          } s`,
+    let plan: GgufTensorPlan[] | undefined;
+    let options: Record<string, unknown>;
+    const preset = flags.quantize as string | undefined;
+    if (preset !== undefined || presetFlagsGiven(flags)) {
+      if (target.name !== "gguf") {
+        throw new UsageError(
+          "--quantize, --pure, --output-tensor-type, --token-embedding-type, --leave-output-tensor and --imatrix go with --to gguf (other formats: --dtype)",
         );
       }
-    } else {
-      const r = await convertFile(
-        ctx,
-        positional[0],
-        out,
-        target,
-        options,
-        flags.id as string | undefined,
-        "converting",
-      );
-      if (!ctx.quiet) {
-        const where = r.written.paths.length > 1
-          ? `${r.written.paths.length} files beside ${out}`
-          : out;
-        ctx.io.err(
-          `wrote ${where} (${target.name}, ${
-            humanBytes(r.written.bytes)
-          }) from ${r.from} in ${r.seconds.toFixed(2)} s`,
-        );
+      if (preset === undefined) {
+        throw new UsageError("the preset flags go with --quantize TYPE");
       }
-    }
-    if (flags.modelfile) {
-      const written = await openModel(ctx.reg, out);
-      try {
-        await writeFileAtomic(
-          modelfile,
-          new TextEncoder().encode(
-            modelfileFor(basename(out), written.file.models[0].metadata),
-          ),
-        );
-      } finally {
-        written.close();
+      if (flags.dtype !== undefined || flags.quant !== undefined) {
+        throw new UsageError("give --quantize or --dtype, not both");
       }
-      if (!ctx.quiet) {
-        ctx.io.err(`wrote ${modelfile} (ollama create NAME -f ${modelfile})`);
-      }
-    }
-    return 0;
+      options = {
+        ...writerOptions(target, { ...flags, dtype: undefined }),
+        ...presetOptions(preset, flags),
+        ...await imatrixOptions(flags.imatrix as string | undefined),
+        onPlan: (p: GgufTensorPlan[]) => (plan = p),
+      };
+    } else options = writerOptions(target, flags);
+    return await withStdio(
+      positional[0],
+      out,
+      target.extensions?.[0] ?? "",
+      async (input, out) => {
+        positional[0] = input!;
+        if (
+          flags.output !== "-" &&
+          await refuseOverwrite(ctx, out!, Boolean(flags.force))
+        ) return 1;
+        if (flags.modelfile && out === "-") {
+          throw new UsageError("--modelfile needs an output file, not -");
+        }
+        if (flags.modelfile && target.name !== "gguf") {
+          throw new UsageError("--modelfile goes with --to gguf");
+        }
+        const modelfile = join(dirname(out), "Modelfile");
+        if (
+          flags.modelfile &&
+          await refuseOverwrite(ctx, modelfile, Boolean(flags.force))
+        ) return 1;
+        if (target.name === "gguf" && await isHfFolder(positional[0])) {
+          // A Hugging Face checkpoint: llama.cpp metadata, GGUF tensor names and
+          // rotary layout, and the vocabulary from tokenizer.json.
+          const t0 = performance.now();
+          const bytes = await convertHfToGguf(positional[0], out!, {
+            quantize: options.quantize as GgufQuantType | undefined,
+            preset: options.preset as string | undefined,
+            presetOptions: options.presetOptions as Record<string, never>,
+            onPlan: (p) => (plan = p),
+          });
+          if (!ctx.quiet) {
+            ctx.io.err(
+              `wrote ${out} (gguf, llama.cpp-ready, ${
+                humanBytes(bytes)
+              }) from a Hugging Face folder in ${
+                ((performance.now() - t0) / 1000).toFixed(2)
+              } s`,
+            );
+          }
+        } else {
+          const r = await convertFile(
+            ctx,
+            positional[0],
+            out!,
+            target,
+            options,
+            flags.id as string | undefined,
+            "converting",
+          );
+          if (!ctx.quiet) {
+            const where = r.written.paths.length > 1
+              ? `${r.written.paths.length} files beside ${out}`
+              : out;
+            ctx.io.err(
+              `wrote ${where} (${target.name}, ${
+                humanBytes(r.written.bytes)
+              }) from ${r.from} in ${r.seconds.toFixed(2)} s`,
+            );
+          }
+        }
+        if (plan && preset !== undefined) {
+          for (const line of presetWarnings(plan, options.preset as string)) {
+            ctx.io.err(line);
+          }
+        }
+        if (flags.modelfile) {
+          const written = await openModel(ctx.reg, out!);
+          try {
+            await writeFileAtomic(
+              modelfile,
+              new TextEncoder().encode(
+                modelfileFor(basename(out!), written.file.models[0].metadata),
+              ),
+            );
+          } finally {
+            written.close();
+          }
+          if (!ctx.quiet) {
+            ctx.io.err(
+              `wrote ${modelfile} (ollama create NAME -f ${modelfile})`,
+            );
+          }
+        }
+        return 0;
+      },
+    );
   },
 };

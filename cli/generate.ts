@@ -10,10 +10,20 @@ import {
   type TokenConstraint,
 } from "../tokenizers/constraint.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
-import { type Command, needFiles } from "./_command.ts";
+import type { Command } from "./_command.ts";
+import {
+  CTX_FLAG,
+  MODEL_FLAG,
+  modelArg,
+  positiveInt,
+  THREADS_FLAG,
+  withThreads,
+} from "./_habits.ts";
+import { promptIds } from "../models/generate.ts";
 
 /** Flags of `generate` (the sampling options of the generation API). */
 const GENERATE_FLAGS: FlagSpec[] = [
+  MODEL_FLAG,
   {
     name: "prompt",
     short: "p",
@@ -50,6 +60,7 @@ const GENERATE_FLAGS: FlagSpec[] = [
   {
     name: "max-tokens",
     short: "n",
+    aliases: ["n-predict"],
     type: "number",
     description: "Most tokens to generate",
     default: 256,
@@ -61,7 +72,7 @@ const GENERATE_FLAGS: FlagSpec[] = [
   },
   {
     name: "temperature",
-    short: "t",
+    aliases: ["temp"],
     type: "number",
     description: "Sampling temperature (0 = greedy; default: the model's)",
   },
@@ -93,6 +104,8 @@ const GENERATE_FLAGS: FlagSpec[] = [
     description: "Stop at this text; repeatable",
   },
   { name: "no-bos", type: "boolean", description: "Do not add the BOS token" },
+  THREADS_FLAG,
+  CTX_FLAG,
   {
     name: "json-schema",
     type: "string",
@@ -147,18 +160,21 @@ export const generateCommand: Command = {
   name: "generate",
   summary:
     "Generate text with a Llama-family model (Hugging Face folder or GGUF), streamed",
-  usage: "generate MODEL --prompt TEXT [--chat] [sampling options]",
+  usage:
+    "generate MODEL --prompt TEXT [--chat] [sampling options] (or -m MODEL)",
   flags: () => GENERATE_FLAGS,
   async run(args, ctx) {
     const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
-    needFiles(positional, "MODEL");
+    const [modelPath] = modelArg(flags, positional);
+    const threads = positiveInt(flags, "threads");
+    const ctxSize = positiveInt(flags, "ctx-size");
     let prompt = flags.prompt as string | undefined;
     if (prompt === undefined) throw new UsageError("missing --prompt");
     if (prompt === "-") {
       prompt = await new Response(Deno.stdin.readable).text();
     }
     const t0 = performance.now();
-    const model = await loadTransformer(positional[0]);
+    const model = await loadTransformer(modelPath);
     const loadSeconds = (performance.now() - t0) / 1000;
     const messages = flags.chat
       ? [
@@ -218,43 +234,55 @@ export const generateCommand: Command = {
         model,
       ),
     };
+    if (ctxSize !== undefined) {
+      // llama.cpp's -c: the prompt and the output share the context
+      const n = promptIds(model, messages ?? prompt, options).length;
+      if (n >= ctxSize) {
+        throw new UsageError(
+          `the prompt is ${n} tokens, the context (-c) ${ctxSize}: no room to generate`,
+        );
+      }
+      options.maxTokens = Math.min(options.maxTokens, ctxSize - n);
+    }
     const ids: number[] = [];
     let text = "";
     const t1 = performance.now();
-    const it = generate(model, messages ?? prompt, options);
-    let step = await it.next();
-    while (!step.done) {
-      ids.push(step.value.id);
-      text += step.value.text;
-      if (!flags.json && ctx.io.write) ctx.io.write(step.value.text);
-      step = await it.next();
-    }
-    const seconds = (performance.now() - t1) / 1000;
-    const result = step.value;
-    if (flags.json) {
-      ctx.io.out(JSON.stringify({
-        model: model.name,
-        ...(templateUsed ? { chatTemplate: templateUsed } : {}),
-        ids: result.ids,
-        text: result.text,
-        promptIds: result.promptIds,
-        finishReason: result.finishReason,
-        prefillMs: result.prefillMs,
-        decodeMs: result.decodeMs,
-        loadSeconds,
-        seconds,
-      }));
-    } else {
-      if (ctx.io.write) ctx.io.write("\n");
-      else ctx.io.out(text);
-      if (ctx.verbose) {
-        ctx.io.err(
-          `${ids.length} tokens in ${seconds.toFixed(2)} s (${
-            (ids.length / seconds).toFixed(1)
-          } tokens/s); loaded in ${loadSeconds.toFixed(2)} s`,
-        );
+    return await withThreads(threads, async () => {
+      const it = generate(model, messages ?? prompt, options);
+      let step = await it.next();
+      while (!step.done) {
+        ids.push(step.value.id);
+        text += step.value.text;
+        if (!flags.json && ctx.io.write) ctx.io.write(step.value.text);
+        step = await it.next();
       }
-    }
-    return 0;
+      const seconds = (performance.now() - t1) / 1000;
+      const result = step.value;
+      if (flags.json) {
+        ctx.io.out(JSON.stringify({
+          model: model.name,
+          ...(templateUsed ? { chatTemplate: templateUsed } : {}),
+          ids: result.ids,
+          text: result.text,
+          promptIds: result.promptIds,
+          finishReason: result.finishReason,
+          prefillMs: result.prefillMs,
+          decodeMs: result.decodeMs,
+          loadSeconds,
+          seconds,
+        }));
+      } else {
+        if (ctx.io.write) ctx.io.write("\n");
+        else ctx.io.out(text);
+        if (ctx.verbose) {
+          ctx.io.err(
+            `${ids.length} tokens in ${seconds.toFixed(2)} s (${
+              (ids.length / seconds).toFixed(1)
+            } tokens/s); loaded in ${loadSeconds.toFixed(2)} s`,
+          );
+        }
+      }
+      return 0;
+    });
   },
 };

@@ -21,6 +21,8 @@ import { generateCommand } from "./generate.ts";
 import { inspectCommand } from "./inspect.ts";
 import { layersCommand } from "./layers.ts";
 import { quantizeCommand } from "./quantize.ts";
+import { perplexityCommand } from "./perplexity.ts";
+import { imatrixCommand } from "./imatrix.ts";
 import { runCommand } from "./run.ts";
 import { serveCommand } from "./serve.ts";
 import { validateCommand } from "./validate.ts";
@@ -68,6 +70,8 @@ const COMMANDS: Record<string, Command> = Object.fromEntries(
     validateCommand,
     convertCommand,
     quantizeCommand,
+    perplexityCommand,
+    imatrixCommand,
     runCommand,
     generateCommand,
     serveCommand,

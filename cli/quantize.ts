@@ -15,7 +15,17 @@ import {
   refuseOverwrite,
 } from "./_command.ts";
 import { humanBytes } from "./_progress.ts";
+import { positiveInt, THREADS_FLAG, withStdio } from "./_habits.ts";
+import { createQuantPool, type QuantPool } from "../io/quant_pool.ts";
 import { convertFile, writerOptions } from "./_write.ts";
+import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
+import {
+  imatrixOptions,
+  PRESET_FLAGS,
+  presetFlagsGiven,
+  presetOptions,
+  presetWarnings,
+} from "./_quant.ts";
 
 /** Error of one tensor after a lossy conversion. */
 interface TensorError {
@@ -62,81 +72,147 @@ async function compareModels(
 export const quantizeCommand: Command = {
   name: "quantize",
   summary:
-    "Quantize a model (GGUF Q8_0/Q4_0/K-quants, or any format's storage types) with a per-tensor error report",
-  usage: "quantize IN OUT TYPE [--json] [--force]",
+    "Quantize a model (GGUF: llama-quantize's presets Q4_K_M, Q5_K_M, Q2_K, Q8_0 …; other formats: their storage types) with a per-tensor error report",
+  usage:
+    "quantize IN OUT TYPE [--pure] [--imatrix FILE] [--json] [--force] (- for stdin/stdout)",
   flags: () => [
+    ...PRESET_FLAGS,
+    {
+      ...THREADS_FLAG,
+      description: "GGUF: quantize on N worker threads (the same bytes)",
+    },
     JSON_FLAG,
     FORCE_FLAG,
     ID_FLAG,
+  ],
+  more: () => [
+    "",
+    "GGUF types are llama-quantize's presets, with its per-tensor rules and",
+    "byte-identical files: Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M",
+    "Q5_K_S Q5_K_M Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS F16 BF16 F32",
+    "(Q3_K, Q4_K, Q5_K are the _M mixes; --pure gives every tensor the base type).",
   ],
   async run(args, ctx) {
     const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
     if (positional.length !== 3) {
       throw new UsageError("quantize takes IN OUT TYPE");
     }
-    const [input, out, type] = positional;
-    const target = ctx.reg.formatForPath(out);
-    const options = writerOptions(target, { dtype: type });
-    if (await refuseOverwrite(ctx, out, Boolean(flags.force))) return 1;
-    const r = await convertFile(
-      ctx,
-      input,
-      out,
-      target,
-      options,
-      flags.id as string | undefined,
-      "quantizing",
-    );
-    const [a, b] = [
-      await openModel(ctx.reg, input),
-      await openModel(ctx.reg, out),
-    ];
-    try {
-      const ma = pickModel(
-        a.file.models,
-        flags.id as string | undefined,
-        input,
-      );
-      const rows = await compareModels(ma, b.file.models[0]);
-      if (flags.json) {
-        ctx.io.out(
-          JSON.stringify(
-            {
-              input,
-              output: out,
-              type: type.toUpperCase(),
-              bytes: r.written.bytes,
-              tensors: rows,
-            },
-            null,
-            2,
-          ),
-        );
+    const [input0, out0, type] = positional;
+    const target = out0 === "-"
+      ? ctx.reg.format("gguf")
+      : ctx.reg.formatForPath(out0);
+    // with the file on stdout, the report goes to stderr
+    const say = out0 === "-" ? ctx.io.err : ctx.io.out;
+    return await withStdio(input0, out0, ".gguf", async (input, out) => {
+      if (!input || !out) throw new UsageError("quantize takes IN OUT TYPE");
+      let plan: GgufTensorPlan[] | undefined;
+      let options: Record<string, unknown>;
+      if (target.name === "gguf") {
+        options = {
+          ...presetOptions(type, flags),
+          ...await imatrixOptions(flags.imatrix as string | undefined),
+          onPlan: (p: GgufTensorPlan[]) => (plan = p),
+        };
       } else {
-        const w = Math.max(4, ...rows.map((x) => x.name.length));
-        ctx.io.out(
-          `${
-            "name".padEnd(w)
-          }  from     to        rmse        cosine      max abs`,
-        );
-        for (const x of rows) {
-          ctx.io.out(
-            `${x.name.padEnd(w)}  ${x.from.padEnd(7)}  ${x.to.padEnd(7)}  ${
-              x.rmse.toExponential(3).padStart(10)
-            }  ${x.cosine.toFixed(7)}  ${x.maxAbs.toExponential(3)}`,
+        if (presetFlagsGiven(flags)) {
+          throw new UsageError(
+            "--pure, --output-tensor-type, --token-embedding-type, --leave-output-tensor and --imatrix go with a GGUF output",
           );
         }
-        const worst = rows.reduce((m, x) => Math.min(m, x.cosine), 1);
-        ctx.io.out(
-          `${rows.length} tensors, ${
-            humanBytes(r.written.bytes)
-          } written to ${out}; lowest cosine ${worst.toFixed(7)}`,
-        );
+        options = writerOptions(target, { dtype: type });
       }
-      return 0;
-    } finally {
-      a.close();
-      b.close();
-    }
+      if (
+        out0 !== "-" && await refuseOverwrite(ctx, out, Boolean(flags.force))
+      ) {
+        return 1;
+      }
+      const threads = positiveInt(flags, "threads");
+      let pool: QuantPool | undefined;
+      if (threads !== undefined && threads > 1 && target.name === "gguf") {
+        pool = createQuantPool(threads);
+        options.encode = pool.encode;
+      }
+      let r;
+      try {
+        r = await convertFile(
+          ctx,
+          input,
+          out,
+          target,
+          options,
+          flags.id as string | undefined,
+          "quantizing",
+        );
+      } finally {
+        pool?.close();
+      }
+      if (plan) {
+        for (const line of presetWarnings(plan, options.preset as string)) {
+          ctx.io.err(line);
+        }
+      }
+      const [a, b] = [
+        await openModel(ctx.reg, input),
+        await openModel(ctx.reg, out),
+      ];
+      try {
+        const ma = pickModel(
+          a.file.models,
+          flags.id as string | undefined,
+          input,
+        );
+        const rows = await compareModels(ma, b.file.models[0]);
+        if (flags.json) {
+          say(
+            JSON.stringify(
+              {
+                input,
+                output: out,
+                type: (options.preset as string | undefined) ??
+                  type.toUpperCase(),
+                ...(plan
+                  ? {
+                    plan: plan.map((p) => ({
+                      name: p.name,
+                      from: p.from,
+                      to: p.to,
+                      ...(p.reason ? { reason: p.reason } : {}),
+                    })),
+                  }
+                  : {}),
+                bytes: r.written.bytes,
+                tensors: rows,
+              },
+              null,
+              2,
+            ),
+          );
+        } else {
+          const w = Math.max(4, ...rows.map((x) => x.name.length));
+          say(
+            `${
+              "name".padEnd(w)
+            }  from     to        rmse        cosine      max abs`,
+          );
+          for (const x of rows) {
+            say(
+              `${x.name.padEnd(w)}  ${x.from.padEnd(7)}  ${x.to.padEnd(7)}  ${
+                x.rmse.toExponential(3).padStart(10)
+              }  ${x.cosine.toFixed(7)}  ${x.maxAbs.toExponential(3)}`,
+            );
+          }
+          const worst = rows.reduce((m, x) => Math.min(m, x.cosine), 1);
+          say(
+            `${rows.length} tensors, ${
+              humanBytes(r.written.bytes)
+            } written to ${out}; lowest cosine ${worst.toFixed(7)}`,
+          );
+        }
+        return 0;
+      } finally {
+        a.close();
+        b.close();
+      }
+    });
   },
 };

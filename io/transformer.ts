@@ -17,7 +17,12 @@
 
 import { join } from "@std/path";
 import { memorySource } from "../core/sources.ts";
-import { isGguf, readGguf, writeGguf } from "../formats/gguf/mod.ts";
+import {
+  type GgufWriteOptions,
+  isGguf,
+  readGguf,
+  writeGguf,
+} from "../formats/gguf/mod.ts";
 import type { GgufQuantType, GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
   ggufToHf,
@@ -262,14 +267,22 @@ export interface ConvertToGgufOptions extends HfToGgufOptions {
 export async function convertHfToGguf(
   dir: string,
   out: string,
-  options: ConvertToGgufOptions = {},
+  options: ConvertToGgufOptions & {
+    preset?: string;
+    presetOptions?: GgufWriteOptions["presetOptions"];
+  } = {},
 ): Promise<number> {
   const ckpt = await openHfCheckpoint(dir);
   try {
     const file = hfToGguf(ckpt, options);
     return await writeFileAtomic(
       out,
-      writeGguf(file, { quantize: options.quantize, onPlan: options.onPlan }),
+      writeGguf(file, {
+        quantize: options.quantize,
+        onPlan: options.onPlan,
+        preset: options.preset,
+        presetOptions: options.presetOptions,
+      }),
     );
   } finally {
     ckpt.close();

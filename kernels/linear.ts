@@ -158,6 +158,43 @@ export function matmulTransposedRef(
   return linearRef(x.subarray(0, rows * inF), rows, t, bias);
 }
 
+/** Sees the input of every {@link linear} / {@link linearMany} call (see {@link observeLinearInputs}). */
+export type LinearInputObserver = (
+  w: Tensor,
+  x: Float32Array,
+  rows: number,
+) => void;
+
+let inputObserver: LinearInputObserver | undefined;
+
+/**
+ * Installs a function that sees the input rows of every {@link linear} and
+ * {@link linearMany} call with the weight they meet (what an importance
+ * matrix is collected from), or removes it with `undefined`.
+ *
+ * @param fn The observer, or `undefined`.
+ * @returns The observer it replaces.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { linear, observeLinearInputs } from "@modelhost/modelhost/kernels";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
+ * const seen: string[] = [];
+ * const prev = observeLinearInputs((w, x) => seen.push(`${w.name}:${x.length}`));
+ * linear(new Float32Array([5, 7]), 1, tensorFromF32("w", new Float32Array(4), [2, 2]));
+ * observeLinearInputs(prev);
+ * assert(seen[0] === "w:2");
+ * ```
+ */
+export function observeLinearInputs(
+  fn: LinearInputObserver | undefined,
+): LinearInputObserver | undefined {
+  const prev = inputObserver;
+  inputObserver = fn;
+  return prev;
+}
+
 /**
  * `y = x · Wᵀ + b` for a weight tensor in any dtype with a decoder.
  * F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K weights (without affine
@@ -205,6 +242,7 @@ export function linear(
       `Cannot apply "${w.name}" [${outF}, ${inF}]: input has ${x.length} values, expected ${rows} × ${inF}`,
     );
   }
+  inputObserver?.(w, x, rows);
   if (isFastDType(w.dtype) && !w.quant) {
     checkLinearShapes(x, rows, w);
     checkLinearBias(w.name, outF, bias);
@@ -262,7 +300,10 @@ export function linearMany(
     }
     const e = getEngine();
     const shared = e && engineLinearMany(e, x, rows, ws, biases);
-    if (shared) return shared;
+    if (shared) {
+      if (inputObserver) { for (const w of ws) inputObserver(w, x, rows); }
+      return shared;
+    }
   }
   return ws.map((w, i) => linear(x, rows, w, biases[i]));
 }

@@ -121,3 +121,22 @@ export {
   type EmbedResult,
   type Pooling,
 } from "./embed.ts";
+export {
+  klDivergence,
+  type KlDivergenceResult,
+  type LogitsFile,
+  perplexity,
+  type PerplexityOptions,
+  type PerplexityResult,
+  readLogitsFile,
+} from "./perplexity.ts";
+export {
+  computeImatrix,
+  type Imatrix,
+  type ImatrixEntry,
+  type ImatrixOptions,
+  imatrixToDat,
+  imatrixToGguf,
+  imatrixWeights,
+  readImatrix,
+} from "./imatrix.ts";

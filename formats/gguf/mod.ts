@@ -134,3 +134,16 @@ export {
   readGgufTensor,
 } from "./read.ts";
 export { gguf, ggufFormat, isGguf } from "./plugin.ts";
+export {
+  GGUF_PRESET_ALIASES,
+  GGUF_PRESETS,
+  type GgufPreset,
+  ggufPreset,
+  type GgufPresetChoice,
+  type GgufPresetModel,
+  type GgufPresetOptions,
+  type GgufPresetTensor,
+  ggufPresetTypes,
+  llamaKeepsTensor,
+  llamaTensorOrder,
+} from "./presets.ts";

@@ -11,6 +11,10 @@ import type { Model, ModelFile, TensorInfo } from "../../core/model.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { QUANTIZE_TYPES, quantizeGguf } from "../../core/quants/mod.ts";
 import {
+  IMATRIX_QUANTIZE_TYPES,
+  quantizeWithImatrix,
+} from "../../core/quants/k_encode_imatrix.ts";
+import {
   DEFAULT_ALIGNMENT,
   GGUF_TYPE_NAMES,
   type GgufArray,
@@ -27,6 +31,14 @@ import {
   parseDescriptor,
   typedValue,
 } from "./_desc.ts";
+import {
+  ggufPreset,
+  type GgufPresetChoice,
+  type GgufPresetOptions,
+  ggufPresetTypes,
+  llamaTensorOrder,
+} from "./presets.ts";
+import { presetModel } from "./_preset_model.ts";
 
 /**
  * ggml keeps tensor names in 64-byte buffers (`GGML_MAX_NAME`), terminator included.
@@ -118,6 +130,46 @@ export interface GgufWriteOptions {
   model?: number | string;
   /** Called once with the per-tensor plan, before the first byte. @default {undefined} */
   onPlan?: (plan: GgufTensorPlan[]) => void;
+  /**
+   * Write as llama-quantize does with this preset (`Q4_K_M`, `Q2_K`, `IQ4_XS`,
+   * ...; see `GGUF_PRESETS`): its per-tensor types, its tensor order and
+   * its metadata order, so the file is byte-identical to llama-quantize's.
+   * Takes the place of `quantize`.
+   * @default {undefined}
+   */
+  preset?: string;
+  /**
+   * `--pure`, `--output-tensor-type`, `--token-embedding-type`,
+   * `--leave-output-tensor` of a preset.
+   * @default {{}}
+   */
+  presetOptions?: Omit<GgufPresetOptions, "hasImatrix">;
+  /**
+   * Importance matrix per tensor name (sums of squared activations per
+   * input column, divided by the count), used by the encoders that take
+   * one. Only with `preset`.
+   * @default {undefined}
+   */
+  imatrix?: ReadonlyMap<string, Float32Array>;
+  /**
+   * Metadata llama-quantize appends after the file type (such as
+   * `quantize.imatrix.file`), in order. Only with `preset`.
+   * @default {undefined}
+   */
+  appendMetadata?: GgufMetadataEntry[];
+  /**
+   * Encodes the quantized tensors instead of this thread (a worker pool such
+   * as `createQuantPool` of `@modelhost/modelhost/io`); it must give the same
+   * bytes as the encoders here.
+   * @default {undefined} this thread
+   */
+  encode?: (
+    type: DTypeName,
+    values: Float32Array,
+    perRow: number,
+    imatrix?: Float32Array,
+    rowsPerMatrix?: number,
+  ) => Promise<Uint8Array>;
 }
 
 /**
@@ -471,6 +523,9 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
     fromMeta.type = GgufType.UINT32;
   } else alignment = DEFAULT_ALIGNMENT;
 
+  if (options.preset !== undefined) {
+    return presetLayout(model, options, metadata, alignment);
+  }
   const target = options.quantize;
   if (target !== undefined) {
     if (!(target in FILE_TYPE)) {
@@ -493,6 +548,100 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
     offset += Math.ceil(p.byteLength / alignment) * alignment;
   }
 
+  return {
+    header: serializeHeader(metadata, plan, alignment),
+    plan,
+    alignment,
+  };
+}
+
+/** The layout llama-quantize gives a preset: its order, types and metadata order. */
+function presetLayout(
+  model: Model,
+  options: GgufWriteOptions,
+  metadata: GgufMetadataEntry[],
+  alignment: number,
+): Layout {
+  if (options.quantize !== undefined) {
+    throw new TypeError(
+      `Cannot write GGUF: give "preset" or "quantize", not both (preset ${options.preset}, quantize ${options.quantize})`,
+    );
+  }
+  const names = model.tensors.names();
+  const infos = names.map((n) => model.tensors.info(n));
+  const choices = ggufPresetTypes(
+    infos,
+    presetModel(metadata),
+    options.preset!,
+    { ...options.presetOptions, hasImatrix: options.imatrix !== undefined },
+  );
+  const preset = ggufPreset(options.preset!)!;
+  // llama.cpp sets these two after copying the input's keys: each removed
+  // and appended at the end, then the split keys dropped.
+  for (
+    const key of [
+      "general.quantization_version",
+      "general.file_type",
+      "split.no",
+      "split.count",
+      "split.tensors.count",
+    ]
+  ) {
+    const i = metadata.findIndex((e) => e.key === key);
+    if (i >= 0) metadata.splice(i, 1);
+  }
+  metadata.push(
+    { key: "general.quantization_version", type: GgufType.UINT32, value: 2 },
+    {
+      key: "general.file_type",
+      type: GgufType.UINT32,
+      value: preset.fileType,
+    },
+  );
+  for (const e of options.appendMetadata ?? []) {
+    const i = metadata.findIndex((x) => x.key === e.key);
+    if (i >= 0) metadata.splice(i, 1);
+    metadata.push(e);
+  }
+  const plan: GgufTensorPlan[] = [];
+  let offset = 0;
+  for (const name of llamaTensorOrder(names)) {
+    const info = model.tensors.info(name);
+    const choice = choices.get(name)!;
+    if (choice.needsImatrix && !options.imatrix?.has(name)) {
+      throw new TypeError(
+        `Cannot write tensor "${name}" as ${choice.to} for preset ${preset.name}: llama.cpp requires an importance matrix for it (give one with --imatrix)`,
+      );
+    }
+    const p = planTensor(info, undefined, undefined, choice, preset.name);
+    if (
+      options.imatrix?.has(name) && p.action !== "copy" &&
+      dtypeInfo(p.to).kind === "quant" &&
+      !IMATRIX_QUANTIZE_TYPES.includes(p.to) && name !== "token_embd.weight"
+    ) {
+      throw new UnsupportedDTypeError(
+        p.to,
+        `tensor "${name}": preset ${preset.name} chooses ${p.to}, and modelhost has no importance-matrix encoder for ${p.to} (it has ${
+          IMATRIX_QUANTIZE_TYPES.join(", ")
+        }); quantize without --imatrix`,
+      );
+    }
+    p.offset = offset;
+    plan.push(p);
+    offset += Math.ceil(p.byteLength / alignment) * alignment;
+  }
+  return {
+    header: serializeHeader(metadata, plan, alignment),
+    plan,
+    alignment,
+  };
+}
+
+function serializeHeader(
+  metadata: GgufMetadataEntry[],
+  plan: GgufTensorPlan[],
+  alignment: number,
+): Uint8Array {
   const w = new ByteWriter();
   w.raw([0x47, 0x47, 0x55, 0x46]);
   w.u32(3);
@@ -519,13 +668,15 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
     w.u64(p.offset);
   }
   if (plan.length > 0) w.pad(alignment);
-  return { header: w.bytes(), plan, alignment };
+  return w.bytes();
 }
 
 function planTensor(
   info: TensorInfo,
   target: GgufQuantType | undefined,
   typeFor: GgufWriteOptions["typeFor"],
+  preset?: GgufPresetChoice,
+  presetName?: string,
 ): GgufTensorPlan {
   const { name, shape } = info;
   const nameBytes = encoder.encode(name).length;
@@ -549,7 +700,10 @@ function planTensor(
   let reason: string | undefined;
 
   const chosen = typeFor?.(info);
-  if (chosen !== undefined) {
+  if (preset) {
+    to = preset.to;
+    reason = preset.reason;
+  } else if (chosen !== undefined) {
     to = chosen;
     reason = "chosen by typeFor";
   } else if (target !== undefined) {
@@ -575,7 +729,14 @@ function planTensor(
   if (toInfo.gguf === undefined) {
     throw new UnsupportedDTypeError(to, `tensor "${name}": GGUF has no ${to}`);
   }
-  if (row % toInfo.blockSize !== 0) {
+  if (row % toInfo.blockSize !== 0 && preset) {
+    // an explicit --output-tensor-type / --token-embedding-type gets no
+    // fallback in llama.cpp, which fails on it too
+    throw new RangeError(
+      `Cannot write tensor "${name}" as ${to}: its rows of ${row} do not divide the ${to} block size ${toInfo.blockSize}`,
+    );
+  }
+  if (row % toInfo.blockSize !== 0 && !preset) {
     const fb = FALLBACK[to];
     const next: DTypeName = fb && row % dtypeInfo(fb).blockSize === 0
       ? fb
@@ -588,7 +749,11 @@ function planTensor(
   if (to !== from && toInfo.kind === "quant" && !QUANTIZE_TYPES.includes(to)) {
     throw new UnsupportedDTypeError(
       to,
-      `tensor "${name}": modelhost cannot quantize to ${to}`,
+      presetName
+        ? `tensor "${name}": preset ${presetName} chooses ${to} for it, and modelhost has no ${to} encoder (it encodes ${
+          QUANTIZE_TYPES.join(", ")
+        })`
+        : `tensor "${name}": modelhost cannot quantize to ${to}`,
     );
   }
   const count = shape.reduce((a, b) => a * b, 1);
@@ -610,8 +775,13 @@ function planTensor(
   };
 }
 
-/** The bytes a tensor is written with, per its plan. */
-function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
+/** The bytes a tensor is written with, per its plan (weighted by its importance matrix row, if any). */
+async function tensorBytes(
+  t: Tensor,
+  p: GgufTensorPlan,
+  imatrix?: Float32Array,
+  encode?: GgufWriteOptions["encode"],
+): Promise<Uint8Array> {
   let bytes: Uint8Array;
   if (t.quant && p.to === t.dtype) {
     throw new TypeError(
@@ -622,9 +792,25 @@ function tensorBytes(t: Tensor, p: GgufTensorPlan): Uint8Array {
     bytes = t.bytes;
   } else {
     const values = toFloat32(t);
-    bytes = QUANTIZE_TYPES.includes(p.to)
-      ? quantizeGguf(p.to, values)
-      : encodeFromF32(p.to, values);
+    if (imatrix && dtypeInfo(p.to).kind === "quant") {
+      const row = p.dims[0], mats = p.dims[2] ?? 1;
+      if (imatrix.length !== row * mats) {
+        throw new RangeError(
+          `Cannot quantize tensor "${p.name}" with its importance matrix: it has ${imatrix.length} values, the tensor ${
+            row * mats
+          } (${row} columns × ${mats} matrices)`,
+        );
+      }
+      bytes = encode
+        ? await encode(p.to, values, row, imatrix, p.dims[1] ?? 1)
+        : quantizeWithImatrix(p.to, values, row, imatrix, p.dims[1] ?? 1);
+    } else if (encode && QUANTIZE_TYPES.includes(p.to)) {
+      bytes = await encode(p.to, values, p.dims[0]);
+    } else {
+      bytes = QUANTIZE_TYPES.includes(p.to)
+        ? quantizeGguf(p.to, values)
+        : encodeFromF32(p.to, values);
+    }
   }
   if (bytes.byteLength !== p.byteLength) {
     throw new RangeError(
@@ -669,7 +855,17 @@ export async function* writeGguf(
   options.onPlan?.(plan.map((p) => ({ ...p })));
   yield header;
   for (const p of plan) {
-    const bytes = tensorBytes(await model.tensors.load(p.name), p);
+    const bytes = await tensorBytes(
+      await model.tensors.load(p.name),
+      p,
+      // llama-quantize ignores an importance matrix of the wrong size for
+      // the token embedding only
+      p.name === "token_embd.weight" &&
+        options.imatrix?.get(p.name)?.length !== p.dims[0] * (p.dims[2] ?? 1)
+        ? undefined
+        : options.imatrix?.get(p.name),
+      options.encode,
+    );
     yield bytes;
     const pad = (alignment - (p.byteLength % alignment)) % alignment;
     if (pad > 0) yield new Uint8Array(pad);

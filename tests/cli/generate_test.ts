@@ -50,7 +50,7 @@ conformanceTest(
           fixture("gguf/stories260K.gguf"),
           "-p",
           "Once",
-          "-t",
+          "--temp",
           "0.9",
           "--top-k",
           "20",
@@ -96,7 +96,7 @@ conformanceTest(
           "Once upon a time",
           "--json-schema",
           `${dir}/s.json`,
-          "-t",
+          "--temp",
           "1",
           "--seed",
           seed,
@@ -138,5 +138,56 @@ conformanceTest(
     } finally {
       await Deno.remove(dir, { recursive: true });
     }
+  },
+);
+
+conformanceTest(
+  "cli generate: llama.cpp's spellings -m, --temp, --n-predict, -t, -c give the reference tokens",
+  async () => {
+    const ref: Reference = JSON.parse(
+      await Deno.readTextFile(fixture("llama/stories260K-reference.json")),
+    );
+    const r = await runCli([
+      "generate",
+      "-m",
+      fixture("gguf/stories260K.gguf"),
+      "-p",
+      "",
+      "--temp",
+      "0",
+      "--n-predict",
+      "40",
+      "-t",
+      "2",
+      "--json",
+    ]);
+    assertEquals(r.code, 0, r.err);
+    assertEquals(JSON.parse(r.out).ids, ref.token_ids.slice(0, 40));
+    // -c caps prompt + output: BOS and 24 generated tokens fill 25
+    const c = await runCli([
+      "generate",
+      "-m",
+      fixture("gguf/stories260K.gguf"),
+      "-p",
+      "",
+      "--temp",
+      "0",
+      "-c",
+      "25",
+      "--json",
+    ]);
+    assertEquals(c.code, 0, c.err);
+    assertEquals(JSON.parse(c.out).ids, ref.token_ids.slice(0, 24));
+    const full = await runCli([
+      "generate",
+      "-m",
+      fixture("gguf/stories260K.gguf"),
+      "-p",
+      "Once upon a time",
+      "-c",
+      "3",
+    ]);
+    assertEquals(full.code, 2);
+    assertMatch(full.err, /the prompt is \d+ tokens, the context \(-c\) 3/);
   },
 );

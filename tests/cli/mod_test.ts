@@ -217,6 +217,8 @@ Deno.test("cli: every command's help matches its snapshot, and `help NAME` says 
     "validate",
     "convert",
     "quantize",
+    "perplexity",
+    "imatrix",
     "run",
     "generate",
     "serve",

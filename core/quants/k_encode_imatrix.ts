@@ -1,0 +1,695 @@
+/**
+ * The encoders llama-quantize uses when it has an importance matrix
+ * (ggml's `quantize_row_q2_K_impl`, `_q3_K_impl`, `_q4_K_impl`, `_q5_K_impl`, `_q6_K_impl`,
+ * `_q4_0_impl`, `_q4_1_impl`, `_q5_0_impl`, `_q5_1_impl` with their `quant_weights`, and `make_qkx3_quants`,
+ * `make_qp_quants`, `make_qx_quants` with weights), every float operation
+ * rounded to F32 as C does. They work row by row: the weights are one per
+ * column of a row.
+ *
+ * @module
+ */
+
+import type { DTypeName } from "../dtypes.ts";
+import { UnsupportedDTypeError } from "../errors.ts";
+import { nearestInt, scaleMinK4 } from "./_common.ts";
+import { F_0_1, GROUP_MAX_EPS } from "./_k_search.ts";
+import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
+import { quantizeQ8_0 } from "./legacy.ts";
+
+const f = Math.fround;
+
+/** `make_qx_quants(n, nmax, x, L, 1, qw)`: symmetric codes weighted by `qw`. */
+function makeQxW(
+  n: number,
+  nmax: number,
+  x: Float32Array,
+  s: number,
+  L: Int32Array,
+  lo: number,
+  qw: Float32Array,
+  qo: number,
+): number {
+  let max = 0, amax = 0;
+  for (let i = 0; i < n; i++) {
+    const ax = Math.abs(x[s + i]);
+    if (ax > amax) amax = ax, max = x[s + i];
+  }
+  if (amax < GROUP_MAX_EPS) {
+    for (let i = 0; i < n; i++) L[lo + i] = 0;
+    return 0;
+  }
+  let iscale = f(-nmax / max);
+  let sumlx = 0, suml2 = 0;
+  for (let i = 0; i < n; i++) {
+    const xi = x[s + i];
+    let l = nearestInt(f(iscale * xi));
+    l = Math.max(-nmax, Math.min(nmax - 1, l));
+    L[lo + i] = l + nmax;
+    const w = qw[qo + i];
+    sumlx = f(sumlx + f(f(w * xi) * l));
+    suml2 = f(suml2 + f(f(w * l) * l));
+  }
+  let scale = suml2 ? f(sumlx / suml2) : 0;
+  let best = f(scale * sumlx);
+  for (let is = -9; is <= 9; is++) {
+    if (is === 0) continue;
+    iscale = f(-f(nmax + f(F_0_1 * is)) / max);
+    sumlx = 0;
+    suml2 = 0;
+    for (let i = 0; i < n; i++) {
+      const xi = x[s + i];
+      let l = nearestInt(f(iscale * xi));
+      l = Math.max(-nmax, Math.min(nmax - 1, l));
+      const w = qw[qo + i];
+      sumlx = f(sumlx + f(f(w * xi) * l));
+      suml2 = f(suml2 + f(f(w * l) * l));
+    }
+    if (suml2 > 0 && f(sumlx * sumlx) > f(best * suml2)) {
+      for (let i = 0; i < n; i++) {
+        const l = nearestInt(f(iscale * x[s + i]));
+        L[lo + i] = nmax + Math.max(-nmax, Math.min(nmax - 1, l));
+      }
+      scale = f(sumlx / suml2);
+      best = f(scale * sumlx);
+    }
+  }
+  return scale;
+}
+
+/** `make_qkx3_quants` with weights, `use_mad = false`; the min goes to `mins[mi]`. */
+function makeQkx3(
+  n: number,
+  nmax: number,
+  x: Float32Array,
+  s: number,
+  w: Float32Array,
+  L: Int32Array,
+  lo: number,
+  mins: Float32Array,
+  mi: number,
+  Laux: Int32Array,
+  rmin: number,
+  rdelta: number,
+  nstep: number,
+): number {
+  let min = x[s], max = x[s];
+  let sumW = w[0];
+  let sumX = f(sumW * x[s]);
+  for (let i = 1; i < n; i++) {
+    const xi = x[s + i];
+    if (xi < min) min = xi;
+    if (xi > max) max = xi;
+    sumW = f(sumW + w[i]);
+    sumX = f(sumX + f(w[i] * xi));
+  }
+  if (min > 0) min = 0;
+  if (max <= min) {
+    for (let i = 0; i < n; i++) L[lo + i] = 0;
+    mins[mi] = -min;
+    return 0;
+  }
+  let iscale = f(nmax / f(max - min));
+  let scale = f(1 / iscale);
+  let bestMad = 0;
+  for (let i = 0; i < n; i++) {
+    const l = nearestInt(f(iscale * f(x[s + i] - min)));
+    L[lo + i] = Math.max(0, Math.min(nmax, l));
+    let diff = f(f(f(scale * L[lo + i]) + min) - x[s + i]);
+    diff = f(diff * diff);
+    bestMad = f(bestMad + f(w[i] * diff));
+  }
+  if (nstep < 1) {
+    mins[mi] = -min;
+    return scale;
+  }
+  for (let is = 0; is <= nstep; is++) {
+    iscale = f(f(f(rmin + f(rdelta * is)) + nmax) / f(max - min));
+    let sumL = 0, sumL2 = 0, sumXL = 0;
+    for (let i = 0; i < n; i++) {
+      let l = nearestInt(f(iscale * f(x[s + i] - min)));
+      l = Math.max(0, Math.min(nmax, l));
+      Laux[i] = l;
+      const wi = w[i];
+      sumL = f(sumL + f(wi * l));
+      sumL2 = f(sumL2 + f(f(wi * l) * l));
+      sumXL = f(sumXL + f(f(wi * l) * x[s + i]));
+    }
+    const D = f(f(sumW * sumL2) - f(sumL * sumL));
+    if (D > 0) {
+      let thisScale = f(f(f(sumW * sumXL) - f(sumX * sumL)) / D);
+      let thisMin = f(f(f(sumL2 * sumX) - f(sumL * sumXL)) / D);
+      if (thisMin > 0) {
+        thisMin = 0;
+        thisScale = f(sumXL / sumL2);
+      }
+      let mad = 0;
+      for (let i = 0; i < n; i++) {
+        let diff = f(f(f(thisScale * Laux[i]) + thisMin) - x[s + i]);
+        diff = f(diff * diff);
+        mad = f(mad + f(w[i] * diff));
+      }
+      if (mad < bestMad) {
+        for (let i = 0; i < n; i++) L[lo + i] = Laux[i];
+        bestMad = mad;
+        scale = thisScale;
+        min = thisMin;
+      }
+    }
+  }
+  mins[mi] = -min;
+  return scale;
+}
+
+/** `make_qp_quants`: non-negative codes up to `nmax` for the scales, weighted. */
+function makeQp(
+  n: number,
+  nmax: number,
+  x: Float32Array,
+  L: Int32Array,
+  qw: Float32Array,
+): number {
+  let max = 0;
+  for (let i = 0; i < n; i++) max = Math.max(max, x[i]);
+  if (max < GROUP_MAX_EPS) {
+    for (let i = 0; i < n; i++) L[i] = 0;
+    return 0;
+  }
+  let iscale = f(nmax / max);
+  for (let i = 0; i < n; i++) L[i] = nearestInt(f(iscale * x[i]));
+  const scale = f(1 / iscale);
+  let bestMse = 0;
+  for (let i = 0; i < n; i++) {
+    const diff = f(x[i] - f(scale * L[i]));
+    bestMse = f(bestMse + f(f(qw[i] * diff) * diff));
+  }
+  for (let is = -4; is <= 4; is++) {
+    if (is === 0) continue;
+    const iscaleIs = f(f(f(F_0_1 * is) + nmax) / max);
+    const scaleIs = f(1 / iscaleIs);
+    let mse = 0;
+    for (let i = 0; i < n; i++) {
+      let l = nearestInt(f(iscaleIs * x[i]));
+      l = Math.min(nmax, l);
+      const diff = f(x[i] - f(scaleIs * l));
+      mse = f(mse + f(f(qw[i] * diff) * diff));
+    }
+    if (mse < bestMse) {
+      bestMse = mse;
+      iscale = iscaleIs;
+    }
+  }
+  let sumlx = 0, suml2 = 0;
+  for (let i = 0; i < n; i++) {
+    let l = nearestInt(f(iscale * x[i]));
+    l = Math.min(nmax, l);
+    L[i] = l;
+    sumlx = f(sumlx + f(f(qw[i] * x[i]) * l));
+    suml2 = f(suml2 + f(f(qw[i] * l) * l));
+  }
+  for (let itry = 0; itry < 5; itry++) {
+    let changed = 0;
+    for (let i = 0; i < n; i++) {
+      const w = qw[i];
+      let slx = f(sumlx - f(f(w * x[i]) * L[i]));
+      let sl2 = f(suml2 - f(f(w * L[i]) * L[i]));
+      if (slx > 0 && sl2 > 0) {
+        let nl = nearestInt(f(f(x[i] * sl2) / slx));
+        nl = Math.min(nmax, nl);
+        if (nl !== L[i]) {
+          slx = f(slx + f(f(w * x[i]) * nl));
+          sl2 = f(sl2 + f(f(w * nl) * nl));
+          if (f(f(slx * slx) * suml2) > f(f(sumlx * sumlx) * sl2)) {
+            L[i] = nl;
+            sumlx = slx;
+            suml2 = sl2;
+            changed++;
+          }
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return suml2 > 0 ? f(sumlx / suml2) : 0;
+}
+
+function packK4(out: Uint8Array, sc: number, Ls: Int32Array, Lm: Int32Array) {
+  for (let j = 0; j < 8; j++) {
+    const ls = Math.min(63, Ls[j]) & 255, lm = Math.min(63, Lm[j]) & 255;
+    if (j < 4) {
+      out[sc + j] = ls;
+      out[sc + j + 4] = lm;
+    } else {
+      out[sc + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
+      out[sc + j - 4] |= (ls >> 4) << 6;
+      out[sc + j] |= (lm >> 4) << 6;
+    }
+  }
+}
+
+/** One 256-block of Q4_K (nmax 15) or Q5_K (nmax 31), codes left in `L`. */
+function k4Block(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  qo: number,
+  out: Uint8Array,
+  o: number,
+  nmax: number,
+  L: Int32Array,
+): void {
+  const weights = new Float32Array(32), sw = new Float32Array(8);
+  const mins = new Float32Array(8), scales = new Float32Array(8);
+  const Laux = new Int32Array(32), Ls = new Int32Array(8);
+  const Lm = new Int32Array(8), sm = new Int32Array(2);
+  let sumX2 = 0;
+  for (let l = 0; l < 256; l++) sumX2 = f(sumX2 + f(x[s + l] * x[s + l]));
+  const sigma2 = f(f(2 * sumX2) / 256);
+  for (let j = 0; j < 8; j++) {
+    let sumw = 0;
+    for (let l = 0; l < 32; l++) {
+      const xv = x[s + 32 * j + l];
+      weights[l] = f(
+        qw[qo + 32 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))),
+      );
+      sumw = f(sumw + weights[l]);
+    }
+    sw[j] = sumw;
+    scales[j] = makeQkx3(
+      32,
+      nmax,
+      x,
+      s + 32 * j,
+      weights,
+      L,
+      32 * j,
+      mins,
+      j,
+      Laux,
+      f(-0.9),
+      f(0.05),
+      36,
+    );
+  }
+  const dBlock = makeQp(8, 63, scales, Ls, sw);
+  const mBlock = makeQp(8, 63, mins, Lm, sw);
+  packK4(out, o + 4, Ls, Lm);
+  writeHalf(out, o, dBlock);
+  writeHalf(out, o + 2, mBlock);
+  const dAll = readHalf(out, o), mAll = readHalf(out, o + 2);
+  for (let j = 0; j < 8; j++) {
+    scaleMinK4(j, out, o + 4, sm);
+    const d = f(dAll * sm[0]);
+    if (!d) continue;
+    const dm = f(mAll * sm[1]);
+    for (let ii = 0; ii < 32; ii++) {
+      const l = nearestInt(f(f(x[s + 32 * j + ii] + dm) / d));
+      L[32 * j + ii] = Math.max(0, Math.min(nmax, l));
+    }
+  }
+}
+
+function q4K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256);
+  k4Block(x, s, qw, 0, out, o, 15, L);
+  for (let j = 0, q = o + 16; j < 256; j += 64, q += 32) {
+    for (let l = 0; l < 32; l++) out[q + l] = L[j + l] | (L[j + l + 32] << 4);
+  }
+}
+
+function q5K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256);
+  k4Block(x, s, qw, 0, out, o, 31, L);
+  const qh = o + 16;
+  let ql = o + 48, m1 = 1, m2 = 2;
+  for (let n = 0; n < 256; n += 64) {
+    for (let j = 0; j < 32; j++) {
+      let l1 = L[n + j], l2 = L[n + j + 32];
+      if (l1 > 15) l1 -= 16, out[qh + j] |= m1;
+      if (l2 > 15) l2 -= 16, out[qh + j] |= m2;
+      out[ql + j] = l1 | (l2 << 4);
+    }
+    m1 <<= 2;
+    m2 <<= 2;
+    ql += 32;
+  }
+}
+
+function q6K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256), scales = new Float32Array(16);
+  let maxScale = 0, maxAbs = 0;
+  for (let ib = 0; ib < 16; ib++) {
+    const sc = makeQxW(16, 32, x, s + 16 * ib, L, 16 * ib, qw, 16 * ib);
+    scales[ib] = sc;
+    if (Math.abs(sc) > maxAbs) maxAbs = Math.abs(sc), maxScale = sc;
+  }
+  if (maxAbs < GROUP_MAX_EPS) {
+    out.fill(0, o, o + 210);
+    return;
+  }
+  const iscale = f(-128 / maxScale);
+  writeHalf(out, o + 208, f(1 / iscale));
+  for (let ib = 0; ib < 16; ib++) {
+    out[o + 192 + ib] = Math.min(127, nearestInt(f(iscale * scales[ib]))) & 255;
+  }
+  const dAll = readHalf(out, o + 208);
+  for (let j = 0; j < 16; j++) {
+    const d = f(dAll * ((out[o + 192 + j] << 24) >> 24));
+    if (!d) continue;
+    for (let ii = 0; ii < 16; ii++) {
+      const l = nearestInt(f(x[s + 16 * j + ii] / d));
+      L[16 * j + ii] = Math.max(-32, Math.min(31, l)) + 32;
+    }
+  }
+  for (let j = 0, ql = o, qh = o + 128; j < 256; j += 128, ql += 64, qh += 32) {
+    for (let l = 0; l < 32; l++) {
+      out[ql + l] = (L[j + l] & 15) | ((L[j + l + 64] & 15) << 4);
+      out[ql + l + 32] = (L[j + l + 32] & 15) | ((L[j + l + 96] & 15) << 4);
+      out[qh + l] = (L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+        ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6);
+    }
+  }
+}
+
+function pack2(L: Int32Array, out: Uint8Array, q: number): void {
+  for (let j = 0; j < 256; j += 128) {
+    for (let l = 0; l < 32; l++) {
+      out[q + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) |
+        (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
+    }
+  }
+}
+
+/** One 256-block of Q2_K with weights (`quantize_row_q2_K_impl`). */
+function q2K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256), Laux = new Int32Array(16);
+  const mins = new Float32Array(16), scales = new Float32Array(16);
+  const sw = new Float32Array(16), weight = new Float32Array(16);
+  const Ls = new Int32Array(16), Lm = new Int32Array(16);
+  let sumx2 = 0;
+  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
+  const sigma2 = f(sumx2 / 256);
+  for (let j = 0; j < 16; j++) {
+    for (let l = 0; l < 16; l++) {
+      const xv = x[s + 16 * j + l];
+      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+    }
+    for (let l = 0; l < 16; l++) sw[j] = f(sw[j] + weight[l]);
+    scales[j] = makeQkx3(
+      16,
+      3,
+      x,
+      s + 16 * j,
+      weight,
+      L,
+      16 * j,
+      mins,
+      j,
+      Laux,
+      f(-0.9),
+      f(0.05),
+      36,
+    );
+  }
+  const dm0 = makeQp(16, 15, scales, Ls, sw);
+  const mm0 = makeQp(16, 15, mins, Lm, sw);
+  writeHalf(out, o + 80, dm0);
+  writeHalf(out, o + 82, mm0);
+  const dm = readHalf(out, o + 80), mm = readHalf(out, o + 82);
+  for (let j = 0; j < 16; j++) out[o + j] = (Ls[j] | (Lm[j] << 4)) & 255;
+  for (let j = 0; j < 16; j++) {
+    const d = f(dm * (out[o + j] & 0xf));
+    if (!d) continue;
+    const m = f(mm * (out[o + j] >> 4));
+    for (let ii = 0; ii < 16; ii++) {
+      const l = nearestInt(f(f(x[s + 16 * j + ii] + m) / d));
+      L[16 * j + ii] = Math.max(0, Math.min(3, l));
+    }
+  }
+  pack2(L, out, o + 16);
+}
+
+/** One 256-block of Q3_K with weights (`quantize_row_q3_K_impl`). */
+function q3K(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  const L = new Int32Array(256), scales = new Float32Array(16);
+  const weight = new Float32Array(16), sw = new Float32Array(16);
+  const Ls = new Int32Array(16);
+  let sumx2 = 0;
+  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
+  const sigma2 = f(f(2 * sumx2) / 256);
+  for (let j = 0; j < 16; j++) {
+    let sumw = 0;
+    for (let l = 0; l < 16; l++) {
+      const xv = x[s + 16 * j + l];
+      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+      sumw = f(sumw + weight[l]);
+    }
+    sw[j] = sumw;
+    scales[j] = makeQxW(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
+  }
+  const sc = o + 96;
+  out.fill(0, sc, sc + 12);
+  const dBlock = makeQxW(16, 32, scales, 0, Ls, 0, sw, 0);
+  for (let j = 0; j < 16; j++) {
+    let l = Ls[j];
+    if (j < 8) out[sc + j] = l & 0xf;
+    else out[sc + j - 8] |= (l & 0xf) << 4;
+    l >>= 4;
+    out[sc + 8 + (j % 4)] |= l << (2 * (j >> 2));
+  }
+  writeHalf(out, o + 108, dBlock);
+  const dAll = readHalf(out, o + 108);
+  for (let j = 0; j < 16; j++) {
+    const lo4 = j < 8 ? out[sc + j] & 0xf : out[sc + j - 8] >> 4;
+    const scv = (((lo4 | (((out[sc + 8 + (j % 4)] >> (2 * (j >> 2))) & 3) <<
+      4)) << 24) >> 24) - 32;
+    const d = f(dAll * scv);
+    if (!d) continue;
+    for (let ii = 0; ii < 16; ii++) {
+      const l = nearestInt(f(x[s + 16 * j + ii] / d));
+      L[16 * j + ii] = Math.max(-4, Math.min(3, l)) + 4;
+    }
+  }
+  out.fill(0, o, o + 32);
+  let m = 0, hm = 1;
+  for (let j = 0; j < 256; j++) {
+    if (L[j] > 3) {
+      out[o + m] |= hm;
+      L[j] -= 4;
+    }
+    if (++m === 32) {
+      m = 0;
+      hm <<= 1;
+    }
+  }
+  pack2(L, out, o + 32);
+}
+
+/**
+ * One row of a 32-block legacy type with weights (`quantize_row_q4_0_impl`,
+ * `_q4_1_impl`, `_q5_0_impl`, `_q5_1_impl`).
+ */
+function legacyRow(
+  type: "Q4_0" | "Q4_1" | "Q5_0" | "Q5_1",
+  x: Float32Array,
+  s: number,
+  n: number,
+  qw: Float32Array,
+  out: Uint8Array,
+  o: number,
+) {
+  let sumX2 = 0;
+  for (let j = 0; j < n; j++) sumX2 = f(sumX2 + f(x[s + j] * x[s + j]));
+  const sigma2 = f(sumX2 / n);
+  const w = new Float32Array(32), L = new Int32Array(32);
+  const Laux = new Int32Array(32), min = new Float32Array(1);
+  const bb = BLOCK[type]![1];
+  const dv = new DataView(out.buffer, out.byteOffset);
+  for (let ib = 0; ib < n / 32; ib++) {
+    const xs = s + 32 * ib;
+    for (let j = 0; j < 32; j++) {
+      const xv = x[xs + j];
+      w[j] = f(qw[32 * ib + j] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+    }
+    const b = o + bb * ib;
+    let q = b + 2;
+    if (type === "Q4_0" || type === "Q5_0") {
+      const d = makeQxW(32, type === "Q4_0" ? 8 : 16, x, xs, L, 0, w, 0);
+      dv.setUint16(b, f32ToHalfBits(d), true);
+    } else {
+      const d = makeQkx3(
+        32,
+        type === "Q4_1" ? 15 : 31,
+        x,
+        xs,
+        w,
+        L,
+        0,
+        min,
+        0,
+        Laux,
+        f(-0.9),
+        f(0.05),
+        36,
+      );
+      dv.setUint16(b, f32ToHalfBits(d), true);
+      dv.setUint16(b + 2, f32ToHalfBits(-min[0]), true);
+      q += 2;
+    }
+    if (type === "Q4_0" || type === "Q4_1") {
+      for (let j = 0; j < 16; j++) out[q + j] = L[j] | (L[j + 16] << 4);
+      continue;
+    }
+    let qh = 0;
+    for (let j = 0; j < 16; j++) {
+      const a = L[j] & 255, c = L[j + 16] & 255;
+      out[q + 4 + j] = (a & 15) | ((c & 15) << 4);
+      qh |= ((a & 0x10) >>> 4) << j;
+      qh |= ((c & 0x10) >>> 4) << (j + 16);
+    }
+    dv.setUint32(q, qh >>> 0, true);
+  }
+}
+
+/**
+ * Types {@link quantizeWithImatrix} encodes with an importance matrix.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { IMATRIX_QUANTIZE_TYPES } from "./k_encode_imatrix.ts";
+ * assert(IMATRIX_QUANTIZE_TYPES.includes("Q4_K"));
+ * ```
+ */
+export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
+  "Q2_K",
+  "Q3_K",
+  "Q4_K",
+  "Q5_K",
+  "Q6_K",
+  "Q4_0",
+  "Q4_1",
+  "Q5_0",
+  "Q5_1",
+  "Q8_0",
+];
+
+const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
+  Q2_K: [256, 84],
+  Q3_K: [256, 110],
+  Q4_K: [256, 144],
+  Q5_K: [256, 176],
+  Q6_K: [256, 210],
+  Q4_0: [32, 18],
+  Q4_1: [32, 20],
+  Q5_0: [32, 22],
+  Q5_1: [32, 24],
+};
+
+/**
+ * Encodes rows as llama-quantize does with an importance matrix
+ * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K, Q4_0,
+ * Q4_1, Q5_0 and Q5_1 with their weighted searches; Q8_0 ignores the
+ * weights; Q2_K and Q3_K too.
+ *
+ * @param type The target type.
+ * @param x Values, `rows × perRow`.
+ * @param perRow Values per row.
+ * @param weights One weight per column (`perRow`), or per column of each
+ * expert matrix one after another when `rowsPerMatrix` is given.
+ * @param rowsPerMatrix Rows per expert matrix (3-D tensors). @default {all rows}
+ * @returns The blocks.
+ * @throws {UnsupportedDTypeError} For a type without a weighted encoder here.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { quantizeWithImatrix } from "./k_encode_imatrix.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const out = quantizeWithImatrix("Q4_K", x, 256, new Float32Array(256).fill(1));
+ * assert(out.length === 144);
+ * ```
+ */
+export function quantizeWithImatrix(
+  type: DTypeName,
+  x: Float32Array,
+  perRow: number,
+  weights: Float32Array,
+  rowsPerMatrix?: number,
+): Uint8Array {
+  if (type === "Q8_0") return quantizeQ8_0(x);
+  const b = BLOCK[type];
+  if (!b) {
+    throw new UnsupportedDTypeError(
+      type,
+      `modelhost has no importance-matrix encoder for ${type} (it has ${
+        IMATRIX_QUANTIZE_TYPES.join(", ")
+      })`,
+    );
+  }
+  const [bs, bb] = b;
+  const rows = x.length / perRow;
+  const rowBytes = (perRow / bs) * bb;
+  const out = new Uint8Array(rows * rowBytes);
+  const per = rowsPerMatrix ?? rows;
+  for (let r = 0; r < rows; r++) {
+    const m = Math.floor(r / per);
+    const qwRow = weights.subarray(m * perRow, (m + 1) * perRow);
+    const s = r * perRow, o = r * rowBytes;
+    if (bs === 32) {
+      legacyRow(
+        type as "Q4_0" | "Q4_1" | "Q5_0" | "Q5_1",
+        x,
+        s,
+        perRow,
+        qwRow,
+        out,
+        o,
+      );
+      continue;
+    }
+    for (let i = 0; i < perRow / 256; i++) {
+      const qw = qwRow.subarray(256 * i, 256 * i + 256);
+      const enc = type === "Q2_K"
+        ? q2K
+        : type === "Q3_K"
+        ? q3K
+        : type === "Q4_K"
+        ? q4K
+        : type === "Q5_K"
+        ? q5K
+        : q6K;
+      enc(x, s + 256 * i, qw, out, o + bb * i);
+    }
+  }
+  return out;
+}
