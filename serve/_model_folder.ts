@@ -17,6 +17,7 @@ import { checkNetworkTensors } from "../core/network.ts";
 import type { FormatPlugin } from "../core/plugin.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { modelBuildProblem } from "./_buildable.ts";
 import { HttpError, tooLarge } from "./_http.ts";
 import {
   type Candidate,
@@ -618,6 +619,14 @@ export class ModelFolder {
             })`,
           );
         }
+      }
+      // Linked only if the model it holds would build (hyperparameters
+      // against tensors, before any weight is read).
+      const problem = modelBuildProblem(opened.file, name);
+      if (problem !== undefined) {
+        throw fail(
+          `${problem} (it would not build)`.replaceAll(tmp, "the upload"),
+        );
       }
       return format;
     } finally {

@@ -10,6 +10,7 @@ import { parseNetwork } from "../core/network.ts";
 import type { Model } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { checkTransformerTensors, modelBuildProblem } from "./_buildable.ts";
 import { readChatTemplateFiles } from "../io/transformer.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "../models/gguf_config.ts";
 import {
@@ -238,6 +239,13 @@ async function readHf(
     };
     if (supported) {
       const cfg = configFromHf(config!, join(c.file, "config.json"));
+      const m = opened.file.models[0];
+      checkTransformerTensors(
+        cfg,
+        new Map(m.tensors.names().map((n) => [n, m.tensors.info(n)])),
+        "hf",
+        c.file,
+      );
       const files = await readChatTemplateFiles(c.path);
       const found = files ?? tokCfg?.chat_template;
       const tpl = typeof found === "string"
@@ -290,6 +298,8 @@ async function readFile(
     ) {
       const names = models[0].tensors.names();
       const cfg = configFromGguf(md, names, { name: c.file });
+      const problem = modelBuildProblem(opened.file, c.file);
+      if (problem !== undefined) throw new TypeError(problem);
       const extra: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(md)) {
         if (
