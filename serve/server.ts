@@ -16,6 +16,7 @@ import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import type { Registry } from "../registry.ts";
 import { ModelCache } from "./_cache.ts";
 import type { Log, ServerParts } from "./_context.ts";
+import { LOCAL_ORIGINS, requestGuard } from "./_guard.ts";
 import { jsonResponse } from "./_http.ts";
 import { Limiter } from "./_limiter.ts";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, Metrics } from "./_metrics.ts";
@@ -48,6 +49,20 @@ export interface ServeOptions {
   hostname?: string;
   /** Bearer token required to upload and delete models. @default {undefined} (no token) */
   token?: string;
+  /**
+   * `Host` names accepted besides `localhost`, `*.localhost`, IP literals
+   * and `hostname` (DNS-rebinding protection); `*` accepts any, and
+   * `*.example.com` patterns match subdomains. @default {[]}
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins a browser page may call from (CORS; `*` wildcards), besides
+   * the server's own. Requests that change or run something (every method
+   * but GET, HEAD, OPTIONS) from another origin are refused with 403
+   * unless they carry the token. @default {LOCAL_ORIGINS} (http(s) on
+   * localhost, 127.0.0.1 and [::1], any port)
+   */
+  allowedOrigins?: readonly string[];
   /** Most rows in one batched forward pass; 1 turns batching off. @default {32} */
   maxBatch?: number;
   /** Longest a prediction waits for others to join its batch, ms. @default {2} */
@@ -206,6 +221,12 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       log,
       timeoutMs: o.timeoutMs,
       uploadTimeoutMs: o.uploadTimeoutMs,
+      guard: requestGuard({
+        hostname: o.hostname,
+        allowedHosts: o.allowedHosts ?? [],
+        allowedOrigins: o.allowedOrigins ?? LOCAL_ORIGINS,
+        token: o.token,
+      }),
     },
   );
   const httpServer = Deno.serve({
