@@ -16,6 +16,15 @@ import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import type { Registry } from "../registry.ts";
 import { ModelCache } from "./_cache.ts";
 import type { Log, ServerParts } from "./_context.ts";
+import {
+  BODY_IDLE_TIMEOUT_MS,
+  type Front,
+  HEADER_TIMEOUT_MS,
+  MAX_CONNECTIONS,
+  MAX_HEADER_BYTES,
+  PEER_HEADER,
+  startFront,
+} from "./_front.ts";
 import { LOCAL_ORIGINS, requestGuard } from "./_guard.ts";
 import { jsonResponse } from "./_http.ts";
 import { Limiter } from "./_limiter.ts";
@@ -75,6 +84,12 @@ export interface ServeOptions {
   timeoutMs?: number;
   /** Time limit of an upload, ms. @default {3600000} */
   uploadTimeoutMs?: number;
+  /** How long a client has to send a whole request head, ms (the connection is cut after it). @default {10000} */
+  headerTimeoutMs?: number;
+  /** Longest pause while a request body is still coming in, ms (the connection is cut after it). @default {30000} */
+  bodyIdleTimeoutMs?: number;
+  /** Most client connections at once (503 above). @default {1024} */
+  maxConnections?: number;
   /**
    * Generations running at once, continuously batched per model (each
    * step one forward pass over all of a model's running sequences); more
@@ -139,6 +154,9 @@ export const serveDefaults = {
   maxUploadBytes: 8 * 1024 ** 3,
   timeoutMs: 120_000,
   uploadTimeoutMs: 3_600_000,
+  headerTimeoutMs: HEADER_TIMEOUT_MS,
+  bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
+  maxConnections: MAX_CONNECTIONS,
   maxConcurrentGenerations: 8,
   prefillChunk: 64,
   threads: 1,
@@ -229,13 +247,19 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       }),
     },
   );
-  const httpServer = Deno.serve({
-    port: o.port,
-    hostname: o.hostname,
-    onListen: () => {},
-    handler: requests.handle,
-  });
-  const addr = httpServer.addr as Deno.NetAddr;
+  const { httpServer, front, removeSocket } = await listen(
+    o,
+    requests.handle,
+    (status, reason, peer) => {
+      parts.metrics.inc(
+        "modelhost_connections_refused_total",
+        "Connections the front door answered or cut itself",
+        { status: String(status) },
+      );
+      log("warn", "connection refused", { status, reason, remote: peer });
+    },
+  );
+  const addr = front.addr;
   const host = addr.hostname.includes(":")
     ? `[${addr.hostname}]`
     : addr.hostname;
@@ -263,7 +287,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     closed ??= (async () => {
       requests.close();
       stop();
+      const stopping = front.close(1_000);
       await httpServer.shutdown();
+      await stopping;
+      await removeSocket();
       release();
       if (o.threads > 1) await shutdownKernels();
       log("info", "closed", { url });
@@ -282,6 +309,89 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   };
 }
 
+/**
+ * Starts `Deno.serve` on a private Unix socket (a loopback port on
+ * Windows) and the front door on the asked address (see `_front.ts`: head
+ * and body deadlines, early refusals, one request per connection). The
+ * handler sees the client's address and an `http:` URL, as if it were
+ * listening itself.
+ */
+async function listen(
+  o: Resolved,
+  handle: (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response>,
+  onRefuse: (status: number, reason: string, peer: string) => void,
+): Promise<
+  {
+    httpServer: Deno.HttpServer;
+    front: Front;
+    removeSocket: () => Promise<void>;
+  }
+> {
+  const handler = (req: Request, info: Deno.ServeHandlerInfo) => {
+    const peer = req.headers.get(PEER_HEADER) ?? "unknown";
+    const url = req.url.startsWith("http+unix:")
+      ? "http:" + req.url.slice("http+unix:".length)
+      : req.url;
+    const headers = new Headers(req.headers);
+    headers.delete(PEER_HEADER);
+    const inner = new Request(url, {
+      method: req.method,
+      headers,
+      body: req.body,
+    });
+    return handle(inner, {
+      ...info,
+      remoteAddr: { transport: "tcp", hostname: peer, port: 0 },
+    });
+  };
+  const sockDir = Deno.build.os === "windows"
+    ? undefined
+    : await Deno.makeTempDir({ prefix: "modelhost-http-" });
+  const httpServer = sockDir
+    ? Deno.serve({
+      transport: "unix",
+      path: `${sockDir}/http.sock`,
+      onListen: () => {},
+      handler,
+    })
+    : Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen: () => {},
+      handler,
+    });
+  let front: Front;
+  try {
+    front = startFront({
+      hostname: o.hostname,
+      port: o.port,
+      backend: sockDir ? { transport: "unix", path: `${sockDir}/http.sock` } : {
+        hostname: "127.0.0.1",
+        port: (httpServer.addr as Deno.NetAddr).port,
+      },
+      headerTimeoutMs: o.headerTimeoutMs,
+      bodyIdleTimeoutMs: o.bodyIdleTimeoutMs,
+      maxHeaderBytes: MAX_HEADER_BYTES,
+      maxConnections: o.maxConnections,
+      maxBodyBytes: Math.max(o.maxBodyBytes, o.maxUploadBytes),
+      onRefuse,
+    });
+  } catch (e) {
+    await httpServer.shutdown();
+    if (sockDir) await Deno.remove(sockDir, { recursive: true });
+    throw e;
+  }
+  return {
+    httpServer,
+    front,
+    removeSocket: async () => {
+      if (sockDir) {
+        await Deno.remove(sockDir, { recursive: true }).catch(() => {});
+      }
+    },
+  };
+}
+
 /** {@link ServeOptions} with every default filled in. */
 type Resolved =
   & ServeOptions
@@ -297,6 +407,9 @@ function withDefaults(options: ServeOptions): Resolved {
       "maxUploadBytes",
       "timeoutMs",
       "uploadTimeoutMs",
+      "headerTimeoutMs",
+      "bodyIdleTimeoutMs",
+      "maxConnections",
       "maxConcurrentGenerations",
       "prefillChunk",
       "threads",
