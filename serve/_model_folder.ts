@@ -260,6 +260,27 @@ export class ModelFolder {
     return sorted;
   }
 
+  /**
+   * Removes what an interrupted upload or version folder left behind
+   * (`.upload-*.partial` files, `.add-*.partial` folders: a server killed
+   * mid-write never reaches its own cleanup); run at start-up, before any
+   * upload. `.pull-*.partial` downloads are kept: `/api/pull` resumes them.
+   * Returns the names removed.
+   */
+  async sweep(): Promise<string[]> {
+    const removed: string[] = [];
+    for await (const e of Deno.readDir(this.dir)) {
+      if (!/^\.(upload|add)-[\w-]+\.partial$/.test(e.name)) continue;
+      try {
+        await Deno.remove(join(this.dir, e.name), { recursive: true });
+        removed.push(e.name);
+      } catch (err) {
+        if (!(err instanceof Deno.errors.NotFound)) throw err;
+      }
+    }
+    return removed.sort();
+  }
+
   /** Forgets the last scan (after a change on disk). */
   invalidate(): void {
     this.#listing = undefined;

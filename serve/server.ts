@@ -225,6 +225,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   const log = logTo(o.log);
   if (o.threads > 1) await configureKernels({ threads: o.threads });
   const { parts, stop, release } = createParts(o, log);
+  const swept = await parts.folder.sweep();
+  if (swept.length > 0) {
+    log("warn", "removed leftovers of interrupted uploads", { files: swept });
+  }
   const requests = dispatcher(
     [
       ...serviceRoutes(parts),
@@ -346,7 +350,8 @@ async function listen(
   };
   const sockDir = Deno.build.os === "windows"
     ? undefined
-    : await Deno.makeTempDir({ prefix: "modelhost-http-" });
+    : await Deno.makeTempDir({ prefix: `modelhost-http-${Deno.pid}-` });
+  if (sockDir) await sweepSockets(sockDir);
   const httpServer = sockDir
     ? Deno.serve({
       transport: "unix",
@@ -390,6 +395,28 @@ async function listen(
       }
     },
   };
+}
+
+/**
+ * Removes the socket folders of servers that were killed (their process
+ * is gone), beside the new one; Linux only (`/proc`), best effort.
+ */
+async function sweepSockets(mine: string): Promise<void> {
+  const parent = mine.slice(0, mine.lastIndexOf("/"));
+  try {
+    await Deno.stat("/proc/self");
+    for await (const e of Deno.readDir(parent)) {
+      const m = e.name.match(/^modelhost-http-(\d+)-/);
+      if (!m || !e.isDirectory || `${parent}/${e.name}` === mine) continue;
+      const alive = await Deno.stat(`/proc/${m[1]}`).then(
+        () => true,
+        () => false,
+      );
+      if (!alive) {
+        await Deno.remove(`${parent}/${e.name}`, { recursive: true });
+      }
+    }
+  } catch { /* no /proc, or not ours to remove */ }
 }
 
 /** {@link ServeOptions} with every default filled in. */
