@@ -7,8 +7,8 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { join } from "@std/path";
-import { REPO_ROOT } from "../_helpers/fixtures.ts";
 import { call } from "./_helpers.ts";
+import { spawnServer } from "./_child.ts";
 import { tinyLlamaGguf } from "./_tiny_llama.ts";
 
 const RUNS = Number(Deno.env.get("MODELHOST_KILL_RUNS") ?? 3);
@@ -23,38 +23,6 @@ function rng(seed: number): () => number {
     s ^= s << 5;
     return (s >>> 0) / 2 ** 32;
   };
-}
-
-/** Starts `modelhost serve DIR` as a child; resolves with it and its URL. */
-async function spawnServer(
-  dir: string,
-): Promise<{ child: Deno.ChildProcess; url: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      join(REPO_ROOT, "cli.ts"),
-      "--quiet",
-      "serve",
-      dir,
-      "--port",
-      "0",
-    ],
-    stdout: "piped",
-    stderr: "null",
-  }).spawn();
-  const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let first = "";
-  while (!first.includes("\n")) {
-    const { done, value } = await out.read();
-    if (done) break;
-    first += value;
-  }
-  out.releaseLock();
-  child.stdout.cancel().catch(() => {});
-  const url = first.match(/^listening on (http:\/\/[^\s]+)\n/)?.[1];
-  assert(url, `unexpected stdout: ${first}`);
-  return { child, url: url! };
 }
 
 /** A body that trickles out in small pieces, so a kill can land mid-upload. */
