@@ -292,8 +292,11 @@ export function startFront(o: FrontOptions): Front {
               );
               if (tail.endsWith("0\r\n\r\n")) bodyOpen = false;
             }
-            armIdle();
+            // The deadline is the client's: it does not run while the
+            // server is slow to take what was sent.
+            clearTimeout(timer);
             await writeAll(back, chunk.subarray(0, n));
+            armIdle();
           }
           await back.closeWrite().catch(() => {});
         } catch { /* either side went away */ }

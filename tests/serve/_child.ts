@@ -9,13 +9,14 @@ import { REPO_ROOT } from "../_helpers/fixtures.ts";
 export async function spawnServer(
   dir: string,
   extra: string[] = [],
+  logs = false,
 ): Promise<{ child: Deno.ChildProcess; url: string }> {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       "-A",
       join(REPO_ROOT, "cli.ts"),
-      "--quiet",
+      ...(logs ? [] : ["--quiet"]),
       "serve",
       dir,
       "--port",
@@ -23,7 +24,7 @@ export async function spawnServer(
       ...extra,
     ],
     stdout: "piped",
-    stderr: "null",
+    stderr: logs ? "piped" : "null",
   }).spawn();
   const out = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let first = "";
