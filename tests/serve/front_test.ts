@@ -156,3 +156,54 @@ Deno.test("serve: a body that stops half way is cut at the idle deadline; an ove
     assertMatch(refused ?? "", /^HTTP\/1\.1 431 /);
   });
 });
+
+Deno.test("serve: one connection carries several requests (Content-Length, chunked and empty bodies, HEAD)", async () => {
+  const { ResponseEnd } = await import("../../serve/_front.ts");
+  await withServer({}, async ({ server }) => {
+    const c = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+    const dec = new TextDecoder();
+    const ask = async (method: string, request: string) => {
+      await c.write(enc.encode(request));
+      const end = new ResponseEnd(method);
+      const buf = new Uint8Array(65536);
+      let text = "";
+      while (true) {
+        const n = await c.read(buf);
+        if (n === null) throw new Error(`closed after: ${text}`);
+        text += dec.decode(buf.subarray(0, n));
+        if (end.feed(buf.subarray(0, n))) return text;
+      }
+    };
+    const body = '{"model":"nope"}';
+    const answers = [
+      await ask("GET", "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+      await ask(
+        "POST",
+        `POST /api/show HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      ),
+      await ask(
+        "POST",
+        `POST /api/show HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"mod\r\n${
+          (body.length - 5).toString(16)
+        }\r\n${body.slice(5)}\r\n0\r\n\r\n`,
+      ),
+      await ask("HEAD", "HEAD / HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+      await ask("GET", "GET /api/version HTTP/1.1\r\nHost: localhost\r\n\r\n"),
+    ];
+    assertEquals(
+      answers.map((a) => a.slice(9, 12)),
+      ["200", "404", "404", "200", "200"],
+    );
+    assertMatch(answers[1], /model \\?"nope\\?" not found/);
+    assertMatch(answers[2], /model \\?"nope\\?" not found/);
+    assertMatch(answers[4], /"version"/);
+    // The client asks to close: the server does after the answer.
+    await c.write(
+      enc.encode(
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+      ),
+    );
+    const last = await readUntilClosed(c, 3_000);
+    assertMatch(last ?? "", /^HTTP\/1\.1 200 /);
+  });
+});
