@@ -14,6 +14,7 @@ import {
   tensorName,
   type TensorRole,
 } from "../models/names.ts";
+import { createTokenizer } from "../tokenizers/mod.ts";
 
 /** Most transformer blocks a served model may have (the largest open models have under 130). */
 export const MAX_SERVED_LAYERS = 1024;
@@ -146,7 +147,7 @@ export function checkTransformerTensors(
  * Why a model file would not build as a served model, or `undefined` when
  * it would (or when it is nothing the server builds from hyperparameters).
  * Llama-family GGUF files: `configFromGguf` on the metadata, then
- * {@link checkTransformerTensors}. Networks with a config are checked by
+ * {@link checkTransformerTensors}, then the vocabulary (as loading builds it). Networks with a config are checked by
  * the folder's own tensor check.
  */
 export function modelBuildProblem(
@@ -167,9 +168,16 @@ export function modelBuildProblem(
       embeddingRows: infos.get("token_embd.weight")?.shape[0],
     });
     checkTransformerTensors(cfg, infos, "gguf", where);
+    // The vocabulary is built as loading builds it (no weights involved).
+    if ("tokenizer.ggml.model" in m.metadata) {
+      createTokenizer(m.metadata, { name: `${where}: GGUF metadata` });
+    }
     return undefined;
   } catch (e) {
-    if (e instanceof TypeError || e instanceof RangeError) return e.message;
+    if (
+      e instanceof TypeError || e instanceof RangeError ||
+      e instanceof SyntaxError
+    ) return e.message;
     throw e;
   }
 }

@@ -297,7 +297,12 @@ async function readFile(
       GGUF_ARCHITECTURES.includes(arch)
     ) {
       const names = models[0].tensors.names();
-      const cfg = configFromGguf(md, names, { name: c.file });
+      const cfg = configFromGguf(md, names, {
+        name: c.file,
+        embeddingRows: models[0].tensors.has("token_embd.weight")
+          ? models[0].tensors.info("token_embd.weight").shape[0]
+          : undefined,
+      });
       const problem = modelBuildProblem(opened.file, c.file);
       if (problem !== undefined) throw new TypeError(problem);
       const extra: Record<string, unknown> = {};

@@ -3,7 +3,8 @@
 // uploads with flipped bytes and hostile hyperparameters) run against a
 // live server in a child process. A case fails when the server dies, answers
 // an untyped error (a 500 whose log line carries a stack: an error no code
-// path expected), takes over 2 s, or grows past 1 GiB of RSS.
+// path expected), takes over 2 s, grows past 1 GiB of RSS, or stores an
+// upload that then lists as invalid (a wrong acceptance).
 //
 // The interface is the small one every fuzz target has: `name`,
 // `generate(seed)` → case, `run(case)` → outcome, so this target can join
@@ -19,7 +20,7 @@ export type FuzzOutcome =
   | { ok: true; status: number }
   | {
     ok: false;
-    kind: "crash" | "untyped" | "hang" | "memory";
+    kind: "crash" | "untyped" | "hang" | "memory" | "accepted";
     detail: string;
   };
 
@@ -401,7 +402,50 @@ export async function serveTarget(): Promise<ServeFuzz> {
           signal: timer,
         });
         status = res.status;
-        await res.arrayBuffer();
+        const answer = await res.arrayBuffer();
+        // A stored model must be one the server can use.
+        if (status === 201) {
+          const kind = (() => {
+            try {
+              return JSON.parse(new TextDecoder().decode(answer)).kind;
+            } catch {
+              return undefined;
+            }
+          })();
+          if (kind === "invalid") {
+            return {
+              ok: false,
+              kind: "accepted",
+              detail: `${c.method} ${c.path}: stored, but it lists as invalid`,
+            };
+          }
+          // A stored language model must load and generate.
+          const stored = JSON.parse(new TextDecoder().decode(answer));
+          if (kind === "llm") {
+            const g = await fetch(`${url}/api/generate`, {
+              method: "POST",
+              body: JSON.stringify({
+                model: `${stored.name}:${stored.version}`,
+                prompt: "a",
+                raw: true,
+                stream: false,
+                options: { num_predict: 1 },
+              }),
+              signal: AbortSignal.timeout(HANG_MS + 3_000),
+            });
+            const text = await g.text();
+            if (g.status !== 200) {
+              return {
+                ok: false,
+                kind: "accepted",
+                detail:
+                  `${c.method} ${c.path}: stored, but generating with it answers ${g.status} ${
+                    text.slice(0, 300)
+                  }`,
+              };
+            }
+          }
+        }
       } catch (e) {
         if (exited) return { ok: false, kind: "crash", detail: String(e) };
         if ((e as Error).name === "TimeoutError") {

@@ -48,6 +48,13 @@ const HOSTILE: [string, Record<string, unknown>, RegExp][] = [
     { "llama.rope.dimension_count": BIG },
     /rope\.dimension_count 2147483647 differs from the head size 4/,
   ],
+  // Found by the server fuzzer: this one was stored (201), then listed as
+  // invalid, and loading it failed.
+  [
+    "no vocabulary",
+    { "tokenizer.ggml.tokens": undefined },
+    /tokenizer\.ggml\.tokens must be an array of strings, found nothing/,
+  ],
   [
     "feed_forward_length wrong",
     { "llama.feed_forward_length": 17 },
