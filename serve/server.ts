@@ -316,7 +316,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
 /**
  * Starts `Deno.serve` on a private Unix socket (a loopback port on
  * Windows) and the front door on the asked address (see `_front.ts`: head
- * and body deadlines, early refusals, one request per connection). The
+ * and body deadlines, early refusals, kept-alive connections). The
  * handler sees the client's address and an `http:` URL, as if it were
  * listening itself.
  */
