@@ -96,6 +96,29 @@ const SERVE_FLAGS: FlagSpec[] = [
     default: serveDefaults.timeoutMs,
   },
   {
+    name: "header-timeout-ms",
+    type: "number",
+    value: "MS",
+    description:
+      "Time a client has to send a request head (the connection is cut after it)",
+    default: serveDefaults.headerTimeoutMs,
+  },
+  {
+    name: "body-idle-timeout-ms",
+    type: "number",
+    value: "MS",
+    description:
+      "Longest pause inside a request body (the connection is cut after it)",
+    default: serveDefaults.bodyIdleTimeoutMs,
+  },
+  {
+    name: "max-connections",
+    type: "number",
+    value: "N",
+    description: "Client connections at once (503 above)",
+    default: serveDefaults.maxConnections,
+  },
+  {
     name: "max-concurrent-generations",
     type: "number",
     value: "N",
@@ -182,6 +205,9 @@ async function runServe(
     maxBodyBytes: num("max-body-bytes"),
     maxUploadBytes: num("max-upload-bytes"),
     timeoutMs: num("timeout-ms"),
+    headerTimeoutMs: num("header-timeout-ms"),
+    bodyIdleTimeoutMs: num("body-idle-timeout-ms"),
+    maxConnections: num("max-connections"),
     maxConcurrentGenerations: num("max-concurrent-generations"),
     prefillChunk: num("prefill-chunk"),
     threads: num("threads"),
