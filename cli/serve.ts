@@ -3,6 +3,7 @@
 // request logs go to stderr unless --quiet.
 
 import { serveDefaults, startServer } from "../serve/server.ts";
+import { LOCAL_ORIGINS, OLLAMA_ORIGINS } from "../serve/_guard.ts";
 import type { Registry } from "../registry.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
 import type { Command } from "./_command.ts";
@@ -31,7 +32,7 @@ const SERVE_FLAGS: FlagSpec[] = [
     name: "ollama",
     type: "boolean",
     description:
-      "Stand in for Ollama: port 11434 (Ollama's) unless --port says otherwise",
+      "Stand in for Ollama: port 11434 (Ollama's) unless --port says otherwise, Ollama's CORS origins",
   },
   {
     name: "token",
@@ -39,6 +40,20 @@ const SERVE_FLAGS: FlagSpec[] = [
     value: "T",
     description:
       "Bearer token required to upload and delete models (or MODELHOST_TOKEN)",
+  },
+  {
+    name: "allowed-hosts",
+    type: "string",
+    value: "H,…",
+    description:
+      "Host names accepted besides localhost, IP literals and --host (DNS-rebinding protection; * accepts any)",
+  },
+  {
+    name: "allowed-origins",
+    type: "string",
+    value: "O,…",
+    description:
+      "Origins browser pages may call from (CORS; * wildcards); default http(s)://localhost|127.0.0.1|[::1] on any port, Ollama's list with --ollama (or OLLAMA_ORIGINS added)",
   },
   {
     name: "ui",
@@ -79,6 +94,29 @@ const SERVE_FLAGS: FlagSpec[] = [
     value: "MS",
     description: "Per-request time limit (504 after it)",
     default: serveDefaults.timeoutMs,
+  },
+  {
+    name: "header-timeout-ms",
+    type: "number",
+    value: "MS",
+    description:
+      "Time a client has to send a request head (the connection is cut after it)",
+    default: serveDefaults.headerTimeoutMs,
+  },
+  {
+    name: "body-idle-timeout-ms",
+    type: "number",
+    value: "MS",
+    description:
+      "Longest pause inside a request body (the connection is cut after it)",
+    default: serveDefaults.bodyIdleTimeoutMs,
+  },
+  {
+    name: "max-connections",
+    type: "number",
+    value: "N",
+    description: "Client connections at once (503 above)",
+    default: serveDefaults.maxConnections,
   },
   {
     name: "max-concurrent-generations",
@@ -143,11 +181,23 @@ async function runServe(
     /^-p\d/.test(a)
   );
   const port = flags.ollama && !portGiven ? OLLAMA_PORT : num("port");
+  const list = (v: unknown) =>
+    typeof v === "string"
+      ? v.split(",").map((x) => x.trim()).filter((x) => x !== "")
+      : [];
+  // Ollama's rule: OLLAMA_ORIGINS adds to the defaults; --allowed-origins replaces them.
+  const allowedOrigins = flags["allowed-origins"] !== undefined
+    ? list(flags["allowed-origins"])
+    : flags.ollama
+    ? [...OLLAMA_ORIGINS, ...list(Deno.env.get("OLLAMA_ORIGINS"))]
+    : [...LOCAL_ORIGINS];
   const stop = new AbortController();
   const server = await startServer({
     dir: positional[0],
     port,
     hostname: flags.host as string,
+    allowedHosts: list(flags["allowed-hosts"]),
+    allowedOrigins,
     token: (flags.token as string | undefined) ??
       Deno.env.get("MODELHOST_TOKEN"),
     maxBatch: num("max-batch"),
@@ -155,6 +205,9 @@ async function runServe(
     maxBodyBytes: num("max-body-bytes"),
     maxUploadBytes: num("max-upload-bytes"),
     timeoutMs: num("timeout-ms"),
+    headerTimeoutMs: num("header-timeout-ms"),
+    bodyIdleTimeoutMs: num("body-idle-timeout-ms"),
+    maxConnections: num("max-connections"),
     maxConcurrentGenerations: num("max-concurrent-generations"),
     prefillChunk: num("prefill-chunk"),
     threads: num("threads"),

@@ -7,6 +7,7 @@ import { loadAllTensors } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { loadTransformer } from "../io/transformer.ts";
+import { limitPromptLength } from "./_prompt_limit.ts";
 import type { BatchEngine } from "../models/batch.ts";
 import type { Transformer } from "../models/transformer.ts";
 import { Batcher, type BatcherOptions } from "./_batcher.ts";
@@ -142,6 +143,7 @@ export class ModelCache {
     let loaded: Loaded;
     if (entry.kind === "llm") {
       const model = await loadTransformer(entry.path);
+      limitPromptLength(model, label);
       const t1 = performance.now();
       const bos = model.tokenizer?.bos ?? model.config.bosTokenId ?? 0;
       model.forward([bos]);

@@ -17,6 +17,7 @@ import { checkNetworkTensors } from "../core/network.ts";
 import type { FormatPlugin } from "../core/plugin.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { modelBuildProblem } from "./_buildable.ts";
 import { HttpError, tooLarge } from "./_http.ts";
 import {
   type Candidate,
@@ -257,6 +258,27 @@ export class ModelFolder {
     );
     this.#listing = { at: performance.now(), models: sorted };
     return sorted;
+  }
+
+  /**
+   * Removes what an interrupted upload or version folder left behind
+   * (`.upload-*.partial` files, `.add-*.partial` folders: a server killed
+   * mid-write never reaches its own cleanup); run at start-up, before any
+   * upload. `.pull-*.partial` downloads are kept: `/api/pull` resumes them.
+   * Returns the names removed.
+   */
+  async sweep(): Promise<string[]> {
+    const removed: string[] = [];
+    for await (const e of Deno.readDir(this.dir)) {
+      if (!/^\.(upload|add)-[\w-]+\.partial$/.test(e.name)) continue;
+      try {
+        await Deno.remove(join(this.dir, e.name), { recursive: true });
+        removed.push(e.name);
+      } catch (err) {
+        if (!(err instanceof Deno.errors.NotFound)) throw err;
+      }
+    }
+    return removed.sort();
   }
 
   /** Forgets the last scan (after a change on disk). */
@@ -618,6 +640,14 @@ export class ModelFolder {
             })`,
           );
         }
+      }
+      // Linked only if the model it holds would build (hyperparameters
+      // against tensors, before any weight is read).
+      const problem = modelBuildProblem(opened.file, name);
+      if (problem !== undefined) {
+        throw fail(
+          `${problem} (it would not build)`.replaceAll(tmp, "the upload"),
+        );
       }
       return format;
     } finally {

@@ -10,6 +10,7 @@ import { parseNetwork } from "../core/network.ts";
 import type { Model } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { checkTransformerTensors, modelBuildProblem } from "./_buildable.ts";
 import { readChatTemplateFiles } from "../io/transformer.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "../models/gguf_config.ts";
 import {
@@ -238,6 +239,13 @@ async function readHf(
     };
     if (supported) {
       const cfg = configFromHf(config!, join(c.file, "config.json"));
+      const m = opened.file.models[0];
+      checkTransformerTensors(
+        cfg,
+        new Map(m.tensors.names().map((n) => [n, m.tensors.info(n)])),
+        "hf",
+        c.file,
+      );
       const files = await readChatTemplateFiles(c.path);
       const found = files ?? tokCfg?.chat_template;
       const tpl = typeof found === "string"
@@ -289,7 +297,14 @@ async function readFile(
       GGUF_ARCHITECTURES.includes(arch)
     ) {
       const names = models[0].tensors.names();
-      const cfg = configFromGguf(md, names, { name: c.file });
+      const cfg = configFromGguf(md, names, {
+        name: c.file,
+        embeddingRows: models[0].tensors.has("token_embd.weight")
+          ? models[0].tensors.info("token_embd.weight").shape[0]
+          : undefined,
+      });
+      const problem = modelBuildProblem(opened.file, c.file);
+      if (problem !== undefined) throw new TypeError(problem);
       const extra: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(md)) {
         if (

@@ -147,6 +147,12 @@ export async function loadLlm(
   const entry = await resolveModel(parts, model);
   ctx.log.model = entry.name;
   ctx.log.version = entry.version;
+  if (entry.kind === "invalid") {
+    throw new HttpError(
+      500,
+      `model "${model}" cannot be loaded: ${entry.error ?? "unreadable"}`,
+    );
+  }
   if (entry.kind !== "llm") {
     throw new HttpError(
       400,

@@ -4,6 +4,7 @@
 // JSON log line when it ends).
 
 import type { Log, RequestContext } from "./_context.ts";
+import type { RequestGuard } from "./_guard.ts";
 import { errorResponse, HttpError, statusOf } from "./_http.ts";
 import { LATENCY_BUCKETS, type Metrics } from "./_metrics.ts";
 
@@ -96,6 +97,8 @@ export interface DispatchOptions {
   timeoutMs: number;
   /** Time limit of a method listed in a route's `uploads`, ms. */
   uploadTimeoutMs: number;
+  /** Host and Origin checks, CORS answers. */
+  guard?: RequestGuard;
 }
 
 /** Answers requests from a route table. */
@@ -152,39 +155,48 @@ export function dispatcher(
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       if (closing) throw new HttpError(503, "The server is shutting down");
-      const m = matchRoute(routes, url.pathname);
-      if (!m) {
-        throw new HttpError(
-          404,
-          `No route for ${req.method} ${url.pathname}`,
+      const early = o.guard?.check(req, url);
+      if (early) {
+        route = "preflight";
+        res = early;
+      } else {
+        const m = matchRoute(routes, url.pathname);
+        if (!m) {
+          throw new HttpError(
+            404,
+            `No route for ${req.method} ${url.pathname}`,
+          );
+        }
+        route = m.route.pattern;
+        onError = m.route.onError;
+        const methods = m.route.methods;
+        const h = Object.hasOwn(methods, req.method)
+          ? methods[req.method]
+          : undefined;
+        if (!h) {
+          throw new HttpError(
+            405,
+            `${req.method} is not allowed on ${route}; allowed: ${
+              Object.keys(methods).join(", ")
+            }`,
+            { allow: Object.keys(methods).join(", ") },
+          );
+        }
+        const limit = m.route.uploads?.includes(req.method)
+          ? o.uploadTimeoutMs
+          : o.timeoutMs;
+        timer = setTimeout(
+          () =>
+            ctl.abort(
+              new HttpError(504, `The request timed out after ${limit} ms`),
+            ),
+          limit,
+        );
+        res = await raceAbort(
+          h({ req, url, ctx, params: m.params }),
+          ctl.signal,
         );
       }
-      route = m.route.pattern;
-      onError = m.route.onError;
-      const methods = m.route.methods;
-      const h = Object.hasOwn(methods, req.method)
-        ? methods[req.method]
-        : undefined;
-      if (!h) {
-        throw new HttpError(
-          405,
-          `${req.method} is not allowed on ${route}; allowed: ${
-            Object.keys(methods).join(", ")
-          }`,
-          { allow: Object.keys(methods).join(", ") },
-        );
-      }
-      const limit = m.route.uploads?.includes(req.method)
-        ? o.uploadTimeoutMs
-        : o.timeoutMs;
-      timer = setTimeout(
-        () =>
-          ctl.abort(
-            new HttpError(504, `The request timed out after ${limit} ms`),
-          ),
-        limit,
-      );
-      res = await raceAbort(h({ req, url, ctx, params: m.params }), ctl.signal);
     } catch (e) {
       res = onError ? onError(e) : errorResponse(e);
       const status = statusOf(e);
@@ -194,6 +206,7 @@ export function dispatcher(
       }
     }
     res.headers.set("x-request-id", id);
+    o.guard?.decorate(req, res);
     const status = res.status;
     const done = () => {
       clearTimeout(timer);

@@ -23,6 +23,7 @@
  * @module
  */
 
+export { LOCAL_ORIGINS, OLLAMA_ORIGINS } from "./_guard.ts";
 export {
   type LogEntry,
   serveDefaults,

@@ -16,6 +16,16 @@ import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import type { Registry } from "../registry.ts";
 import { ModelCache } from "./_cache.ts";
 import type { Log, ServerParts } from "./_context.ts";
+import {
+  BODY_IDLE_TIMEOUT_MS,
+  type Front,
+  HEADER_TIMEOUT_MS,
+  MAX_CONNECTIONS,
+  MAX_HEADER_BYTES,
+  PEER_HEADER,
+  startFront,
+} from "./_front.ts";
+import { LOCAL_ORIGINS, requestGuard } from "./_guard.ts";
 import { jsonResponse } from "./_http.ts";
 import { Limiter } from "./_limiter.ts";
 import { BATCH_BUCKETS, LATENCY_BUCKETS, Metrics } from "./_metrics.ts";
@@ -48,6 +58,20 @@ export interface ServeOptions {
   hostname?: string;
   /** Bearer token required to upload and delete models. @default {undefined} (no token) */
   token?: string;
+  /**
+   * `Host` names accepted besides `localhost`, `*.localhost`, IP literals
+   * and `hostname` (DNS-rebinding protection); `*` accepts any, and
+   * `*.example.com` patterns match subdomains. @default {[]}
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins a browser page may call from (CORS; `*` wildcards), besides
+   * the server's own. Requests that change or run something (every method
+   * but GET, HEAD, OPTIONS) from another origin are refused with 403
+   * unless they carry the token. @default {LOCAL_ORIGINS} (http(s) on
+   * localhost, 127.0.0.1 and [::1], any port)
+   */
+  allowedOrigins?: readonly string[];
   /** Most rows in one batched forward pass; 1 turns batching off. @default {32} */
   maxBatch?: number;
   /** Longest a prediction waits for others to join its batch, ms. @default {2} */
@@ -60,6 +84,12 @@ export interface ServeOptions {
   timeoutMs?: number;
   /** Time limit of an upload, ms. @default {3600000} */
   uploadTimeoutMs?: number;
+  /** How long a client has to send a whole request head, ms (the connection is cut after it). @default {10000} */
+  headerTimeoutMs?: number;
+  /** Longest pause while a request body is still coming in, ms (the connection is cut after it). @default {30000} */
+  bodyIdleTimeoutMs?: number;
+  /** Most client connections at once (503 above). @default {1024} */
+  maxConnections?: number;
   /**
    * Generations running at once, continuously batched per model (each
    * step one forward pass over all of a model's running sequences); more
@@ -124,6 +154,9 @@ export const serveDefaults = {
   maxUploadBytes: 8 * 1024 ** 3,
   timeoutMs: 120_000,
   uploadTimeoutMs: 3_600_000,
+  headerTimeoutMs: HEADER_TIMEOUT_MS,
+  bodyIdleTimeoutMs: BODY_IDLE_TIMEOUT_MS,
+  maxConnections: MAX_CONNECTIONS,
   maxConcurrentGenerations: 8,
   prefillChunk: 64,
   threads: 1,
@@ -192,6 +225,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   const log = logTo(o.log);
   if (o.threads > 1) await configureKernels({ threads: o.threads });
   const { parts, stop, release } = createParts(o, log);
+  const swept = await parts.folder.sweep();
+  if (swept.length > 0) {
+    log("warn", "removed leftovers of interrupted uploads", { files: swept });
+  }
   const requests = dispatcher(
     [
       ...serviceRoutes(parts),
@@ -206,15 +243,27 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       log,
       timeoutMs: o.timeoutMs,
       uploadTimeoutMs: o.uploadTimeoutMs,
+      guard: requestGuard({
+        hostname: o.hostname,
+        allowedHosts: o.allowedHosts ?? [],
+        allowedOrigins: o.allowedOrigins ?? LOCAL_ORIGINS,
+        token: o.token,
+      }),
     },
   );
-  const httpServer = Deno.serve({
-    port: o.port,
-    hostname: o.hostname,
-    onListen: () => {},
-    handler: requests.handle,
-  });
-  const addr = httpServer.addr as Deno.NetAddr;
+  const { httpServer, front, removeSocket } = await listen(
+    o,
+    requests.handle,
+    (status, reason, peer) => {
+      parts.metrics.inc(
+        "modelhost_connections_refused_total",
+        "Connections the front door answered or cut itself",
+        { status: String(status) },
+      );
+      log("warn", "connection refused", { status, reason, remote: peer });
+    },
+  );
+  const addr = front.addr;
   const host = addr.hostname.includes(":")
     ? `[${addr.hostname}]`
     : addr.hostname;
@@ -242,7 +291,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     closed ??= (async () => {
       requests.close();
       stop();
+      const stopping = front.close(1_000);
       await httpServer.shutdown();
+      await stopping;
+      await removeSocket();
       release();
       if (o.threads > 1) await shutdownKernels();
       log("info", "closed", { url });
@@ -261,6 +313,112 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   };
 }
 
+/**
+ * Starts `Deno.serve` on a private Unix socket (a loopback port on
+ * Windows) and the front door on the asked address (see `_front.ts`: head
+ * and body deadlines, early refusals, kept-alive connections). The
+ * handler sees the client's address and an `http:` URL, as if it were
+ * listening itself.
+ */
+async function listen(
+  o: Resolved,
+  handle: (req: Request, info: Deno.ServeHandlerInfo) => Promise<Response>,
+  onRefuse: (status: number, reason: string, peer: string) => void,
+): Promise<
+  {
+    httpServer: Deno.HttpServer;
+    front: Front;
+    removeSocket: () => Promise<void>;
+  }
+> {
+  const handler = (req: Request, info: Deno.ServeHandlerInfo) => {
+    const peer = req.headers.get(PEER_HEADER) ?? "unknown";
+    const url = req.url.startsWith("http+unix:")
+      ? "http:" + req.url.slice("http+unix:".length)
+      : req.url;
+    const headers = new Headers(req.headers);
+    headers.delete(PEER_HEADER);
+    const inner = new Request(url, {
+      method: req.method,
+      headers,
+      body: req.body,
+    });
+    return handle(inner, {
+      ...info,
+      remoteAddr: { transport: "tcp", hostname: peer, port: 0 },
+    });
+  };
+  const sockDir = Deno.build.os === "windows"
+    ? undefined
+    : await Deno.makeTempDir({ prefix: `modelhost-http-${Deno.pid}-` });
+  if (sockDir) await sweepSockets(sockDir);
+  const httpServer = sockDir
+    ? Deno.serve({
+      transport: "unix",
+      path: `${sockDir}/http.sock`,
+      onListen: () => {},
+      handler,
+    })
+    : Deno.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      onListen: () => {},
+      handler,
+    });
+  let front: Front;
+  try {
+    front = startFront({
+      hostname: o.hostname,
+      port: o.port,
+      backend: sockDir ? { transport: "unix", path: `${sockDir}/http.sock` } : {
+        hostname: "127.0.0.1",
+        port: (httpServer.addr as Deno.NetAddr).port,
+      },
+      headerTimeoutMs: o.headerTimeoutMs,
+      bodyIdleTimeoutMs: o.bodyIdleTimeoutMs,
+      maxHeaderBytes: MAX_HEADER_BYTES,
+      maxConnections: o.maxConnections,
+      maxBodyBytes: Math.max(o.maxBodyBytes, o.maxUploadBytes),
+      onRefuse,
+    });
+  } catch (e) {
+    await httpServer.shutdown();
+    if (sockDir) await Deno.remove(sockDir, { recursive: true });
+    throw e;
+  }
+  return {
+    httpServer,
+    front,
+    removeSocket: async () => {
+      if (sockDir) {
+        await Deno.remove(sockDir, { recursive: true }).catch(() => {});
+      }
+    },
+  };
+}
+
+/**
+ * Removes the socket folders of servers that were killed (their process
+ * is gone), beside the new one; Linux only (`/proc`), best effort.
+ */
+async function sweepSockets(mine: string): Promise<void> {
+  const parent = mine.slice(0, mine.lastIndexOf("/"));
+  try {
+    await Deno.stat("/proc/self");
+    for await (const e of Deno.readDir(parent)) {
+      const m = e.name.match(/^modelhost-http-(\d+)-/);
+      if (!m || !e.isDirectory || `${parent}/${e.name}` === mine) continue;
+      const alive = await Deno.stat(`/proc/${m[1]}`).then(
+        () => true,
+        () => false,
+      );
+      if (!alive) {
+        await Deno.remove(`${parent}/${e.name}`, { recursive: true });
+      }
+    }
+  } catch { /* no /proc, or not ours to remove */ }
+}
+
 /** {@link ServeOptions} with every default filled in. */
 type Resolved =
   & ServeOptions
@@ -276,6 +434,9 @@ function withDefaults(options: ServeOptions): Resolved {
       "maxUploadBytes",
       "timeoutMs",
       "uploadTimeoutMs",
+      "headerTimeoutMs",
+      "bodyIdleTimeoutMs",
+      "maxConnections",
       "maxConcurrentGenerations",
       "prefillChunk",
       "threads",
