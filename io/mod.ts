@@ -19,3 +19,4 @@
 export * from "./file.ts";
 export * from "./open.ts";
 export * from "./transformer.ts";
+export * from "./encoder.ts";

@@ -121,3 +121,33 @@ export {
   type EmbedResult,
   type Pooling,
 } from "./embed.ts";
+export {
+  buildEncoder,
+  type Encoder,
+  type EncoderOptions,
+  type EncoderRow,
+} from "./encoder.ts";
+export {
+  ENCODER_MODEL_TYPES,
+  type EncoderConfig,
+  encoderConfigFromGguf,
+  encoderConfigFromHf,
+  encoderConfigToGguf,
+  type EncoderFamily,
+  encoderGgufArchitecture,
+  type EncoderHfConfig,
+  encoderTensorName,
+  isGlobalLayer,
+} from "./encoder_config.ts";
+export {
+  cosineSimilarity,
+  embedSentences,
+  type EmbedSentencesOptions,
+  type PoolingMode,
+  poolTokens,
+  type ReadJson,
+  readSentencePipeline,
+  rerankScores,
+  type SentenceEmbeddings,
+  type SentencePipeline,
+} from "./sentence.ts";

@@ -1,0 +1,95 @@
+// Encoders against sentence-transformers and transformers: the vectors in
+// tests/vectors/encoders/ come from tests/vectors/gen/encoders.py.
+import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
+import { fromFileUrl } from "@std/path";
+import {
+  convertEncoderToGguf,
+  type EncoderModel,
+  loadEncoderModel,
+} from "../../io/encoder.ts";
+import {
+  cosineSimilarity,
+  embedSentences,
+  rerankScores,
+} from "../../models/sentence.ts";
+
+const DIR = fromFileUrl(new URL("../vectors/encoders/", import.meta.url));
+const CASES = [
+  "bert-mean",
+  "bert-cls",
+  "bert-max",
+  "roberta-mean",
+  "xlm-roberta-cls",
+  "modernbert-mean",
+];
+
+interface Expected {
+  texts: string[];
+  prompt_name: string | null;
+  ids: number[][];
+  embeddings: number[][];
+}
+
+function check(m: EncoderModel, exp: Expected, tol: number): void {
+  const tok = m.encoder.tokenizer!;
+  const prefix = exp.prompt_name ? m.pipeline.prompts[exp.prompt_name] : "";
+  for (const [i, t] of exp.texts.entries()) {
+    assertEquals(tok.encode(prefix + t), exp.ids[i], `ids of text ${i}`);
+  }
+  const r = embedSentences(m.encoder, m.pipeline, exp.texts, {
+    promptName: exp.prompt_name ?? undefined,
+  });
+  for (const [i, v] of r.embeddings.entries()) {
+    const want = exp.embeddings[i];
+    let worst = 0;
+    for (let j = 0; j < v.length; j++) {
+      worst = Math.max(worst, Math.abs(v[j] - want[j]));
+    }
+    assert(worst <= tol, `text ${i}: max |diff| ${worst} > ${tol}`);
+    assert(cosineSimilarity(v, want) >= 0.99999, `text ${i}: cosine`);
+  }
+}
+
+for (const name of CASES) {
+  const exp = JSON.parse(
+    await Deno.readTextFile(`${DIR}${name}/expected.json`),
+  ) as Expected;
+  Deno.test(`encoder ${name}: HF folder equals sentence-transformers (padded batch)`, async () => {
+    check(await loadEncoderModel(`${DIR}${name}`), exp, 1e-4);
+  });
+  Deno.test(`encoder ${name}: our GGUF of it equals sentence-transformers`, async () => {
+    const out = await Deno.makeTempFile({ suffix: ".gguf" });
+    try {
+      await convertEncoderToGguf(`${DIR}${name}`, out);
+      check(await loadEncoderModel(out), exp, 1e-4);
+    } finally {
+      await Deno.remove(out);
+    }
+  });
+}
+
+Deno.test("encoder: batch size does not change vectors (packed rows)", async () => {
+  const m = await loadEncoderModel(`${DIR}bert-mean`);
+  const exp = JSON.parse(
+    await Deno.readTextFile(`${DIR}bert-mean/expected.json`),
+  ) as Expected;
+  const all = embedSentences(m.encoder, m.pipeline, exp.texts).embeddings;
+  const one = embedSentences(m.encoder, m.pipeline, exp.texts, { batchSize: 1 })
+    .embeddings;
+  for (const [i, v] of all.entries()) {
+    for (let j = 0; j < v.length; j++) {
+      assertAlmostEquals(v[j], one[i][j], 1e-6);
+    }
+  }
+});
+
+Deno.test("cross-encoder: scores equal transformers' logits", async () => {
+  const exp = JSON.parse(
+    await Deno.readTextFile(`${DIR}bert-reranker/expected.json`),
+  ) as { pairs: [string, string][]; ids: number[][]; scores: number[] };
+  const m = await loadEncoderModel(`${DIR}bert-reranker`);
+  for (const [i, [q, d]] of exp.pairs.entries()) {
+    const [s] = rerankScores(m.encoder, q, [d]);
+    assertAlmostEquals(s, exp.scores[i], 1e-4, `pair ${i}`);
+  }
+});
