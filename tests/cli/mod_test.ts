@@ -219,6 +219,8 @@ Deno.test("cli: every command's help matches its snapshot, and `help NAME` says 
     "quantize",
     "run",
     "generate",
+    "embed",
+    "rerank",
     "serve",
     "formats",
     "layers",
