@@ -12,6 +12,7 @@ import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { readChatTemplateFiles } from "../io/transformer.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "../models/gguf_config.ts";
+import { ENCODER_MODEL_TYPES } from "../models/encoder_config.ts";
 import {
   configFromHf,
   type HfConfigJson,
@@ -25,7 +26,7 @@ const MAX_LISTED_STRING = 512;
 const MAX_LISTED_KEYS = 64;
 
 /** What a stored model is good for. */
-export type ModelKind = "network" | "llm" | "tensors" | "invalid";
+export type ModelKind = "network" | "llm" | "encoder" | "tensors" | "invalid";
 
 /** Facts about a Llama-family model, for Ollama's `tags` and `show`. */
 export interface LlmInfo {
@@ -231,7 +232,11 @@ async function readHf(
     const out: ModelVersion = {
       ...base,
       ...stats,
-      kind: supported ? "llm" : "tensors",
+      kind: supported
+        ? "llm"
+        : (ENCODER_MODEL_TYPES as readonly unknown[]).includes(modelType)
+        ? "encoder"
+        : "tensors",
       models: [{ id: c.name }],
       provenance: provenanceOf(md),
       metadata: metadataOf(md),
@@ -284,6 +289,9 @@ async function readFile(
       } else out.models.push({ id: m.id });
     }
     const arch = md["general.architecture"];
+    if (out.kind === "tensors" && (arch === "bert" || arch === "modern-bert")) {
+      out.kind = "encoder";
+    }
     if (
       out.kind === "tensors" && typeof arch === "string" &&
       GGUF_ARCHITECTURES.includes(arch)
