@@ -22,7 +22,7 @@ import type { Tensor } from "../core/tensor.ts";
 import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
 import { isGguf, readGguf, writeGguf } from "../formats/gguf/mod.ts";
 import type { GgufQuantType } from "../formats/gguf/mod.ts";
-import { buildEncoder, type Encoder } from "../models/encoder.ts";
+import { buildEncoder } from "../models/encoder.ts";
 import {
   ENCODER_MODEL_TYPES,
   type EncoderConfig,
@@ -33,6 +33,7 @@ import {
   encoderTensorName,
 } from "../models/encoder_config.ts";
 import {
+  type EncoderModel,
   type PoolingMode,
   readSentencePipeline,
   type SentencePipeline,
@@ -43,13 +44,7 @@ import type { TokenizerJson } from "../tokenizers/hf.ts";
 import { fileSource, writeFileAtomic } from "./file.ts";
 import { openSafetensors } from "./safetensors.ts";
 
-/** An encoder with its sentence pipeline. */
-export interface EncoderModel {
-  /** The encoder. */
-  encoder: Encoder;
-  /** Pooling, normalization, prompts (defaults: mean pooling, normalized, when the folder has no `modules.json`). */
-  pipeline: SentencePipeline;
-}
+export type { EncoderModel } from "../models/sentence.ts";
 
 const DEFAULT_PIPELINE: SentencePipeline = {
   pooling: "mean",

@@ -143,6 +143,7 @@ export {
   cosineSimilarity,
   embedSentences,
   type EmbedSentencesOptions,
+  type EncoderModel,
   type PoolingMode,
   poolTokens,
   type ReadJson,

@@ -43,6 +43,14 @@ export interface SentencePipeline {
   maxSeqLength: number | undefined;
 }
 
+/** An encoder with its sentence pipeline (what `loadEncoderModel` returns). */
+export interface EncoderModel {
+  /** The encoder. */
+  encoder: Encoder;
+  /** Pooling, normalization, prompts (defaults: mean pooling, normalized, when the folder has no `modules.json`). */
+  pipeline: SentencePipeline;
+}
+
 /** Reads a JSON file of a model folder; undefined when the file is absent. */
 export type ReadJson = (path: string) => Promise<unknown>;
 

@@ -12,6 +12,7 @@ import {
   embedSentences,
   rerankScores,
 } from "../../models/sentence.ts";
+import { embed } from "../../models/embed.ts";
 
 const DIR = fromFileUrl(new URL("../vectors/encoders/", import.meta.url));
 const CASES = [
@@ -93,3 +94,36 @@ Deno.test("cross-encoder: scores equal transformers' logits", async () => {
     assertAlmostEquals(s, exp.scores[i], 1e-4, `pair ${i}`);
   }
 });
+
+Deno.test("embed(): an encoder model pools as sentence-transformers does", async () => {
+  const exp = JSON.parse(
+    await Deno.readTextFile(`${DIR}roberta-mean/expected.json`),
+  ) as Expected;
+  const m = await loadEncoderModel(`${DIR}roberta-mean`);
+  const r = embed(m, exp.texts);
+  assertEquals(r.embeddings.length, exp.texts.length);
+  for (const [i, v] of r.embeddings.entries()) {
+    assert(cosineSimilarity(v, exp.embeddings[i]) >= 0.99999);
+  }
+  assertEquals(r.promptTokens, exp.ids.reduce((a, b) => a + b.length, 0));
+});
+
+for (const [quantize, minCos] of [["F16", 0.99999], ["Q8_0", 0.999]] as const) {
+  Deno.test(`encoder: a ${quantize} GGUF runs on the fast kernels close to sentence-transformers`, async () => {
+    const exp = JSON.parse(
+      await Deno.readTextFile(`${DIR}bert-mean/expected.json`),
+    ) as Expected;
+    const out = await Deno.makeTempFile({ suffix: ".gguf" });
+    try {
+      await convertEncoderToGguf(`${DIR}bert-mean`, out, { quantize });
+      const m = await loadEncoderModel(out);
+      const r = embedSentences(m.encoder, m.pipeline, exp.texts);
+      for (const [i, v] of r.embeddings.entries()) {
+        const c = cosineSimilarity(v, exp.embeddings[i]);
+        assert(c >= minCos, `${quantize} text ${i}: cosine ${c}`);
+      }
+    } finally {
+      await Deno.remove(out);
+    }
+  });
+}
