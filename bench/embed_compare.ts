@@ -90,7 +90,7 @@ const tjs = await AutoModel.from_pretrained(name, {
 });
 
 const flat = (f: (r: number[], i: number) => number) =>
-  BigInt64Array.from(rows.flatMap((r) => r.map((x, i) => BigInt(f(r, i)))));
+  BigInt64Array.from(rows.flatMap((r) => r.map((_, i) => BigInt(f(r, i)))));
 const inputs = {
   input_ids: new Tensor("int64", flat((r, i) => r[i]), [B, T]),
   attention_mask: new Tensor("int64", flat(() => 1), [B, T]),
