@@ -39,7 +39,7 @@ if (!args.model) {
   );
   Deno.exit(2);
 }
-const DIR = args.model;
+const DIR: string = String(args.model);
 const THREADS = Number(args.threads);
 const ROUNDS = Number(args.rounds);
 const B = Number(args.batch);
@@ -83,7 +83,7 @@ for (const dt of args.dtypes.split(",")) {
 
 env.allowRemoteModels = false;
 env.localModelPath = join(DIR, "..");
-const name = DIR.split("/").filter((s) => s !== "").pop()!;
+const name = DIR.split("/").filter((s: string) => s !== "").pop()!;
 const tjs = await AutoModel.from_pretrained(name, {
   dtype: "fp32",
   session_options: { intraOpNumThreads: THREADS, interOpNumThreads: 1 },
