@@ -76,6 +76,12 @@ async function readJson(path: string): Promise<unknown> {
  *
  * @param path A folder or file.
  * @returns True for an encoder.
+ *
+ * @example
+ * ```ts ignore
+ * import { isEncoderModel } from "@modelhost/modelhost/io";
+ * console.log(await isEncoderModel("all-MiniLM-L6-v2")); // true
+ * ```
  */
 export async function isEncoderModel(path: string): Promise<boolean> {
   let st: Deno.FileInfo;
@@ -128,6 +134,13 @@ async function loadTensors(
  * @param path The folder or `.gguf` file.
  * @returns The encoder and its sentence pipeline.
  * @throws {TypeError} For a checkpoint that is no supported encoder.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadEncoderModel } from "@modelhost/modelhost/io";
+ * const { encoder, pipeline } = await loadEncoderModel("bge-small-en-v1.5.gguf");
+ * console.log(encoder.config.family, pipeline.pooling);
+ * ```
  */
 export async function loadEncoderModel(path: string): Promise<EncoderModel> {
   const st = await Deno.stat(path);
@@ -270,6 +283,12 @@ function ggufType(v: unknown): string {
  * @param out The `.gguf` file to write.
  * @param options Quantization.
  * @returns Bytes written.
+ *
+ * @example
+ * ```ts ignore
+ * import { convertEncoderToGguf } from "@modelhost/modelhost/io";
+ * await convertEncoderToGguf("all-MiniLM-L6-v2", "minilm-q8_0.gguf", { quantize: "Q8_0" });
+ * ```
  */
 export async function convertEncoderToGguf(
   dir: string,

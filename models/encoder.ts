@@ -119,6 +119,17 @@ interface LayerWeights {
  * @param options Tokenizer and name.
  * @returns The encoder.
  * @throws {TypeError} For a missing or mis-shaped weight (the message names it).
+ *
+ * @example
+ * ```ts
+ * import { assertThrows } from "@std/assert";
+ * import { buildEncoder, encoderConfigFromHf } from "@modelhost/modelhost/models";
+ * const config = encoderConfigFromHf({
+ *   model_type: "bert", vocab_size: 10, hidden_size: 4, num_hidden_layers: 1,
+ *   num_attention_heads: 2, intermediate_size: 8,
+ * });
+ * assertThrows(() => buildEncoder(config, new Map()), TypeError, '"token_embd.weight" is missing');
+ * ```
  */
 export function buildEncoder(
   config: EncoderConfig,

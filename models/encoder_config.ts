@@ -238,17 +238,65 @@ export function encoderConfigFromHf(cfg: EncoderHfConfig): EncoderConfig {
   };
 }
 
-/** Whether layer `i` attends to every position (else to a local window). */
+/**
+ * Whether layer `i` attends to every position (else to a local window).
+ *
+ * @param config The configuration.
+ * @param i Layer index.
+ * @returns True for a global layer.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { encoderConfigFromHf, isGlobalLayer } from "@modelhost/modelhost/models";
+ * const c = encoderConfigFromHf({
+ *   model_type: "modernbert", vocab_size: 50, hidden_size: 8, num_hidden_layers: 3,
+ *   num_attention_heads: 2, intermediate_size: 16, global_attn_every_n_layers: 3, local_attention: 8,
+ * });
+ * assert(isGlobalLayer(c, 0) && !isGlobalLayer(c, 1) && c.localWindow === 4);
+ * ```
+ */
 export function isGlobalLayer(config: EncoderConfig, i: number): boolean {
   return config.localWindow === 0 || i % config.globalEvery === 0;
 }
 
-/** The GGUF architecture name llama.cpp gives a family. */
+/**
+ * The GGUF architecture name llama.cpp gives a family (`bert` for BERT and
+ * the RoBERTa kinds, `modern-bert`).
+ *
+ * @param family The family.
+ * @returns The architecture name.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { encoderGgufArchitecture } from "@modelhost/modelhost/models";
+ * assert(encoderGgufArchitecture("xlm-roberta") === "bert");
+ * ```
+ */
 export function encoderGgufArchitecture(family: EncoderFamily): string {
   return family === "modernbert" ? "modern-bert" : "bert";
 }
 
-/** GGUF metadata of an encoder (llama.cpp's keys, plus `modelhost.encoder.*` for what it has none of). */
+/**
+ * GGUF metadata of an encoder (llama.cpp's keys, plus `modelhost.encoder.*`
+ * for what it has none of); {@link encoderConfigFromGguf} reads it back.
+ *
+ * @param config The configuration.
+ * @returns Metadata values by key.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { encoderConfigFromGguf, encoderConfigFromHf, encoderConfigToGguf } from "@modelhost/modelhost/models";
+ * const c = encoderConfigFromHf({
+ *   model_type: "modernbert", vocab_size: 50, hidden_size: 8, num_hidden_layers: 3,
+ *   num_attention_heads: 2, intermediate_size: 16, global_attn_every_n_layers: 3, local_attention: 8,
+ * });
+ * const back = encoderConfigFromGguf(encoderConfigToGguf(c), 0, 50);
+ * assertEquals(back, c);
+ * ```
+ */
 export function encoderConfigToGguf(
   config: EncoderConfig,
 ): Record<string, unknown> {
@@ -288,6 +336,18 @@ export function encoderConfigToGguf(
  * @param vocabRows Rows of `token_embd.weight`.
  * @returns The configuration.
  * @throws {TypeError} For another architecture or a missing key.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { encoderConfigFromGguf } from "@modelhost/modelhost/models";
+ * const c = encoderConfigFromGguf({
+ *   "general.architecture": "bert", "bert.embedding_length": 8, "bert.block_count": 1,
+ *   "bert.attention.head_count": 2, "bert.feed_forward_length": 16, "bert.context_length": 32,
+ *   "bert.attention.layer_norm_epsilon": 1e-12,
+ * }, 2, 100);
+ * assert(c.family === "bert" && c.vocabSize === 100 && c.typeVocabSize === 2);
+ * ```
  */
 export function encoderConfigFromGguf(
   md: Record<string, unknown>,

@@ -172,6 +172,15 @@ export async function readSentencePipeline(
  * @param d Width.
  * @param mode The pooling.
  * @returns The pooled vector.
+ *
+ * @example
+ * ```ts
+ * import { assertEquals } from "@std/assert";
+ * import { poolTokens } from "@modelhost/modelhost/models";
+ * const h = new Float32Array([1, 5, 3, 2]); // two tokens of width 2
+ * assertEquals([...poolTokens(h, 2, 2, "max")], [3, 5]);
+ * assertEquals([...poolTokens(h, 2, 2, "lasttoken")], [3, 2]);
+ * ```
  */
 export function poolTokens(
   h: Float32Array,
@@ -296,6 +305,15 @@ function encodeText(
  * @returns The vectors and token counts.
  * @throws {TypeError} For text without a tokenizer, or an unknown prompt name.
  * @throws {RangeError} For an empty input, or one too long without `truncate`.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadEncoderModel } from "@modelhost/modelhost/io";
+ * import { cosineSimilarity, embedSentences } from "@modelhost/modelhost/models";
+ * const { encoder, pipeline } = await loadEncoderModel("bge-small-en-v1.5");
+ * const [q, d] = embedSentences(encoder, pipeline, ["what is a cat?", "A cat is a small pet."]).embeddings;
+ * console.log(cosineSimilarity(q, d));
+ * ```
  */
 export function embedSentences(
   enc: Encoder,
@@ -375,6 +393,14 @@ export function embedSentences(
  * @param documents The documents.
  * @returns One score per document (raw logits, as transformers gives them).
  * @throws {TypeError} Without a tokenizer or a classification head.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadEncoderModel } from "@modelhost/modelhost/io";
+ * import { rerankScores } from "@modelhost/modelhost/models";
+ * const { encoder } = await loadEncoderModel("ms-marco-MiniLM-L-6-v2");
+ * console.log(rerankScores(encoder, "capital of France", ["Paris is in France.", "Cats purr."]));
+ * ```
  */
 export function rerankScores(
   enc: Encoder,
