@@ -103,7 +103,7 @@ export async function isEncoderModel(path: string): Promise<boolean> {
     if (!isGguf(head)) return false;
     const file = await readGguf(src);
     const a = file.models[0]?.metadata["general.architecture"];
-    return a === "bert" || a === "modern-bert";
+    return a === "bert" || a === "modern-bert" || a === "nomic-bert";
   } catch {
     return false;
   } finally {

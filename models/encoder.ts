@@ -103,6 +103,8 @@ interface LayerWeights {
   ffnNorm?: [Float32Array, Float32Array | undefined];
   up: Tensor;
   bup?: Float32Array;
+  gate?: Tensor;
+  bgate?: Float32Array;
   down: Tensor;
   bdown?: Float32Array;
   global: boolean;
@@ -213,6 +215,12 @@ export function buildEncoder(
         }),
       up: get(`${p}ffn_up.weight`, [gated ? 2 * I : I, d]),
       bup: opt(`${p}ffn_up.bias`, gated ? 2 * I : I),
+      ...(config.mlp === "swiglu"
+        ? {
+          gate: get(`${p}ffn_gate.weight`, [I, d]),
+          bgate: opt(`${p}ffn_gate.bias`, I),
+        }
+        : {}),
       down: get(`${p}ffn_down.weight`, [d, I]),
       bdown: opt(`${p}ffn_down.bias`, d),
       global: isGlobalLayer(config, i),
@@ -355,9 +363,17 @@ export function buildEncoder(
       const f = config.norm === "pre"
         ? layerNorm(x, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
         : x;
-      const u = linear(f, N, L.up, L.bup);
       let g: Float32Array;
-      if (config.mlp === "geglu") {
+      const [u, gt] = L.gate
+        ? linearMany(f, N, [L.up, L.gate], [L.bup, L.bgate])
+        : [linear(f, N, L.up, L.bup)];
+      if (gt) {
+        g = u;
+        for (let i = 0; i < g.length; i++) {
+          const z = gt[i];
+          g[i] *= z / (1 + Math.exp(-z));
+        }
+      } else if (config.mlp === "geglu") {
         g = new Float32Array(N * I);
         for (let t = 0; t < N; t++) {
           const src = t * 2 * I, dst = t * I;

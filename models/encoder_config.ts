@@ -21,7 +21,12 @@
  */
 
 /** Encoder architectures that load. */
-export type EncoderFamily = "bert" | "roberta" | "xlm-roberta" | "modernbert";
+export type EncoderFamily =
+  | "bert"
+  | "roberta"
+  | "xlm-roberta"
+  | "modernbert"
+  | "nomic_bert";
 
 /** The `model_type` values {@link encoderConfigFromHf} reads. */
 export const ENCODER_MODEL_TYPES: readonly EncoderFamily[] = [
@@ -29,6 +34,7 @@ export const ENCODER_MODEL_TYPES: readonly EncoderFamily[] = [
   "roberta",
   "xlm-roberta",
   "modernbert",
+  "nomic_bert",
 ];
 
 /** Hyper-parameters of an encoder. */
@@ -59,8 +65,12 @@ export interface EncoderConfig {
   positions: "absolute" | "rotary";
   /** First position id (RoBERTa counts from its padding id + 1). */
   positionOffset: number;
-  /** Feed-forward: `gelu` (up, act, down), `geglu` (one projection split into input and gate). */
-  mlp: "gelu" | "geglu";
+  /**
+   * Feed-forward: `gelu` (up, act, down), `geglu` (one projection split
+   * into input and gate, `act(input)·gate`), `swiglu` (separate up and
+   * gate projections, `up·silu(gate)`).
+   */
+  mlp: "gelu" | "geglu" | "swiglu";
   /** `gelu` (erf) or `gelu_tanh`. */
   activation: "gelu" | "gelu_tanh";
   /** RoPE base of global layers. */
@@ -148,6 +158,7 @@ export function encoderConfigFromHf(cfg: EncoderHfConfig): EncoderConfig {
     );
   }
   const family = type as EncoderFamily;
+  if (family === "nomic_bert") return nomicConfig(cfg);
   const hiddenSize = posInt(num(cfg, "hidden_size"), "hidden_size");
   const numHeads = posInt(
     num(cfg, "num_attention_heads"),
@@ -238,6 +249,60 @@ export function encoderConfigFromHf(cfg: EncoderHfConfig): EncoderConfig {
   };
 }
 
+/** nomic-bert's GPT-2-style config (`n_embd`, `n_layer` …): post-norm, rotary, SwiGLU. */
+function nomicConfig(cfg: EncoderHfConfig): EncoderConfig {
+  const d = posInt(num(cfg, "n_embd"), "n_embd");
+  const heads = posInt(num(cfg, "n_head"), "n_head");
+  if (d % heads !== 0) {
+    throw new RangeError(
+      `Encoder config: n_embd ${d} does not split into ${heads} heads`,
+    );
+  }
+  if (num(cfg, "rotary_emb_fraction", 1) !== 1) {
+    throw new TypeError(
+      `Encoder config: nomic_bert with rotary_emb_fraction ${cfg.rotary_emb_fraction} is not supported (1.0)`,
+    );
+  }
+  if (cfg.rotary_emb_interleaved === true || cfg.prenorm === true) {
+    throw new TypeError(
+      "Encoder config: nomic_bert with interleaved rotary or prenorm is not supported",
+    );
+  }
+  const act = cfg.activation_function;
+  if (act !== undefined && act !== "swiglu") {
+    throw new TypeError(
+      `Encoder config: nomic_bert activation ${
+        JSON.stringify(act)
+      } is not supported (swiglu)`,
+    );
+  }
+  // the gated MLP rounds its width up to a multiple of 256
+  const inner = num(cfg, "n_inner", Math.floor((8 * d) / 3));
+  return {
+    family: "nomic_bert",
+    vocabSize: posInt(num(cfg, "vocab_size"), "vocab_size"),
+    hiddenSize: d,
+    numLayers: posInt(num(cfg, "n_layer"), "n_layer"),
+    numHeads: heads,
+    intermediateSize: posInt(Math.ceil(inner / 256) * 256, "n_inner"),
+    maxPositions: posInt(num(cfg, "n_positions", 2048), "n_positions"),
+    typeVocabSize: num(cfg, "type_vocab_size", 2),
+    normEps: num(cfg, "layer_norm_epsilon", 1e-12),
+    normBias: true,
+    norm: "post",
+    positions: "rotary",
+    positionOffset: 0,
+    mlp: "swiglu",
+    activation: "gelu",
+    ropeTheta: num(cfg, "rotary_emb_base", 10000),
+    localRopeTheta: num(cfg, "rotary_emb_base", 10000),
+    localWindow: 0,
+    globalEvery: 1,
+    padTokenId: num(cfg, "pad_token_id", 0),
+    numLabels: 0,
+  };
+}
+
 /**
  * Whether layer `i` attends to every position (else to a local window).
  *
@@ -275,7 +340,11 @@ export function isGlobalLayer(config: EncoderConfig, i: number): boolean {
  * ```
  */
 export function encoderGgufArchitecture(family: EncoderFamily): string {
-  return family === "modernbert" ? "modern-bert" : "bert";
+  return family === "modernbert"
+    ? "modern-bert"
+    : family === "nomic_bert"
+    ? "nomic-bert"
+    : "bert";
 }
 
 /**
@@ -355,11 +424,11 @@ export function encoderConfigFromGguf(
   vocabRows: number,
 ): EncoderConfig {
   const a = md["general.architecture"];
-  if (a !== "bert" && a !== "modern-bert") {
+  if (a !== "bert" && a !== "modern-bert" && a !== "nomic-bert") {
     throw new TypeError(
       `GGUF encoder: general.architecture ${
         JSON.stringify(a)
-      } is not an encoder (bert, modern-bert)`,
+      } is not an encoder (bert, modern-bert, nomic-bert)`,
     );
   }
   const get = (k: string, fallback?: unknown): unknown => {
@@ -379,8 +448,22 @@ export function encoderConfigFromGguf(
   };
   const fam = get(
     "modelhost.encoder.family",
-    a === "bert" ? "bert" : "modernbert",
+    a === "bert" ? "bert" : a === "nomic-bert" ? "nomic_bert" : "modernbert",
   );
+  if (fam === "nomic_bert") {
+    return nomicConfig({
+      vocab_size: vocabRows,
+      n_embd: n(`${a}.embedding_length`),
+      n_layer: n(`${a}.block_count`),
+      n_head: n(`${a}.attention.head_count`),
+      n_inner: n(`${a}.feed_forward_length`),
+      n_positions: n(`${a}.context_length`),
+      type_vocab_size: typeRows,
+      layer_norm_epsilon: n(`${a}.attention.layer_norm_epsilon`),
+      rotary_emb_base: n(`${a}.rope.freq_base`, 1000),
+      pad_token_id: n("modelhost.encoder.pad_token_id", 0),
+    });
+  }
   const cfg = encoderConfigFromHf({
     model_type: fam,
     vocab_size: vocabRows,
@@ -428,6 +511,15 @@ const BERT_LAYER: [RegExp, string][] = [
   [/^output\.LayerNorm\./, "layer_output_norm."],
 ];
 
+const NOMIC_LAYER: [RegExp, string][] = [
+  [/^attn\.out_proj\./, "attn_output."],
+  [/^mlp\.fc11\./, "ffn_up."],
+  [/^mlp\.fc12\./, "ffn_gate."],
+  [/^mlp\.fc2\./, "ffn_down."],
+  [/^norm1\./, "attn_output_norm."],
+  [/^norm2\./, "layer_output_norm."],
+];
+
 const MODERNBERT_LAYER: [RegExp, string][] = [
   [/^attn\.Wqkv\./, "attn_qkv."],
   [/^attn\.Wo\./, "attn_output."],
@@ -445,6 +537,7 @@ const TOP: [RegExp, string][] = [
   [/^embeddings\.token_type_embeddings\./, "token_types."],
   [/^embeddings\.position_embeddings\./, "position_embd."],
   [/^embeddings\.LayerNorm\./, "token_embd_norm."],
+  [/^emb_ln\./, "token_embd_norm."],
   [/^embeddings\.norm\./, "token_embd_norm."],
   [/^final_norm\./, "output_norm."],
   [/^pooler\.dense\./, "cls."],
@@ -472,9 +565,11 @@ const TOP: [RegExp, string][] = [
  */
 export function encoderTensorName(name: string): string | undefined {
   let n = name.replace(/^(bert|roberta|model|encoder_model)\./, "");
-  const layer = /^(?:encoder\.layer|layers)\.(\d+)\.(.*)$/.exec(n);
+  const layer = /^(?:encoder\.layers?|layers)\.(\d+)\.(.*)$/.exec(n);
   if (layer) {
-    for (const [re, to] of [...BERT_LAYER, ...MODERNBERT_LAYER]) {
+    for (
+      const [re, to] of [...BERT_LAYER, ...MODERNBERT_LAYER, ...NOMIC_LAYER]
+    ) {
       if (re.test(layer[2])) {
         return `blk.${layer[1]}.${layer[2].replace(re, to)}`;
       }

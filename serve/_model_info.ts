@@ -289,7 +289,10 @@ async function readFile(
       } else out.models.push({ id: m.id });
     }
     const arch = md["general.architecture"];
-    if (out.kind === "tensors" && (arch === "bert" || arch === "modern-bert")) {
+    if (
+      out.kind === "tensors" &&
+      (arch === "bert" || arch === "modern-bert" || arch === "nomic-bert")
+    ) {
       out.kind = "encoder";
     }
     if (

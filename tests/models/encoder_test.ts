@@ -22,6 +22,7 @@ const CASES = [
   "roberta-mean",
   "xlm-roberta-cls",
   "modernbert-mean",
+  "nomic-bert-mean",
 ];
 
 interface Expected {
