@@ -3,7 +3,11 @@
 // last hidden states, normalized). `rerank`: cross-encoder scores of
 // documents against a query.
 
-import { isEncoderModel, loadEncoderModel } from "../io/encoder.ts";
+import {
+  isEncoderModel,
+  loadEncoderModel,
+  readSentencePipelineDir,
+} from "../io/encoder.ts";
 import { loadTransformer } from "../io/transformer.ts";
 import { embed } from "../models/embed.ts";
 import { embedSentences, rerankScores } from "../models/sentence.ts";
@@ -105,12 +109,25 @@ export const embedCommand: Command = {
       }).embeddings;
     } else {
       const model = await loadTransformer(path);
+      const pipeline = (await Deno.stat(path)).isDirectory
+        ? await readSentencePipelineDir(path)
+        : undefined;
       const prefix = (flags.prompt as string | undefined) ?? "";
-      vectors = texts.length === 0 ? [] : embed(
-        model,
-        texts.map((t) => prefix + t),
-        { normalize: normalize ?? true, truncate: true },
-      ).embeddings;
+      // a decoder embedding model with sentence-transformers' files pools
+      // as they say; any other decoder: mean of the last hidden states
+      vectors = pipeline
+        ? embedSentences(model, pipeline, texts, {
+          promptName: flags["prompt-name"] as string | undefined,
+          prompt: flags.prompt as string | undefined,
+          normalize,
+        }).embeddings
+        : texts.length === 0
+        ? []
+        : embed(
+          model,
+          texts.map((t) => prefix + t),
+          { normalize: normalize ?? true, truncate: true },
+        ).embeddings;
     }
     for (const [i, v] of vectors.entries()) {
       ctx.io.out(JSON.stringify({ index: i, embedding: Array.from(v) }));

@@ -111,6 +111,29 @@ export async function isEncoderModel(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * sentence-transformers' pipeline of a folder (`modules.json`, the pooling
+ * and prompt files), for encoders and for decoder embedding models alike.
+ *
+ * @param dir The folder.
+ * @returns The pipeline, or undefined when the folder has no `modules.json`.
+ * @throws {TypeError} For a module that cannot run here (Dense, …).
+ *
+ * @example
+ * ```ts ignore
+ * import { loadTransformer, readSentencePipelineDir } from "@modelhost/modelhost/io";
+ * import { embedSentences } from "@modelhost/modelhost/models";
+ * const dir = "gte-Qwen2-1.5B-instruct";
+ * const pipeline = await readSentencePipelineDir(dir); // last-token pooling
+ * const { embeddings } = embedSentences(await loadTransformer(dir), pipeline!, ["hello"]);
+ * ```
+ */
+export async function readSentencePipelineDir(
+  dir: string,
+): Promise<SentencePipeline | undefined> {
+  return await readSentencePipeline((f) => readJson(join(dir, f)));
+}
+
 /** Loads encoder tensors from an index, under GGUF names. */
 async function loadTensors(
   names: string[],

@@ -20,6 +20,7 @@
  */
 
 import type { Encoder, EncoderRow } from "./encoder.ts";
+import type { Transformer } from "./transformer.ts";
 
 /** How token vectors become one vector. */
 export type PoolingMode =
@@ -271,7 +272,7 @@ export interface SentenceEmbeddings {
  * tokenizer's post-processor, cut to `limit` tokens keeping the final one.
  */
 function encodeText(
-  enc: Encoder,
+  enc: Encoder | Transformer,
   text: string,
   limit: number,
   truncate: boolean,
@@ -296,9 +297,12 @@ function encodeText(
 /**
  * Embeds texts (or token-id lists) with an encoder and a sentence
  * pipeline: prompt, tokenize (with the tokenizer's special tokens),
- * forward in batches, pool, normalize.
+ * forward in batches, pool, normalize. A decoder (a Llama-family model
+ * saved with sentence-transformers' files, such as a Qwen2 embedding
+ * model with last-token pooling) runs the same steps on its last hidden
+ * states (after the final norm).
  *
- * @param enc The encoder.
+ * @param enc The encoder, or a decoder.
  * @param pipeline Pooling, normalization and prompts ({@link readSentencePipeline}).
  * @param inputs Texts or token ids.
  * @param options Prompt, batch size, overrides.
@@ -316,7 +320,7 @@ function encodeText(
  * ```
  */
 export function embedSentences(
-  enc: Encoder,
+  enc: Encoder | Transformer,
   pipeline: SentencePipeline,
   inputs: readonly (string | readonly number[])[],
   options: EmbedSentencesOptions = {},
@@ -333,9 +337,10 @@ export function embedSentences(
     }
     prefix = p;
   }
+  const isEncoder = "classify" in enc;
   const limit = Math.min(
     pipeline.maxSeqLength ?? Infinity,
-    enc.config.maxPositions,
+    isEncoder ? enc.config.maxPositions : enc.config.maxPositionEmbeddings,
   );
   const truncate = options.truncate ?? true;
   const rows: EncoderRow[] = inputs.map((x, i) => {
@@ -362,7 +367,13 @@ export function embedSentences(
   const embeddings: Float32Array[] = [];
   for (let b = 0; b < rows.length; b += bs) {
     const batch = rows.slice(b, b + bs);
-    const hs = enc.forward(batch);
+    // an encoder runs the batch packed; a decoder one input at a time
+    const hs = isEncoder ? enc.forward(batch) : batch.map((r) =>
+      enc.forward(r.ids, enc.createState(), {
+        output: "hidden",
+        allPositions: true,
+      })
+    );
     for (const [i, h] of hs.entries()) {
       const v = poolTokens(h, batch[i].ids.length, d, pooling);
       if (normalize) {

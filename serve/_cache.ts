@@ -7,7 +7,12 @@ import { loadAllTensors } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { loadTransformer } from "../io/transformer.ts";
-import { type EncoderModel, loadEncoderModel } from "../io/encoder.ts";
+import {
+  type EncoderModel,
+  loadEncoderModel,
+  readSentencePipelineDir,
+} from "../io/encoder.ts";
+import type { SentencePipeline } from "../models/sentence.ts";
 import type { BatchEngine } from "../models/batch.ts";
 import type { Transformer } from "../models/transformer.ts";
 import { Batcher, type BatcherOptions } from "./_batcher.ts";
@@ -57,6 +62,8 @@ export interface LoadedLlm extends LoadedBase {
   model: Transformer;
   /** Its continuous-batching engine, made on first generation. */
   engine?: BatchEngine;
+  /** sentence-transformers' pooling of a decoder embedding model's folder. */
+  pipeline?: SentencePipeline;
 }
 
 /** A loaded encoder (embedding or cross-encoder model). */
@@ -166,11 +173,15 @@ export class ModelCache {
       };
     } else if (entry.kind === "llm") {
       const model = await loadTransformer(entry.path);
+      const pipeline = (await Deno.stat(entry.path)).isDirectory
+        ? await readSentencePipelineDir(entry.path)
+        : undefined;
       const t1 = performance.now();
       const bos = model.tokenizer?.bos ?? model.config.bosTokenId ?? 0;
       model.forward([bos]);
       loaded = {
         kind: "llm",
+        ...(pipeline ? { pipeline } : {}),
         key,
         entry,
         model,

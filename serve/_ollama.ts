@@ -700,6 +700,12 @@ export function embedInputs(
         normalize: options.normalize && pipeline.normalize,
       });
     }
+    if ("kind" in loaded && loaded.pipeline) {
+      return embedSentences(loaded.model, loaded.pipeline, inputs, {
+        truncate: options.truncate,
+        normalize: options.normalize && loaded.pipeline.normalize,
+      });
+    }
     const model = "kind" in loaded ? loaded.model : loaded;
     return embed(model, inputs, options);
   } catch (e) {

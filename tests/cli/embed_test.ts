@@ -107,3 +107,21 @@ Deno.test("cli embed: usage errors", async () => {
   assertEquals(q.code, 2);
   assertStringIncludes(q.err, "--query");
 });
+
+Deno.test("cli embed: a decoder embedding model pools its last token as sentence-transformers says", async () => {
+  const exp = JSON.parse(
+    await Deno.readTextFile(join(DIR, "qwen2-last/expected.json")),
+  );
+  const r = await runCli([
+    "embed",
+    join(DIR, "qwen2-last"),
+    "--prompt-name",
+    exp.prompt_name,
+    ...exp.texts.flatMap((t: string) => ["--input", t]),
+  ]);
+  assertEquals(r.code, 0, r.err);
+  const lines = r.out.split("\n").map((l) => JSON.parse(l));
+  for (const [i, l] of lines.entries()) {
+    close(l.embedding, exp.embeddings[i], 1e-4);
+  }
+});

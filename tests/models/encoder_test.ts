@@ -6,7 +6,9 @@ import {
   convertEncoderToGguf,
   type EncoderModel,
   loadEncoderModel,
+  readSentencePipelineDir,
 } from "../../io/encoder.ts";
+import { loadTransformer } from "../../io/transformer.ts";
 import {
   cosineSimilarity,
   embedSentences,
@@ -128,3 +130,26 @@ for (const [quantize, minCos] of [["F16", 0.99999], ["Q8_0", 0.999]] as const) {
     }
   });
 }
+
+Deno.test("decoder embedding model (qwen2, last-token pooling, prompt): equals sentence-transformers on a padded batch", async () => {
+  const exp = JSON.parse(
+    await Deno.readTextFile(`${DIR}qwen2-last/expected.json`),
+  ) as Expected;
+  const dir = `${DIR}qwen2-last`;
+  const model = await loadTransformer(dir);
+  const pipeline = await readSentencePipelineDir(dir);
+  if (!pipeline) throw new Error("qwen2-last has no modules.json");
+  assert(pipeline.pooling === "lasttoken" && pipeline.normalize);
+  const prefix = pipeline.prompts[exp.prompt_name!];
+  for (const [i, t] of exp.texts.entries()) {
+    assertEquals(model.tokenizer!.encode(prefix + t), exp.ids[i], `text ${i}`);
+  }
+  const r = embedSentences(model, pipeline, exp.texts, {
+    promptName: exp.prompt_name!,
+  });
+  for (const [i, v] of r.embeddings.entries()) {
+    for (let j = 0; j < v.length; j++) {
+      assertAlmostEquals(v[j], exp.embeddings[i][j], 1e-4, `text ${i}`);
+    }
+  }
+});

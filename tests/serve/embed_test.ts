@@ -72,6 +72,19 @@ Deno.test("serve: encoders answer /v1/embeddings (openai client) and /api/embed 
     });
     close(g.data[0].embedding, rob.embeddings[2]);
 
+    // a decoder embedding model (sentence-transformers' last-token pooling)
+    const qwen = await expected("qwen2-last");
+    const q = await client.embeddings.create({
+      model: "qwen",
+      // the server applies no prompt of its own: send it with the text
+      input: qwen.texts.slice(1, 3).map((t) =>
+        "Instruct: find the passage\nQuery: " + t
+      ),
+    });
+    for (const [i, d] of q.data.entries()) {
+      close(d.embedding, qwen.embeddings[i + 1]);
+    }
+
     // an encoder generates nothing
     const gen = await call(`${url}/api/generate`, {
       json: { model: "minilm", prompt: "x", stream: false },
@@ -79,6 +92,7 @@ Deno.test("serve: encoders answer /v1/embeddings (openai client) and /api/embed 
     assertEquals(gen.status, 400);
   }, async (dir) => {
     await copyDir(join(DIR, "bert-mean"), join(dir, "minilm"));
+    await copyDir(join(DIR, "qwen2-last"), join(dir, "qwen"));
     await convertEncoderToGguf(
       join(DIR, "roberta-mean"),
       join(dir, "rob.gguf"),

@@ -25,6 +25,8 @@ from transformers import (
     ModernBertConfig,
     ModernBertModel,
     PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2Model,
     RobertaConfig,
     RobertaModel,
     XLMRobertaConfig,
@@ -65,14 +67,27 @@ PAIRS = [
 
 
 def wordpiece_tokenizer(lowercase=True):
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # the vocabulary is built here, not trained (the WordPiece trainer's
+    # ties make it differ from run to run): specials, every character of
+    # the corpus alone and as a continuation, a few suffixes, then the
+    # corpus words seen more than once or longer than six characters
+    norm = normalizers.BertNormalizer(lowercase=lowercase)
+    pre = pre_tokenizers.BertPreTokenizer()
+    words = {}
+    for line in CORPUS:
+        for w, _ in pre.pre_tokenize_str(norm.normalize_str(line)):
+            words[w] = words.get(w, 0) + 1
+    chars = sorted({c for w in words for c in w})
+    vocab_list = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]
+    vocab_list += ["##s", "##ing", "##ed", "##tion", "##ly", "##er", "##able"]
+    vocab_list += sorted(w for w, n in words.items() if len(w) > 1 and (n > 1 or len(w) > 6))
+    vocab = {}
+    for t in vocab_list:
+        vocab.setdefault(t, len(vocab))
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = norm
+    tok.pre_tokenizer = pre
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    )
-    tok.train_from_iterator(CORPUS, trainer)
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -144,7 +159,7 @@ def save_st(case, hf_model, tokenizer, pooling, normalize, prompts=None, texts=T
     shutil.rmtree(tmp, ignore_errors=True)
     hf_model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
-    word = st_models.Transformer(tmp, max_seq_length=64)
+    word = st_models.Transformer(tmp, max_seq_length=tokenizer.model_max_length)
     dim = hf_model.config.hidden_size
     pool = st_models.Pooling(dim, pooling_mode=pooling)
     mods = [word, pool] + ([st_models.Normalize()] if normalize else [])
@@ -229,6 +244,39 @@ def modernbert_case():
     save_st("modernbert-mean", m, tok, "mean", True)
 
 
+def decoder_case():
+    # a decoder embedding model (gte-Qwen2 / Qwen3-Embedding style): the
+    # tokenizer appends <|endoftext|>, sentence-transformers pools the last token
+    tok = Tokenizer(models.BPE(unk_token=None))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    eot = tok.token_to_id("<|endoftext|>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A <|endoftext|>", special_tokens=[("<|endoftext|>", eot)]
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>", model_max_length=128,
+    )
+    cfg = Qwen2Config(
+        vocab_size=len(fast), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
+        tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6,
+        bos_token_id=eot, eos_token_id=eot, pad_token_id=eot,
+    )
+    torch.manual_seed(9)
+    m = Qwen2Model(cfg)
+    init_(m, 9)
+    save_st(
+        "qwen2-last", m, fast, "lasttoken", True,
+        prompts={"query": "Instruct: find the passage\nQuery: "}, prompt_name="query",
+    )
+
+
 def cross_encoder_case():
     tok = wordpiece_tokenizer()
     cfg = BertConfig(
@@ -266,4 +314,5 @@ if __name__ == "__main__":
     bert_case()
     roberta_case()
     modernbert_case()
+    decoder_case()
     cross_encoder_case()
