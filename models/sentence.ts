@@ -368,12 +368,14 @@ export function embedSentences(
   for (let b = 0; b < rows.length; b += bs) {
     const batch = rows.slice(b, b + bs);
     // an encoder runs the batch packed; a decoder one input at a time
-    const hs = isEncoder ? enc.forward(batch) : batch.map((r) =>
-      enc.forward(r.ids, enc.createState(), {
-        output: "hidden",
-        allPositions: true,
-      })
-    );
+    const hs = isEncoder
+      ? enc.forward(batch)
+      : batch.map((r) =>
+        enc.forward(r.ids, enc.createState(), {
+          output: "hidden",
+          allPositions: true,
+        })
+      );
     for (const [i, h] of hs.entries()) {
       const v = poolTokens(h, batch[i].ids.length, d, pooling);
       if (normalize) {
