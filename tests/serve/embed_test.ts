@@ -85,6 +85,14 @@ Deno.test("serve: encoders answer /v1/embeddings (openai client) and /api/embed 
       close(d.embedding, qwen.embeddings[i + 1]);
     }
 
+    // the registry lists encoders as such
+    const list = await call(`${url}/registry/models`);
+    const kinds = Object.fromEntries(
+      (list.body.models as { name: string; versions: { kind: string }[] }[])
+        .map((m) => [m.name, m.versions[0].kind]),
+    );
+    assertEquals(kinds, { minilm: "encoder", qwen: "llm", rob: "encoder" });
+
     // an encoder generates nothing
     const gen = await call(`${url}/api/generate`, {
       json: { model: "minilm", prompt: "x", stream: false },
