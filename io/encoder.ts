@@ -245,7 +245,7 @@ export async function loadEncoderModel(path: string): Promise<EncoderModel> {
     const maxSeq = md["modelhost.sentence.max_seq_length"];
     const pipeline: SentencePipeline = {
       pooling: typeof pooling === "string"
-        ? pooling as PoolingMode
+        ? poolingMode(pooling, path)
         : POOLING_FROM_LLAMA[Number(md["bert.pooling_type"] ?? 1)] ?? "mean",
       normalize: md["modelhost.sentence.normalize"] !== false,
       prompts: typeof prompts === "string" ? JSON.parse(prompts) : {},
@@ -265,6 +265,25 @@ export async function loadEncoderModel(path: string): Promise<EncoderModel> {
   } finally {
     src.close();
   }
+}
+
+const POOLING_MODES: readonly string[] = [
+  "cls",
+  "mean",
+  "max",
+  "mean_sqrt_len",
+  "lasttoken",
+];
+
+function poolingMode(v: string, path: string): PoolingMode {
+  if (!POOLING_MODES.includes(v)) {
+    throw new TypeError(
+      `${path}: modelhost.sentence.pooling ${JSON.stringify(v)} is not one of ${
+        POOLING_MODES.join(", ")
+      }`,
+    );
+  }
+  return v as PoolingMode;
 }
 
 /** llama.cpp's `pooling_type` numbers. */

@@ -1,6 +1,12 @@
 // Encoders against sentence-transformers and transformers: the vectors in
 // tests/vectors/encoders/ come from tests/vectors/gen/encoders.py.
-import { assert, assertAlmostEquals, assertEquals } from "@std/assert";
+import {
+  assert,
+  assertAlmostEquals,
+  assertEquals,
+  assertRejects,
+  assertThrows,
+} from "@std/assert";
 import { fromFileUrl } from "@std/path";
 import {
   convertEncoderToGguf,
@@ -15,6 +21,7 @@ import {
   rerankScores,
 } from "../../models/sentence.ts";
 import { embed } from "../../models/embed.ts";
+import { encoderConfigFromHf } from "../../models/encoder_config.ts";
 
 const DIR = fromFileUrl(new URL("../vectors/encoders/", import.meta.url));
 const CASES = [
@@ -151,5 +158,50 @@ Deno.test("decoder embedding model (qwen2, last-token pooling, prompt): equals s
     for (let j = 0; j < v.length; j++) {
       assertAlmostEquals(v[j], exp.embeddings[i][j], 1e-4, `text ${i}`);
     }
+  }
+});
+
+Deno.test("encoder: bad configs and files are refused with typed errors naming the problem", async () => {
+  assertThrows(
+    () =>
+      encoderConfigFromHf({
+        model_type: "bert",
+        vocab_size: 10,
+        hidden_size: 30,
+        num_hidden_layers: 1,
+        num_attention_heads: 4,
+        intermediate_size: 8,
+      }),
+    RangeError,
+    "hidden_size 30 does not split into 4 heads",
+  );
+  assertThrows(
+    () => encoderConfigFromHf({ model_type: "gpt2" }),
+    TypeError,
+    'model_type "gpt2" is not supported',
+  );
+  const tmp = await Deno.makeTempDir();
+  try {
+    // a folder whose modules.json lists a module that cannot run here
+    for await (const e of Deno.readDir(`${DIR}bert-mean`)) {
+      if (e.isFile) {
+        await Deno.copyFile(`${DIR}bert-mean/${e.name}`, `${tmp}/${e.name}`);
+      }
+    }
+    await Deno.writeTextFile(
+      `${tmp}/modules.json`,
+      JSON.stringify([{ idx: 0, path: "", type: "x.Transformer" }, {
+        idx: 1,
+        path: "2_Dense",
+        type: "sentence_transformers.models.Dense",
+      }]),
+    );
+    await assertRejects(
+      () => loadEncoderModel(tmp),
+      TypeError,
+      '"sentence_transformers.models.Dense" is not supported',
+    );
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
   }
 });
