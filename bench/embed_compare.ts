@@ -70,10 +70,11 @@ const rows: number[][] = Array.from({ length: B }, () => [
 
 await configureKernels({ threads: THREADS });
 const ours: [string, EncoderModel][] = [];
+const tmp = await Deno.makeTempDir({ prefix: "embed-compare-" });
 for (const dt of args.dtypes.split(",")) {
   if (dt === "F32") ours.push(["F32", await loadEncoderModel(DIR)]);
   else {
-    const out = join(await Deno.makeTempDir(), `minilm-${dt}.gguf`);
+    const out = join(tmp, `minilm-${dt}.gguf`);
     await convertEncoderToGguf(DIR, out, {
       quantize: dt as "F16" | "Q8_0",
     });
@@ -149,6 +150,7 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 await shutdownKernels();
+await Deno.remove(tmp, { recursive: true });
 
 const median = (a: number[]) => {
   const s = [...a].sort((x, y) => x - y);
