@@ -28,7 +28,16 @@ export type EncoderFamily =
   | "modernbert"
   | "nomic_bert";
 
-/** The `model_type` values {@link encoderConfigFromHf} reads. */
+/**
+ * The `model_type` values {@link encoderConfigFromHf} reads.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { ENCODER_MODEL_TYPES } from "@modelhost/modelhost/models";
+ * assert(ENCODER_MODEL_TYPES.includes("modernbert") && ENCODER_MODEL_TYPES.includes("nomic_bert"));
+ * ```
+ */
 export const ENCODER_MODEL_TYPES: readonly EncoderFamily[] = [
   "bert",
   "roberta",
