@@ -94,16 +94,34 @@ Deno.test("encoder: batch size does not change vectors (packed rows)", async () 
   }
 });
 
-Deno.test("cross-encoder: scores equal transformers' logits", async () => {
-  const exp = JSON.parse(
-    await Deno.readTextFile(`${DIR}bert-reranker/expected.json`),
-  ) as { pairs: [string, string][]; ids: number[][]; scores: number[] };
-  const m = await loadEncoderModel(`${DIR}bert-reranker`);
-  for (const [i, [q, d]] of exp.pairs.entries()) {
-    const [s] = rerankScores(m.encoder, q, [d]);
-    assertAlmostEquals(s, exp.scores[i], 1e-4, `pair ${i}`);
-  }
-});
+for (const name of ["bert-reranker", "roberta-reranker"]) {
+  Deno.test(`cross-encoder ${name}: scores equal transformers' (folder and our GGUF; one pair and a packed batch)`, async () => {
+    const exp = JSON.parse(
+      await Deno.readTextFile(`${DIR}${name}/expected.json`),
+    ) as { pairs: [string, string][]; ids: number[][]; scores: number[] };
+    const m = await loadEncoderModel(`${DIR}${name}`);
+    const gguf = await Deno.makeTempFile({ suffix: ".gguf" });
+    try {
+      await convertEncoderToGguf(`${DIR}${name}`, gguf);
+      const g = await loadEncoderModel(gguf);
+      for (const [i, [q, d]] of exp.pairs.entries()) {
+        const [s] = rerankScores(m.encoder, q, [d]);
+        assertAlmostEquals(s, exp.scores[i], 1e-4, `pair ${i}`);
+        const [sg] = rerankScores(g.encoder, q, [d]);
+        assertAlmostEquals(sg, exp.scores[i], 1e-4, `GGUF pair ${i}`);
+      }
+    } finally {
+      await Deno.remove(gguf);
+    }
+    // all documents of one query in one packed batch
+    const q = exp.pairs[0][0];
+    const idx = exp.pairs.flatMap((p, i) => p[0] === q ? [i] : []);
+    const many = rerankScores(m.encoder, q, idx.map((i) => exp.pairs[i][1]));
+    for (const [k, i] of idx.entries()) {
+      assertAlmostEquals(many[k], exp.scores[i], 1e-4, `batched pair ${i}`);
+    }
+  });
+}
 
 Deno.test("embed(): an encoder model pools as sentence-transformers does", async () => {
   const exp = JSON.parse(

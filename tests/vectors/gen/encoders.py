@@ -28,6 +28,7 @@ from transformers import (
     Qwen2Config,
     Qwen2Model,
     RobertaConfig,
+    RobertaForSequenceClassification,
     RobertaModel,
     XLMRobertaConfig,
     XLMRobertaModel,
@@ -309,6 +310,38 @@ def cross_encoder_case():
     print("bert-reranker", out["scores"])
 
 
+def roberta_cross_encoder_case():
+    tok = bpe_tokenizer("<s>", "</s>", "<pad>", "<unk>", "<mask>", True)
+    cfg = RobertaConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=66, type_vocab_size=1, num_labels=1,
+        pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(10)
+    m = RobertaForSequenceClassification(cfg)
+    init_(m, 10)
+    m.eval()
+    d = os.path.join(OUT, "roberta-reranker")
+    shutil.rmtree(d, ignore_errors=True)
+    m.save_pretrained(d, safe_serialization=True)
+    tok.save_pretrained(d)
+    for junk in ["special_tokens_map.json", "vocab.json", "merges.txt"]:
+        p = os.path.join(d, junk)
+        if os.path.exists(p):
+            os.remove(p)
+    enc = tok([p[0] for p in PAIRS], [p[1] for p in PAIRS], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = m(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"]).logits[:, 0]
+    out = {
+        "pairs": PAIRS,
+        "ids": [[int(x) for x, a in zip(r, am) if a] for r, am in zip(enc["input_ids"], enc["attention_mask"])],
+        "scores": [float(x) for x in logits],
+    }
+    with open(os.path.join(d, "expected.json"), "w") as f:
+        json.dump(out, f)
+    print("roberta-reranker", out["scores"])
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     bert_case()
@@ -316,3 +349,4 @@ if __name__ == "__main__":
     modernbert_case()
     decoder_case()
     cross_encoder_case()
+    roberta_cross_encoder_case()
