@@ -16,6 +16,7 @@ import type { Registry } from "../registry.ts";
 import { closest, flagHelp, type FlagSpec, UsageError } from "./_args.ts";
 import type { CliIo, Command, CommandContext } from "./_command.ts";
 import { convertCommand } from "./convert.ts";
+import { embedCommand, rerankCommand } from "./embed.ts";
 import { formatsCommand } from "./formats.ts";
 import { generateCommand } from "./generate.ts";
 import { inspectCommand } from "./inspect.ts";
@@ -74,6 +75,8 @@ const COMMANDS: Record<string, Command> = Object.fromEntries(
     imatrixCommand,
     runCommand,
     generateCommand,
+    embedCommand,
+    rerankCommand,
     serveCommand,
     formatsCommand,
     layersCommand,

@@ -20,3 +20,4 @@ export * from "./file.ts";
 export * from "./open.ts";
 export * from "./transformer.ts";
 export * from "./quant_pool.ts";
+export * from "./encoder.ts";

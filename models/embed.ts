@@ -26,6 +26,7 @@
  */
 
 import type { Transformer } from "./transformer.ts";
+import { embedSentences, type EncoderModel } from "./sentence.ts";
 
 /** One input: text (encoded with the model's tokenizer) or token ids. */
 export type EmbedInput = string | readonly number[];
@@ -58,7 +59,9 @@ export interface EmbedResult {
 /**
  * Embeds inputs with a model (see the module notes for how).
  *
- * @param model The model.
+ * @param model The model: a Llama-family model, or an encoder with its
+ * sentence pipeline (`loadEncoderModel`), which pools as its
+ * sentence-transformers configuration says unless `pooling` is given.
  * @param inputs One input or a list.
  * @param options Normalization, pooling, truncation.
  * @returns The vectors and token counts.
@@ -84,7 +87,7 @@ export interface EmbedResult {
  * ```
  */
 export function embed(
-  model: Transformer,
+  model: Transformer | EncoderModel,
   inputs: EmbedInput | readonly EmbedInput[],
   options: EmbedOptions = {},
 ): EmbedResult {
@@ -93,6 +96,14 @@ export function embed(
         typeof (inputs as readonly unknown[])[0] === "number")
       ? [inputs as EmbedInput]
       : inputs as readonly EmbedInput[];
+  if ("encoder" in model) {
+    // an encoder pools as its sentence-transformers files say
+    return embedSentences(model.encoder, model.pipeline, list, {
+      normalize: options.normalize,
+      pooling: options.pooling === "last" ? "lasttoken" : options.pooling,
+      truncate: options.truncate,
+    });
+  }
   const pooling = options.pooling ?? "mean";
   const normalize = options.normalize ?? true;
   const limit = model.config.maxPositionEmbeddings;

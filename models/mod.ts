@@ -140,3 +140,33 @@ export {
   imatrixWeights,
   readImatrix,
 } from "./imatrix.ts";
+  buildEncoder,
+  type Encoder,
+  type EncoderOptions,
+  type EncoderRow,
+} from "./encoder.ts";
+export {
+  ENCODER_MODEL_TYPES,
+  type EncoderConfig,
+  encoderConfigFromGguf,
+  encoderConfigFromHf,
+  encoderConfigToGguf,
+  type EncoderFamily,
+  encoderGgufArchitecture,
+  type EncoderHfConfig,
+  encoderTensorName,
+  isGlobalLayer,
+} from "./encoder_config.ts";
+export {
+  cosineSimilarity,
+  embedSentences,
+  type EmbedSentencesOptions,
+  type EncoderModel,
+  type PoolingMode,
+  poolTokens,
+  type ReadJson,
+  readSentencePipeline,
+  rerankScores,
+  type SentenceEmbeddings,
+  type SentencePipeline,
+} from "./sentence.ts";

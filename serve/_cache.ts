@@ -8,6 +8,12 @@ import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { loadTransformer } from "../io/transformer.ts";
 import { limitPromptLength } from "./_prompt_limit.ts";
+import {
+  type EncoderModel,
+  loadEncoderModel,
+  readSentencePipelineDir,
+} from "../io/encoder.ts";
+import type { SentencePipeline } from "../models/sentence.ts";
 import type { BatchEngine } from "../models/batch.ts";
 import type { Transformer } from "../models/transformer.ts";
 import { Batcher, type BatcherOptions } from "./_batcher.ts";
@@ -57,10 +63,20 @@ export interface LoadedLlm extends LoadedBase {
   model: Transformer;
   /** Its continuous-batching engine, made on first generation. */
   engine?: BatchEngine;
+  /** sentence-transformers' pooling of a decoder embedding model's folder. */
+  pipeline?: SentencePipeline;
+}
+
+/** A loaded encoder (embedding or cross-encoder model). */
+export interface LoadedEncoder extends LoadedBase {
+  /** Discriminant. */
+  kind: "encoder";
+  /** The encoder and its sentence pipeline. */
+  model: EncoderModel;
 }
 
 /** Anything the cache holds. */
-export type Loaded = LoadedNetworks | LoadedLlm;
+export type Loaded = LoadedNetworks | LoadedLlm | LoadedEncoder;
 
 /** Options of {@link ModelCache}. */
 export interface ModelCacheOptions {
@@ -141,14 +157,33 @@ export class ModelCache {
     }
     const t0 = performance.now();
     let loaded: Loaded;
-    if (entry.kind === "llm") {
+    if (entry.kind === "encoder") {
+      const model = await loadEncoderModel(entry.path);
+      const t1 = performance.now();
+      const cls = model.encoder.tokenizer?.bos ?? 0;
+      model.encoder.forward([{ ids: [cls] }]);
+      loaded = {
+        kind: "encoder",
+        key,
+        entry,
+        model,
+        bytes: entry.bytes,
+        loadMs: t1 - t0,
+        warmupMs: performance.now() - t1,
+        lastUsed: Date.now(),
+      };
+    } else if (entry.kind === "llm") {
       const model = await loadTransformer(entry.path);
       limitPromptLength(model, label);
+      const pipeline = (await Deno.stat(entry.path)).isDirectory
+        ? await readSentencePipelineDir(entry.path)
+        : undefined;
       const t1 = performance.now();
       const bos = model.tokenizer?.bos ?? model.config.bosTokenId ?? 0;
       model.forward([bos]);
       loaded = {
         kind: "llm",
+        ...(pipeline ? { pipeline } : {}),
         key,
         entry,
         model,
@@ -256,7 +291,7 @@ export class ModelCache {
     for (const e of this.#entries.values()) {
       if (e.kind === "network") {
         for (const n of e.networks) n.batcher.close();
-      } else e.engine?.close();
+      } else if (e.kind === "llm") e.engine?.close();
     }
     this.#entries.clear();
   }

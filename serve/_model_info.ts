@@ -13,6 +13,7 @@ import { openModel } from "../io/open.ts";
 import { checkTransformerTensors, modelBuildProblem } from "./_buildable.ts";
 import { readChatTemplateFiles } from "../io/transformer.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "../models/gguf_config.ts";
+import { ENCODER_MODEL_TYPES } from "../models/encoder_config.ts";
 import {
   configFromHf,
   type HfConfigJson,
@@ -26,7 +27,7 @@ const MAX_LISTED_STRING = 512;
 const MAX_LISTED_KEYS = 64;
 
 /** What a stored model is good for. */
-export type ModelKind = "network" | "llm" | "tensors" | "invalid";
+export type ModelKind = "network" | "llm" | "encoder" | "tensors" | "invalid";
 
 /** Facts about a Llama-family model, for Ollama's `tags` and `show`. */
 export interface LlmInfo {
@@ -232,7 +233,11 @@ async function readHf(
     const out: ModelVersion = {
       ...base,
       ...stats,
-      kind: supported ? "llm" : "tensors",
+      kind: supported
+        ? "llm"
+        : (ENCODER_MODEL_TYPES as readonly unknown[]).includes(modelType)
+        ? "encoder"
+        : "tensors",
       models: [{ id: c.name }],
       provenance: provenanceOf(md),
       metadata: metadataOf(md),
@@ -292,6 +297,12 @@ async function readFile(
       } else out.models.push({ id: m.id });
     }
     const arch = md["general.architecture"];
+    if (
+      out.kind === "tensors" &&
+      (arch === "bert" || arch === "modern-bert" || arch === "nomic-bert")
+    ) {
+      out.kind = "encoder";
+    }
     if (
       out.kind === "tensors" && typeof arch === "string" &&
       GGUF_ARCHITECTURES.includes(arch)

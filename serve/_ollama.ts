@@ -7,6 +7,7 @@
 // /api/pull) is in _ollama_models.ts.
 
 import { embed } from "../models/embed.ts";
+import { embedSentences } from "../models/sentence.ts";
 import type {
   GeneratedToken,
   GenerateOptions,
@@ -21,7 +22,7 @@ import {
 } from "../tokenizers/chat.ts";
 import { jsonConstraint } from "../tokenizers/constraint.ts";
 import { renderOllamaTemplate } from "../tokenizers/go_template.ts";
-import type { LoadedLlm } from "./_cache.ts";
+import type { LoadedEncoder, LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
 import {
   errorText,
@@ -667,13 +668,52 @@ export async function handleChat(
   );
 }
 
-/** Embeds inputs with a loaded model; 400 for inputs it cannot take. */
+/** Loads a model that answers embeddings: a language model or an encoder (400 for others). */
+export async function loadEmbedder(
+  parts: ServerParts,
+  ctx: RequestContext,
+  model: unknown,
+): Promise<
+  { entry: ModelVersion; loaded: LoadedLlm | LoadedEncoder; loadMs: number }
+> {
+  const entry = await resolveModel(parts, model);
+  if (entry.kind !== "encoder") return loadLlm(parts, ctx, model);
+  ctx.log.model = entry.name;
+  ctx.log.version = entry.version;
+  const t0 = performance.now();
+  const { loaded } = await parts.cache.get(entry);
+  return {
+    entry,
+    loaded: loaded as LoadedEncoder,
+    loadMs: performance.now() - t0,
+  };
+}
+
+/**
+ * Embeds inputs with a loaded model (an encoder pools as its
+ * sentence-transformers configuration says; a language model averages its
+ * last hidden states); 400 for inputs it cannot take.
+ */
 export function embedInputs(
-  model: Transformer,
+  loaded: LoadedLlm | LoadedEncoder | Transformer,
   inputs: (string | number[])[],
   options: { normalize: boolean; truncate: boolean },
 ): { embeddings: Float32Array[]; promptTokens: number } {
   try {
+    if ("kind" in loaded && loaded.kind === "encoder") {
+      const { encoder, pipeline } = loaded.model;
+      return embedSentences(encoder, pipeline, inputs, {
+        truncate: options.truncate,
+        normalize: options.normalize && pipeline.normalize,
+      });
+    }
+    if ("kind" in loaded && loaded.pipeline) {
+      return embedSentences(loaded.model, loaded.pipeline, inputs, {
+        truncate: options.truncate,
+        normalize: options.normalize && loaded.pipeline.normalize,
+      });
+    }
+    const model = "kind" in loaded ? loaded.model : loaded;
     return embed(model, inputs, options);
   } catch (e) {
     if (e instanceof RangeError || e instanceof TypeError) {
@@ -710,11 +750,11 @@ async function handleEmbed(
   if (dims !== undefined && (!isInt(dims) || dims < 1)) {
     throw new HttpError(400, '"dimensions" must be a positive integer');
   }
-  const { entry, loaded, loadMs } = await loadLlm(parts, ctx, body.model);
+  const { entry, loaded, loadMs } = await loadEmbedder(parts, ctx, body.model);
   const t0 = performance.now();
   const r = list.length === 0
     ? { embeddings: [], promptTokens: 0 }
-    : embedInputs(loaded.model, list as string[], {
+    : embedInputs(loaded, list as string[], {
       normalize: true,
       truncate: body.truncate !== false,
     });
@@ -744,9 +784,9 @@ async function handleEmbeddings(
   if (typeof prompt !== "string") {
     throw new HttpError(400, '"prompt" must be a string');
   }
-  const { loaded } = await loadLlm(parts, ctx, body.model);
+  const { loaded } = await loadEmbedder(parts, ctx, body.model);
   if (prompt === "") return jsonResponse({ embedding: [] });
-  const r = embedInputs(loaded.model, [prompt], {
+  const r = embedInputs(loaded, [prompt], {
     normalize: false,
     truncate: true,
   });

@@ -21,6 +21,7 @@ import {
   chatTemplateOf,
   embedInputs,
   llmTags,
+  loadEmbedder,
   loadLlm,
   resolveModel,
   shorten,
@@ -807,8 +808,8 @@ async function embeddings(
   if (dims !== undefined && dims < 1) {
     throw new OpenAiError("'dimensions' must be at least 1", "dimensions");
   }
-  const { loaded } = await loadLlm(parts, ctx, body.model);
-  const r = embedInputs(loaded.model, inputs, {
+  const { loaded } = await loadEmbedder(parts, ctx, body.model);
+  const r = embedInputs(loaded, inputs, {
     normalize: true,
     truncate: false,
   });

@@ -221,6 +221,8 @@ Deno.test("cli: every command's help matches its snapshot, and `help NAME` says 
     "imatrix",
     "run",
     "generate",
+    "embed",
+    "rerank",
     "serve",
     "formats",
     "layers",
