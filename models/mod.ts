@@ -140,6 +140,7 @@ export {
   imatrixWeights,
   readImatrix,
 } from "./imatrix.ts";
+export {
   buildEncoder,
   type Encoder,
   type EncoderOptions,
