@@ -76,6 +76,7 @@ import {
   transformerNetwork,
 } from "./config.ts";
 import { configFromGguf } from "./gguf_config.ts";
+import { checkTransformerTensors } from "./check.ts";
 import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
 
 /** Per-sequence state: the layers' KV caches and the tokens seen so far. */
@@ -544,6 +545,7 @@ export async function transformerFromFiles(
 ): Promise<Transformer> {
   const config = configFromHf(files.config);
   const index = singleModel(files.model, "Hugging Face checkpoint");
+  checkTransformerTensors(config, index, options.name ?? "the checkpoint");
   const tensors = await loadRenamed(
     index,
     config.numLayers,
@@ -606,6 +608,7 @@ export async function transformerFromGguf(
       ? index.info("token_embd.weight").shape[0]
       : undefined,
   });
+  checkTransformerTensors(config, index, options.name ?? "the GGUF file");
   const tensors = await loadRenamed(
     index,
     config.numLayers,
