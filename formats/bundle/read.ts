@@ -22,6 +22,7 @@ import {
   fromBase64Into,
 } from "../../core/_base64.ts";
 import {
+  checkJsonDepth,
   placeholderIndex,
   restoreLongStrings,
   splitLongStrings,
@@ -134,6 +135,7 @@ function parseDocument(text: string): Doc {
       `Cannot read bundle: not JSON (${(e as Error).message})`,
     );
   }
+  checkJsonDepth(doc, "bundle");
   if (!isObject(doc)) {
     throw new TypeError(
       `Cannot read bundle: expected a JSON object with "type": "${BUNDLE_TYPE}", got ${
