@@ -6,6 +6,7 @@
  * @module
  */
 
+import { checkJsonDepth } from "../../core/_json_depth.ts";
 import type { ModelFile, NetworkConfig } from "../../core/model.ts";
 import { lazyTensorIndex } from "../../core/model.ts";
 import type { ByteSource } from "../../core/sources.ts";
@@ -201,6 +202,7 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
   if (typeof stored === "string") {
     try {
       config = JSON.parse(stored);
+      checkJsonDepth(config, "modelhost.config");
     } catch {
       config = undefined;
     }

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { checkJsonDepth } from "../../core/_json_depth.ts";
 import { decodeToF32 } from "../../core/dtypes.ts";
 import { memoryTensorIndex, type Model } from "../../core/model.ts";
 import type { Tensor } from "../../core/tensor.ts";
@@ -242,8 +243,9 @@ function decodeBlob(model: string, data: unknown): unknown {
       })`,
     );
   }
+  let v: unknown;
   try {
-    return JSON.parse(new TextDecoder().decode(bytes));
+    v = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
     throw new SyntaxError(
       `Cannot read Loom model "${model}": weights.data does not hold JSON (${
@@ -251,6 +253,8 @@ function decodeBlob(model: string, data: unknown): unknown {
       })`,
     );
   }
+  checkJsonDepth(v, `Loom model "${model}"`);
+  return v;
 }
 
 /**

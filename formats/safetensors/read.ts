@@ -6,6 +6,7 @@
  * @module
  */
 
+import { checkJsonDepth } from "../../core/_json_depth.ts";
 import type {
   Model,
   ModelFile,
@@ -131,8 +132,9 @@ function parseJsonKey(
   key: string,
   file: string,
 ): unknown {
+  let v: unknown;
   try {
-    return JSON.parse(metadata[key]);
+    v = JSON.parse(metadata[key]);
   } catch (e) {
     throw new SyntaxError(
       `Cannot read __metadata__[${
@@ -140,6 +142,8 @@ function parseJsonKey(
       }] of ${file}: invalid JSON, ${(e as Error).message}`,
     );
   }
+  checkJsonDepth(v, `__metadata__[${JSON.stringify(key)}] of ${file}`);
+  return v;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -444,6 +448,7 @@ export function parseSafetensorsIndex(
       `Cannot parse index ${name}: ${(e as Error).message}`,
     );
   }
+  checkJsonDepth(v, `index ${name}`);
   if (!isPlainObject(v) || !isPlainObject(v.weight_map)) {
     throw new TypeError(
       `Invalid index ${name}: expected an object with a "weight_map" object`,

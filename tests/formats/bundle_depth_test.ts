@@ -61,3 +61,18 @@ Deno.test("saving metadata nested past the limit is a RangeError, not a stack ov
     "MAX_JSON_DEPTH",
   );
 });
+
+Deno.test("a tokenizer.json whose normalizer nests 10,000 Sequences is a RangeError", async () => {
+  const { createTokenizer } = await import("../../tokenizers/mod.ts");
+  let n: unknown = { type: "Lowercase" };
+  for (let i = 0; i < 10_000; i++) n = { type: "Sequence", normalizers: [n] };
+  assertThrows(
+    () =>
+      createTokenizer({
+        model: { type: "WordLevel", vocab: { a: 0 }, unk_token: "a" },
+        normalizer: n,
+      } as never),
+    RangeError,
+    "MAX_JSON_DEPTH",
+  );
+});
