@@ -6,6 +6,7 @@
  * @module
  */
 
+import { setOwn } from "../../core/_own.ts";
 import {
   byteLengthOf,
   dtypeInfo,
@@ -309,7 +310,7 @@ async function modelEntry(
       );
     }
     entry.data = new PlainString(toBase64(t.bytes));
-    entries[name] = entry;
+    setOwn(entries, name, entry);
   }
   await Promise.all(pending);
 

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { ownValue } from "../../core/_own.ts";
 import { checkJsonDepth } from "../../core/_json_depth.ts";
 import { decodeToF32 } from "../../core/dtypes.ts";
 import { memoryTensorIndex, type Model } from "../../core/model.ts";
@@ -196,7 +197,7 @@ function multiPrecisionSource(
       const dt = typeof entry?.dtype === "string" && entry.dtype !== ""
         ? entry.dtype
         : dtype;
-      const size = LOOM_DTYPE_BYTES[dt];
+      const size = ownValue(LOOM_DTYPE_BYTES, dt);
       if (size === undefined) {
         throw new TypeError(
           `Cannot read ${where}: unknown Loom dtype ${shown(dt)} (known: ${

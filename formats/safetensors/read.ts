@@ -6,6 +6,7 @@
  * @module
  */
 
+import { setOwn } from "../../core/_own.ts";
 import { checkJsonDepth } from "../../core/_json_depth.ts";
 import type {
   Model,
@@ -331,7 +332,7 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
         if (!isPlainObject(parsed)) continue; // reported by the per-file checks
         maps.set(k, { ...maps.get(k), ...parsed });
       } else if (!Object.hasOwn(out, k)) {
-        out[k] = v;
+        setOwn(out, k, v);
       }
     }
   }
@@ -339,7 +340,7 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
     const sorted = Object.fromEntries(
       Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     );
-    out[k] = JSON.stringify(sorted);
+    setOwn(out, k, JSON.stringify(sorted));
   }
   return out;
 }
