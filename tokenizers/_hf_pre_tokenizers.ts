@@ -61,7 +61,8 @@ function behaviorOf(
   dflt?: SplitBehavior,
 ): SplitBehavior {
   if (v === undefined && dflt) return dflt;
-  const b = BEHAVIORS[String(v).toLowerCase()];
+  const key = String(v).toLowerCase();
+  const b = Object.hasOwn(BEHAVIORS, key) ? BEHAVIORS[key] : undefined;
   if (!b) throw fail(`split behavior "${v}" is not known`);
   return b;
 }

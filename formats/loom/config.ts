@@ -540,8 +540,9 @@ function convertParallel(
     );
     cfg.filter_gate = g.cfg;
     if (typeof def.filter_softmax === "string" && def.filter_softmax) {
-      cfg.filter_softmax = LOOM_SOFTMAX[def.filter_softmax] ??
-        def.filter_softmax;
+      cfg.filter_softmax = (Object.hasOwn(LOOM_SOFTMAX, def.filter_softmax)
+        ? LOOM_SOFTMAX[def.filter_softmax]
+        : undefined) ?? def.filter_softmax;
     }
     const t = num(def.filter_temperature);
     if (t !== undefined) cfg.filter_temperature = t;
