@@ -18,8 +18,12 @@ import { type ByteSource, httpSource } from "../core/sources.ts";
 import type { Registry } from "../registry.ts";
 import { fileSource, writeFileAtomic } from "./file.ts";
 
-/** Leading bytes handed to each plugin's `detect`. */
-const DETECT_BYTES = 64;
+/**
+ * Leading bytes handed to each plugin's `detect`: enough for a transformers
+ * `model.safetensors.index.json` whose `"weight_map"` follows a `metadata`
+ * object (its `total_size` alone has 9+ digits past 100 MB).
+ */
+const DETECT_BYTES = 4096;
 
 /** A model file opened for reading, with the source it reads from. */
 export interface OpenedModel {
@@ -71,8 +75,9 @@ export function openSource(pathOrUrl: string): Promise<ByteSource> {
 }
 
 /**
- * Picks the format plugin for a source: magic bytes first, then the
- * file extension.
+ * Picks the format plugin for a source: magic bytes first (the first
+ * 4096), then a format whose `folderEntry` would pick this file name
+ * (`*.safetensors.index.json`), then the file extension.
  *
  * @param registry The registry.
  * @param src The source.
@@ -95,8 +100,13 @@ export async function detectFormat(
   src: ByteSource,
 ): Promise<FormatPlugin> {
   const head = await src.read(0, Math.min(DETECT_BYTES, src.size));
+  const path = src.name.replace(/[?#].*$/, "");
+  // A format that picks this very file out of a folder claims it before the
+  // bare extension does (model.safetensors.index.json is not a .json bundle).
+  const base = path.split(/[\\/]/).pop() ?? "";
   return registry.detect(head) ??
-    registry.formatForPath(src.name.replace(/[?#].*$/, ""));
+    registry.formats().find((f) => f.folderEntry?.([base]) === base) ??
+    registry.formatForPath(path);
 }
 
 /**
