@@ -7,6 +7,7 @@
  * @module
  */
 
+import { releaseTemp, tempPath } from "./_temp.ts";
 import { basename, dirname, join } from "@std/path";
 import type {
   FormatPlugin,
@@ -230,22 +231,26 @@ export async function writeModel(
       };
     }
     const dir = dirname(path);
-    const suffix = `.partial-${Date.now().toString(36)}-${
-      Math.floor(performance.now() * 1000).toString(36)
-    }`;
     const done: [string, string][] = [];
     let bytes = 0;
     try {
       for (const f of files) {
         const final = join(dir, f.name);
-        bytes += await writeFileAtomic(final + suffix, f.data);
-        done.push([final + suffix, final]);
+        const partial = tempPath(final, "partial");
+        done.push([partial, final]);
+        bytes += await writeFileAtomic(partial, f.data);
       }
     } catch (e) {
-      for (const [tmp] of done) await Deno.remove(tmp).catch(() => {});
+      for (const [tmp] of done) {
+        await Deno.remove(tmp).catch(() => {});
+        releaseTemp(tmp);
+      }
       throw e;
     }
-    for (const [tmp, final] of done) await Deno.rename(tmp, final);
+    for (const [tmp, final] of done) {
+      await Deno.rename(tmp, final);
+      releaseTemp(tmp);
+    }
     return { paths: done.map(([, final]) => final), bytes };
   }
   if (!format.write) {
