@@ -130,3 +130,4 @@ export {
   readGgufTensor,
 } from "./read.ts";
 export { gguf, ggufFormat, isGguf } from "./plugin.ts";
+export { ggufTypeLoss } from "./_loss.ts";
