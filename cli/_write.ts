@@ -51,7 +51,9 @@ export function writerOptions(
       options[o.name] = v;
     }
   }
-  const dtype = (flags.dtype ?? flags.quant) as string | undefined;
+  const dtype = (flags.dtype ?? flags.quant ?? flags.quantize) as
+    | string
+    | undefined;
   if (dtype !== undefined) {
     const opt = dtypeOption(target);
     if (!opt) {

@@ -100,6 +100,12 @@ const CONVERT_FLAGS: FlagSpec[] = [
     value: "TYPE",
     description: "Same as --dtype",
   },
+  {
+    name: "quantize",
+    type: "string",
+    value: "TYPE",
+    description: "Same as --dtype (the GGUF writer's option name)",
+  },
 ];
 
 /** Whether a path is a Hugging Face checkpoint folder (has config.json). */
