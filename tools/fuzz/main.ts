@@ -72,10 +72,10 @@ const reports: FuzzTargetReport[] = await runFuzz({
     ),
 });
 console.log(
-  "\n| target | cases | accepted | refused (typed) | untyped | wrong acceptance | hang > 2 s | RSS > 1 GiB | crash | slowest | max RSS | time |",
+  "\n| target | cases | accepted | refused (typed) | untyped | wrong acceptance | hang > 2 s | RSS > 1 GiB | crash | slowest | max RSS | time | hang retries |",
 );
 console.log(
-  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 );
 for (const r of reports) {
   const o = r.outcomes;
@@ -84,7 +84,7 @@ for (const r of reports) {
       o["wrong-acceptance"]
     } | ${o.hang} | ${o.rss} | ${o.crash} | ${r.slowestMs.toFixed(0)} ms | ${
       (r.maxRss / 2 ** 20).toFixed(0)
-    } MiB | ${(r.elapsedMs / 1000).toFixed(0)} s |`,
+    } MiB | ${(r.elapsedMs / 1000).toFixed(0)} s | ${r.retried} |`,
   );
 }
 if (args.json) {
