@@ -20,19 +20,82 @@ import {
 import { configFromGguf } from "./gguf_config.ts";
 import { parseTensorName, tensorName } from "./names.ts";
 
-/** Most transformer blocks a model may declare (the largest released Llama has 126). */
+/**
+ * Most transformer blocks a model may declare (the largest released Llama has 126).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_BLOCKS } from "@modelhost/modelhost/models";
+ * assert(MAX_BLOCKS > 0);
+ * ```
+ */
 export const MAX_BLOCKS = 1024;
-/** Widest residual stream accepted (Llama 3.1 405B uses 16384). */
+/**
+ * Widest residual stream accepted (Llama 3.1 405B uses 16384).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_HIDDEN_SIZE } from "@modelhost/modelhost/models";
+ * assert(MAX_HIDDEN_SIZE > 0);
+ * ```
+ */
 export const MAX_HIDDEN_SIZE = 65536;
-/** Most attention heads accepted (query or key/value). */
+/**
+ * Most attention heads accepted (query or key/value).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_HEADS } from "@modelhost/modelhost/models";
+ * assert(MAX_HEADS > 0);
+ * ```
+ */
 export const MAX_HEADS = 1024;
-/** Largest head size accepted. */
+/**
+ * Largest head size accepted.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_HEAD_DIM } from "@modelhost/modelhost/models";
+ * assert(MAX_HEAD_DIM > 0);
+ * ```
+ */
 export const MAX_HEAD_DIM = 4096;
-/** Largest MLP width accepted (Llama 3.1 405B uses 53248). */
+/**
+ * Largest MLP width accepted (Llama 3.1 405B uses 53248).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_INTERMEDIATE_SIZE } from "@modelhost/modelhost/models";
+ * assert(MAX_INTERMEDIATE_SIZE > 0);
+ * ```
+ */
 export const MAX_INTERMEDIATE_SIZE = 1 << 20;
-/** Largest vocabulary accepted (Gemma's 256000 fits many times). */
+/**
+ * Largest vocabulary accepted (Gemma's 256000 fits many times).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_VOCAB_SIZE } from "@modelhost/modelhost/models";
+ * assert(MAX_VOCAB_SIZE > 0);
+ * ```
+ */
 export const MAX_VOCAB_SIZE = 1 << 22;
-/** Longest trained context accepted. */
+/**
+ * Longest trained context accepted.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { MAX_CONTEXT_LENGTH } from "@modelhost/modelhost/models";
+ * assert(MAX_CONTEXT_LENGTH > 0);
+ * ```
+ */
 export const MAX_CONTEXT_LENGTH = 1 << 24;
 
 /** Which file keys hold each hyperparameter, for messages. */
