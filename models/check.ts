@@ -7,7 +7,7 @@
  * @module
  */
 
-import { checkNetworkTensors } from "../core/network.ts";
+import { checkNetworkTensors, type LayerLookup } from "../core/network.ts";
 import type { ModelFile, TensorIndex } from "../core/model.ts";
 import { LAYER_PLUGINS } from "../layers/mod.ts";
 import { createRegistry } from "../registry.ts";
@@ -17,7 +17,7 @@ import {
   type TransformerConfig,
   transformerNetwork,
 } from "./config.ts";
-import { configFromGguf } from "./gguf_config.ts";
+import { configFromGguf, GGUF_ARCHITECTURES } from "./gguf_config.ts";
 import { parseTensorName, tensorName } from "./names.ts";
 
 /**
@@ -364,4 +364,81 @@ export function checkTransformerFile(
     });
   checkTransformerTensors(cfg, m.tensors, where);
   return cfg;
+}
+
+/** Options of {@link checkModelBuilds}. */
+export interface CheckModelOptions {
+  /** The parsed `config.json` of a Hugging Face checkpoint. @default {undefined} */
+  config?: HfConfigJson;
+  /** The file, for messages. @default "model" */
+  name?: string;
+  /** Where network layer types are looked up. @default {a registry of the built-in layers} */
+  registry?: LayerLookup;
+}
+
+/**
+ * Says whether every model of an opened file would build, from headers
+ * alone: a Llama-family checkpoint (a GGUF whose `general.architecture` is
+ * supported, or tensors with a `config.json`) through
+ * {@link checkTransformerFile}; a stored network (a model with a config)
+ * through its layer specs against its tensors' shapes. Plain tensor files
+ * pass. For a server to call before accepting an upload.
+ *
+ * @param file The opened file (weights are not loaded).
+ * @param options The Hugging Face config, a name for messages, the registry.
+ * @throws {RangeError} For a size past its limit.
+ * @throws {TypeError} For a config that does not parse, or tensors that are
+ * missing or mis-shaped for it (the message names them).
+ *
+ * @example
+ * ```ts
+ * import { assertThrows } from "@std/assert";
+ * import { checkModelBuilds } from "@modelhost/modelhost/models";
+ * import { memoryTensorIndex, tensorFromF32 } from "@modelhost/modelhost/core";
+ * const tensors = memoryTensorIndex([tensorFromF32("layers.0.weight", new Float32Array(6), [3, 2])]);
+ * const config = { input_size: 2, layers: [{ type: "dense", output_size: 4, bias: false }] };
+ * assertThrows(
+ *   () => checkModelBuilds({ models: [{ id: "net", metadata: {}, config, tensors }] }),
+ *   TypeError,
+ *   "layers.0.weight has shape [3, 2], expected [4, 2]",
+ * );
+ * ```
+ */
+export function checkModelBuilds(
+  file: ModelFile,
+  options: CheckModelOptions = {},
+): void {
+  const where = options.name ?? "model";
+  if (options.config) {
+    checkTransformerFile(file, { config: options.config, name: where });
+    return;
+  }
+  for (const m of file.models) {
+    const arch = m.metadata["general.architecture"];
+    if (typeof arch === "string" && GGUF_ARCHITECTURES.includes(arch)) {
+      checkTransformerFile({ models: [m] }, { name: where });
+      continue;
+    }
+    if (m.config === undefined) continue;
+    const lookup = options.registry ?? createRegistry().use(LAYER_PLUGINS);
+    const shapes = new Map(
+      m.tensors.names().map((n) => [n, m.tensors.info(n)]),
+    );
+    const check = checkNetworkTensors(lookup, m.config, shapes);
+    const parts = [
+      ...(check.missing.length > 0
+        ? [`missing ${check.missing.slice(0, 8).join(", ")}`]
+        : []),
+      ...check.wrongShape.slice(0, 8).map((w) =>
+        `${w.name} has shape [${w.actual.join(", ")}], expected [${
+          w.expected.join(", ")
+        }]`
+      ),
+    ];
+    if (parts.length > 0) {
+      throw new TypeError(
+        `Cannot build model "${m.id}" of ${where}: ${parts.join("; ")}`,
+      );
+    }
+  }
 }

@@ -43,6 +43,8 @@ export {
 } from "./config.ts";
 export {
   checkConfigLimits,
+  checkModelBuilds,
+  type CheckModelOptions,
   checkTransformerFile,
   type CheckTransformerOptions,
   checkTransformerTensors,

@@ -12,6 +12,7 @@ import { memoryTensorIndex } from "../../core/model.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
 import { readGguf, writeGgufBytes } from "../../formats/gguf/mod.ts";
 import {
+  checkModelBuilds,
   checkTransformerFile,
   configFromHf,
   hfToGguf,
@@ -184,4 +185,23 @@ Deno.test("config.json with num_hidden_layers 3 on a 5-block checkpoint is refus
     "num_hidden_layers is 2147483647",
   );
   assertEquals(configFromHf(CONFIG).numLayers, 5);
+});
+
+Deno.test("checkModelBuilds: the check a server runs before linking an upload", async () => {
+  checkModelBuilds(await gguf());
+  const three = await gguf({ "llama.block_count": 3 });
+  assertThrows(
+    () => checkModelBuilds(three),
+    TypeError,
+    "says 3 blocks",
+  );
+  checkModelBuilds(hfModel(), { config: CONFIG });
+  assertThrows(
+    () =>
+      checkModelBuilds(hfModel(), { config: { ...CONFIG, hidden_size: 16 } }),
+    TypeError,
+    "expected [16]",
+  );
+  // plain tensors, no config: nothing to build, nothing refused
+  checkModelBuilds(hfModel());
 });
