@@ -20,6 +20,7 @@
  * @module
  */
 
+import { asText } from "./_text.ts";
 import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
 import type { Tokenizer } from "./tokenizer.ts";
 
@@ -577,7 +578,7 @@ export function renderChatTemplate(
       finalText = part.text as string;
       part.text = finalText + TAG;
     } else {
-      finalText = String(c.content);
+      finalText = asText(c.content, "");
       c.content = finalText + TAG;
     }
     chat = copy;
