@@ -14,9 +14,12 @@
  */
 
 import { main } from "./cli/mod.ts";
+import { cleanTempsOnSignals } from "./io/_temp.ts";
 
 export { type CliIo, loadPlugin, main } from "./cli/mod.ts";
 
 if (import.meta.main) {
+  // commands that write models remove their temporary files on Ctrl-C / kill
+  if (["convert", "quantize"].includes(Deno.args[0])) cleanTempsOnSignals();
   Deno.exit(await main(Deno.args));
 }

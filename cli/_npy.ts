@@ -50,7 +50,7 @@ export function readNpy(bytes: Uint8Array, name: string): FloatTensor {
       `${name}: Fortran-order arrays are not supported; save with np.ascontiguousarray`,
     );
   }
-  const codec = CODES[descr];
+  const codec = Object.hasOwn(CODES, descr) ? CODES[descr] : undefined;
   if (!codec) {
     throw new TypeError(
       `${name}: dtype ${descr} is not supported; use one of ${

@@ -4,9 +4,10 @@
 
 import { basename, dirname, join } from "@std/path";
 import type { Registry } from "../registry.ts";
+import type { FormatPlugin } from "../core/plugin.ts";
 import { convertHfToGguf } from "../io/transformer.ts";
 import { writeFileAtomic } from "../io/file.ts";
-import type { GgufQuantType } from "../formats/gguf/mod.ts";
+import { type GgufQuantType, ggufTypeLoss } from "../formats/gguf/mod.ts";
 import { openModel } from "../io/open.ts";
 import {
   flagHelp,
@@ -17,6 +18,7 @@ import {
 } from "./_args.ts";
 import {
   type Command,
+  type CommandContext,
   FORCE_FLAG,
   needFiles,
   refuseOverwrite,
@@ -124,6 +126,33 @@ async function isHfFolder(path: string): Promise<boolean> {
       (await Deno.stat(join(path, "config.json"))).isFile;
   } catch {
     return false;
+  }
+}
+
+/** The GGUF metadata types the written file lost against its source. */
+async function typeLoss(
+  ctx: CommandContext,
+  input: string,
+  paths: readonly string[],
+  target: FormatPlugin,
+): Promise<string[]> {
+  if (!target.read) return [];
+  const main = paths.find((p) => p.endsWith(".index.json")) ?? paths[0];
+  const src = await openModel(ctx.reg, input);
+  try {
+    const res = await openModel(ctx.reg, main, { format: target.name });
+    try {
+      const loss: string[] = [];
+      for (const [i, m] of src.file.models.entries()) {
+        const other = res.file.models[i];
+        if (other) loss.push(...ggufTypeLoss(m.metadata, other.metadata));
+      }
+      return loss;
+    } finally {
+      res.close();
+    }
+  } finally {
+    src.close();
   }
 }
 
@@ -242,6 +271,20 @@ export const convertCommand: Command = {
             flags.id as string | undefined,
             "converting",
           );
+          const loss = await typeLoss(
+            ctx,
+            positional[0],
+            r.written.paths,
+            target,
+          );
+          if (loss.length > 0) {
+            ctx.io.err(
+              `convert: ${out} was written but loses metadata types (${loss.length}): ${
+                loss.slice(0, 8).join("; ")
+              }${loss.length > 8 ? "; …" : ""}`,
+            );
+            return 1;
+          }
           if (!ctx.quiet) {
             const where = r.written.paths.length > 1
               ? `${r.written.paths.length} files beside ${out}`

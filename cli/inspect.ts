@@ -6,6 +6,8 @@ import type { Model } from "../core/model.ts";
 import { elementCount } from "../core/errors.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
+import { fileSource } from "../io/file.ts";
+import { ggufModelFile, isGguf, readGgufHeader } from "../formats/gguf/mod.ts";
 import { detectArchitecture } from "../models/detect.ts";
 import { parseFlags } from "./_args.ts";
 import { type Command, JSON_FLAG, needFiles } from "./_command.ts";
@@ -38,6 +40,8 @@ interface ArchitectureReport {
 interface InspectReport {
   path: string;
   format: string;
+  /** Why the file cannot be used, when its header could still be shown (a truncated GGUF). */
+  error?: string;
   size: number;
   models: Array<{
     id: string;
@@ -199,7 +203,16 @@ async function inspectFile(
   path: string,
   pattern: string | undefined,
 ): Promise<InspectReport> {
-  const opened = await openModel(reg, path);
+  let opened;
+  try {
+    opened = await openModel(reg, path);
+  } catch (e) {
+    const partial = e instanceof RangeError
+      ? await truncatedGguf(path, pattern, e)
+      : undefined;
+    if (partial) return partial;
+    throw e;
+  }
   try {
     const keep = tensorFilter(pattern);
     const hfConfig = await folderConfig(path);
@@ -211,6 +224,38 @@ async function inspectFile(
     };
   } finally {
     opened.close();
+  }
+}
+
+/** A GGUF whose data section is cut short: its intact header, and the error. */
+async function truncatedGguf(
+  path: string,
+  pattern: string | undefined,
+  e: RangeError,
+): Promise<InspectReport | undefined> {
+  let src;
+  try {
+    src = await fileSource(path);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!isGguf(await src.read(0, Math.min(4, src.size)))) return undefined;
+    const header = await readGgufHeader(src, { allowTruncated: true });
+    if (header.truncated === undefined) return undefined;
+    const file = ggufModelFile(src, header);
+    return {
+      path,
+      format: "gguf",
+      size: src.size,
+      error:
+        `${e.message} (the file is truncated: its header is intact, tensor data is missing)`,
+      models: file.models.map((m) => modelReport(m, tensorFilter(pattern))),
+    };
+  } catch {
+    return undefined;
+  } finally {
+    src.close();
   }
 }
 
@@ -242,6 +287,7 @@ function table(rows: string[][]): string[] {
 /** Human-readable lines for a report. */
 function formatReport(r: InspectReport): string[] {
   const out = [`${r.path}: ${r.format}, ${bytesText(r.size)}`];
+  if (r.error) out.push(`error: ${r.error}`);
   for (const m of r.models) {
     if (r.models.length > 1 || m.id) out.push(`model "${m.id}"`);
     // gguf.types (the GGUF value type of every key) is for round trips; --json shows it.
@@ -334,6 +380,7 @@ export const inspectCommand: Command = {
         JSON.stringify(reports.length === 1 ? reports[0] : reports, null, 2),
       );
     } else for (const r of reports) ctx.io.out(formatReport(r).join("\n"));
-    return 0;
+    for (const r of reports) if (r.error) ctx.io.err(`Error: ${r.error}`);
+    return reports.some((r) => r.error) ? 1 : 0;
   },
 };

@@ -74,9 +74,13 @@ async function runModel(
   reg: Registry,
   path: string,
   input: FloatTensor,
-  opts: { id?: string; config?: NetworkConfig },
+  opts: { id?: string; config?: NetworkConfig; verify?: boolean },
 ): Promise<FloatTensor> {
-  const opened = await openModel(reg, path);
+  const opened = await openModel(
+    reg,
+    path,
+    opts.verify === false ? { read: { verify: false } } : {},
+  );
   try {
     const model = pickModel(opened.file.models, opts.id, path);
     const config = opts.config ?? model.config;
@@ -98,7 +102,7 @@ export const runCommand: Command = {
   summary:
     "Run a stored network's forward pass (bundle, or SafeTensors/GGUF with a network config)",
   usage:
-    "run MODEL --input JSON|FILE.json|FILE.npy|- [--id ID] [--config FILE]",
+    "run MODEL --input JSON|FILE.json|FILE.npy|- [--id ID] [--config FILE] [--no-verify]",
   flags: () => [
     {
       name: "input",
@@ -114,6 +118,12 @@ export const runCommand: Command = {
       value: "FILE",
       description: "Network config JSON, when the file carries none",
     },
+    {
+      name: "no-verify",
+      type: "boolean",
+      description:
+        "Read without checking the SHA-256 checksums the file records (bundle, SafeTensors)",
+    },
   ],
   async run(args, ctx) {
     const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));
@@ -126,6 +136,7 @@ export const runCommand: Command = {
     const y = await runModel(ctx.reg, positional[0], input, {
       id: flags.id as string | undefined,
       config,
+      verify: flags["no-verify"] !== true,
     });
     ctx.io.out(JSON.stringify({ shape: y.shape, data: Array.from(y.data) }));
     return 0;

@@ -33,6 +33,7 @@
  * @module
  */
 
+import { setOwn } from "./_own.ts";
 import type { LayerConfig, NetworkConfig } from "./model.ts";
 import type {
   ChildParseOptions,
@@ -302,7 +303,7 @@ export function parseNetwork(
     layers: [],
   };
   for (const [k, v] of Object.entries(cfg)) {
-    if (!NETWORK_FIELDS.includes(k)) normalized[k] = v;
+    if (!NETWORK_FIELDS.includes(k)) setOwn(normalized, k, v);
   }
   normalized.layers = layers.map((l) => l.plugin.toJSON(l.cfg));
   return {

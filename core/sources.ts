@@ -90,6 +90,36 @@ export function memorySource(bytes: Uint8Array, name = "<memory>"): ByteSource {
   };
 }
 
+/**
+ * A response body read up to `limit` bytes; past that the stream is
+ * cancelled and a RangeError says how much more came than was asked for.
+ */
+async function boundedBody(
+  res: Response,
+  limit: number,
+  name: string,
+): Promise<Uint8Array> {
+  if (!res.body) return new Uint8Array(0);
+  const out = new Uint8Array(limit);
+  let at = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (at + value.byteLength > limit) {
+      await reader.cancel();
+      throw new RangeError(
+        `Cannot read ${name}: asked for ${limit} bytes, the server sent more (${
+          at + value.byteLength
+        } so far)`,
+      );
+    }
+    out.set(value, at);
+    at += value.byteLength;
+  }
+  return at === limit ? out : out.subarray(0, at);
+}
+
 /** Options of {@link httpSource}. */
 export interface HttpSourceOptions {
   /** Extra request headers (for example `Authorization`). @default {{}} */
@@ -151,13 +181,14 @@ export async function httpSource(
   if (size === undefined) {
     requests++;
     const probe = await f(url, { headers: { ...headers, Range: "bytes=0-0" } });
-    const body = new Uint8Array(await probe.arrayBuffer());
-    transferred += body.byteLength;
     if (probe.status !== 206) {
+      // a server that ignores Range sends the whole file: do not pull it
+      await probe.body?.cancel();
       throw new TypeError(
         `Cannot open ${name}: HTTP ${probe.status}; expected 206 Partial Content to a Range request`,
       );
     }
+    transferred += (await boundedBody(probe, 1, name)).byteLength;
     size = parseTotal(probe.headers.get("content-range"));
     if (size === undefined) {
       throw new TypeError(
@@ -186,13 +217,15 @@ export async function httpSource(
           Range: `bytes=${offset}-${offset + length - 1}`,
         },
       });
-      const body = new Uint8Array(await res.arrayBuffer());
-      transferred += body.byteLength;
       if (res.status !== 206) {
+        // a 200 carries the whole file: refuse before reading any of it
+        await res.body?.cancel();
         throw new TypeError(
-          `Cannot read ${length} bytes at offset ${offset} of ${name}: HTTP ${res.status}, expected 206 Partial Content`,
+          `Cannot read ${length} bytes at offset ${offset} of ${name}: HTTP ${res.status}, expected 206 Partial Content (the server does not serve byte ranges)`,
         );
       }
+      const body = await boundedBody(res, length, name);
+      transferred += body.byteLength;
       if (body.byteLength !== length) {
         throw new RangeError(
           `Cannot read ${name}: asked for ${length} bytes at offset ${offset}, the server sent ${body.byteLength}`,

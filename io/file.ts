@@ -8,6 +8,8 @@
  * @module
  */
 
+import { dirname } from "@std/path";
+import { releaseTemp, sweepStaleTemps, tempPath } from "./_temp.ts";
 import type { ByteSource } from "../core/sources.ts";
 import { checkRange } from "../core/sources.ts";
 
@@ -99,9 +101,9 @@ export async function writeFileAtomic(
   path: string,
   data: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
 ): Promise<number> {
-  const tmp = `${path}.tmp-${Date.now().toString(36)}-${
-    Math.floor(performance.now() * 1000).toString(36)
-  }`;
+  // temporary files a killed process left beside the target go first
+  await sweepStaleTemps(dirname(path) || ".");
+  const tmp = tempPath(path);
   const file = await Deno.open(tmp, {
     write: true,
     create: true,
@@ -120,12 +122,14 @@ export async function writeFileAtomic(
     await file.sync();
     file.close();
     await Deno.rename(tmp, path);
+    releaseTemp(tmp);
     return written;
   } catch (e) {
     try {
       file.close();
     } catch { /* already closed */ }
     await Deno.remove(tmp).catch(() => {});
+    releaseTemp(tmp);
     throw e;
   }
 }

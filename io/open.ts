@@ -7,6 +7,7 @@
  * @module
  */
 
+import { releaseTemp, tempPath } from "./_temp.ts";
 import { basename, dirname, join } from "@std/path";
 import type {
   FormatPlugin,
@@ -18,8 +19,12 @@ import { type ByteSource, httpSource } from "../core/sources.ts";
 import type { Registry } from "../registry.ts";
 import { fileSource, writeFileAtomic } from "./file.ts";
 
-/** Leading bytes handed to each plugin's `detect`. */
-const DETECT_BYTES = 64;
+/**
+ * Leading bytes handed to each plugin's `detect`: enough for a transformers
+ * `model.safetensors.index.json` whose `"weight_map"` follows a `metadata`
+ * object (its `total_size` alone has 9+ digits past 100 MB).
+ */
+const DETECT_BYTES = 4096;
 
 /** A model file opened for reading, with the source it reads from. */
 export interface OpenedModel {
@@ -71,8 +76,9 @@ export function openSource(pathOrUrl: string): Promise<ByteSource> {
 }
 
 /**
- * Picks the format plugin for a source: magic bytes first, then the
- * file extension.
+ * Picks the format plugin for a source: magic bytes first (the first
+ * 4096), then a format whose `folderEntry` would pick this file name
+ * (`*.safetensors.index.json`), then the file extension.
  *
  * @param registry The registry.
  * @param src The source.
@@ -95,8 +101,13 @@ export async function detectFormat(
   src: ByteSource,
 ): Promise<FormatPlugin> {
   const head = await src.read(0, Math.min(DETECT_BYTES, src.size));
+  const path = src.name.replace(/[?#].*$/, "");
+  // A format that picks this very file out of a folder claims it before the
+  // bare extension does (model.safetensors.index.json is not a .json bundle).
+  const base = path.split(/[\\/]/).pop() ?? "";
   return registry.detect(head) ??
-    registry.formatForPath(src.name.replace(/[?#].*$/, ""));
+    registry.formats().find((f) => f.folderEntry?.([base]) === base) ??
+    registry.formatForPath(path);
 }
 
 /**
@@ -220,22 +231,26 @@ export async function writeModel(
       };
     }
     const dir = dirname(path);
-    const suffix = `.partial-${Date.now().toString(36)}-${
-      Math.floor(performance.now() * 1000).toString(36)
-    }`;
     const done: [string, string][] = [];
     let bytes = 0;
     try {
       for (const f of files) {
         const final = join(dir, f.name);
-        bytes += await writeFileAtomic(final + suffix, f.data);
-        done.push([final + suffix, final]);
+        const partial = tempPath(final, "partial");
+        done.push([partial, final]);
+        bytes += await writeFileAtomic(partial, f.data);
       }
     } catch (e) {
-      for (const [tmp] of done) await Deno.remove(tmp).catch(() => {});
+      for (const [tmp] of done) {
+        await Deno.remove(tmp).catch(() => {});
+        releaseTemp(tmp);
+      }
       throw e;
     }
-    for (const [tmp, final] of done) await Deno.rename(tmp, final);
+    for (const [tmp, final] of done) {
+      await Deno.rename(tmp, final);
+      releaseTemp(tmp);
+    }
     return { paths: done.map(([, final]) => final), bytes };
   }
   if (!format.write) {

@@ -52,6 +52,8 @@ export interface SafetensorsFile extends ModelFile {
 export interface OpenSafetensorsOptions {
   /** Id of the model. @default {the file or index name without extensions, or the folder name} */
   id?: string;
+  /** Check tensors against `__metadata__["modelhost.sha256"]` on load. @default {true} */
+  verify?: boolean;
 }
 
 const INDEX_SUFFIX = ".safetensors.index.json";
@@ -140,11 +142,16 @@ export async function openSafetensors(
     if (Array.isArray(target)) {
       file = await readSafetensorsShards(target, resolve, {
         id: options.id ?? basename(path),
+        verify: options.verify,
       });
     } else {
       const src = await fileSource(target);
       opened.push(src);
-      file = await readSafetensors(src, { resolve, id: options.id });
+      file = await readSafetensors(src, {
+        resolve,
+        id: options.id,
+        verify: options.verify,
+      });
     }
     return { ...file, paths: opened.map((s) => s.name), close };
   } catch (e) {

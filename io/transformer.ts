@@ -15,6 +15,7 @@
  * @module
  */
 
+import { checkJsonDepth } from "../core/_json_depth.ts";
 import { join } from "@std/path";
 import { memorySource } from "../core/sources.ts";
 import {
@@ -51,11 +52,14 @@ async function readJson(path: string, required: boolean): Promise<unknown> {
     if (!required && e instanceof Deno.errors.NotFound) return undefined;
     throw e;
   }
+  let v: unknown;
   try {
-    return JSON.parse(text);
+    v = JSON.parse(text);
   } catch (e) {
     throw new SyntaxError(`Cannot parse ${path}: ${(e as Error).message}`);
   }
+  checkJsonDepth(v, path);
+  return v;
 }
 
 /**

@@ -42,6 +42,22 @@ export {
   transformerNetwork,
 } from "./config.ts";
 export {
+  checkConfigLimits,
+  checkModelBuilds,
+  type CheckModelOptions,
+  checkTransformerFile,
+  type CheckTransformerOptions,
+  checkTransformerTensors,
+  MAX_BLOCKS,
+  MAX_CONTEXT_LENGTH,
+  MAX_HEAD_DIM,
+  MAX_HEADS,
+  MAX_HIDDEN_SIZE,
+  MAX_INTERMEDIATE_SIZE,
+  MAX_VOCAB_SIZE,
+  type TensorShapes,
+} from "./check.ts";
+export {
   configFromGguf,
   configToGguf,
   GGUF_ARCHITECTURES,

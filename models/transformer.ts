@@ -78,6 +78,7 @@ import {
 import { configFromGguf } from "./gguf_config.ts";
 import { parseStackedExperts, splitExperts } from "./families/_experts.ts";
 import { FAMILY_SPECS } from "./families/mod.ts";
+import { checkTransformerTensors } from "./check.ts";
 import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
 
 /** Per-sequence state: the layers' KV caches and the tokens seen so far. */
@@ -574,6 +575,7 @@ export async function transformerFromFiles(
 ): Promise<Transformer> {
   const config = configFromHf(files.config);
   const index = singleModel(files.model, "Hugging Face checkpoint");
+  checkTransformerTensors(config, index, options.name ?? "the checkpoint");
   const tensors = await loadRenamed(
     index,
     config.numLayers,
@@ -637,6 +639,7 @@ export async function transformerFromGguf(
       ? index.info("token_embd.weight").shape[0]
       : undefined,
   });
+  checkTransformerTensors(config, index, options.name ?? "the GGUF file");
   const tensors = await loadRenamed(
     index,
     config.numLayers,

@@ -66,7 +66,7 @@ interface Stored {
 export function uiRoutes(): Route[] {
   const cache = new Map<string, Promise<Stored>>();
   const file = (name: string, req: Request): Promise<Response> => {
-    const type = FILES[name];
+    const type = Object.hasOwn(FILES, name) ? FILES[name] : undefined;
     if (!type) {
       return Promise.reject(
         new HttpError(

@@ -7,6 +7,7 @@
  */
 
 import { Environment, Interpreter, parse, tokenize } from "@huggingface/jinja";
+import { asText } from "./_text.ts";
 import type { ChatMessage, ChatTemplate, ChatTemplateOptions } from "./chat.ts";
 
 const MONTHS = [
@@ -302,7 +303,7 @@ export function renderChatTemplate(
       finalText = part.text as string;
       part.text = finalText + TAG;
     } else {
-      finalText = String(c.content);
+      finalText = asText(c.content, "");
       c.content = finalText + TAG;
     }
     chat = copy;

@@ -13,7 +13,13 @@
 import { findMatches, obj } from "./_hf_common.ts";
 import { patternRegExp } from "./_hf_normalizers.ts";
 import { prependScheme } from "./_hf_pre_tokenizers.ts";
-import { CHAR_TO_BYTE, parseBytePiece, SPM_SPACE, utf8 } from "./_text.ts";
+import {
+  asText,
+  CHAR_TO_BYTE,
+  parseBytePiece,
+  SPM_SPACE,
+  utf8,
+} from "./_text.ts";
 
 /** One decoding step. */
 export type DecodeStep = (tokens: string[], first: number) => string[];
@@ -116,7 +122,7 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         steps.push(byteLevelStep);
         return;
       case "Metaspace": {
-        const rep = String(c.replacement ?? SPM_SPACE);
+        const rep = asText(c.replacement, SPM_SPACE);
         const scheme = prependScheme(c);
         if (scheme !== "never") info.stripsLeading = true;
         steps.push((tokens, first) =>
@@ -129,7 +135,7 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         return;
       }
       case "WordPiece": {
-        const prefix = String(c.prefix ?? "##");
+        const prefix = asText(c.prefix, "##");
         const cleanup = c.cleanup !== false;
         info.stripsLeading = true;
         steps.push((tokens, first) =>
@@ -144,7 +150,7 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
       }
       case "Replace": {
         const re = patternRegExp(c.pattern, "Replace decoder", fail);
-        const content = String(c.content ?? "");
+        const content = asText(c.content, "");
         const literal = obj(c.pattern)?.String;
         if (typeof literal === "string" && literal !== "") {
           // a literal pattern matches where the string occurs, left to right
@@ -167,7 +173,7 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         return;
       }
       case "Strip": {
-        const content = String(c.content ?? " ");
+        const content = asText(c.content, " ");
         const start = Number(c.start ?? 0);
         const stop = Number(c.stop ?? 0);
         if (start > 0) info.stripsLeading = true;
@@ -202,7 +208,7 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         steps.push(byteFallbackStep);
         return;
       case "BPEDecoder": {
-        const suffix = String(c.suffix ?? "</w>");
+        const suffix = asText(c.suffix, "</w>");
         steps.push((tokens) =>
           tokens.map((t, i) =>
             t.replaceAll(suffix, i === tokens.length - 1 ? "" : " ")
@@ -211,8 +217,8 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         return;
       }
       case "CTC": {
-        const pad = String(c.pad_token ?? "<pad>");
-        const delim = String(c.word_delimiter_token ?? "|");
+        const pad = asText(c.pad_token, "<pad>");
+        const delim = asText(c.word_delimiter_token, "|");
         const cleanup = c.cleanup !== false;
         steps.push((tokens) => {
           const out: string[] = [];
@@ -228,7 +234,7 @@ export function buildDecoder(cfg: unknown, fail: Fail): Decoder {
         return;
       }
       default:
-        throw fail(`decoder "${c.type}" is not supported`);
+        throw fail(`decoder "${asText(c.type, "")}" is not supported`);
     }
   };
   visit(cfg);

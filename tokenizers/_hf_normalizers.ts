@@ -20,7 +20,7 @@ import {
   isWhitespace,
   lowercaseChars,
 } from "./_unicode.ts";
-import { utf8 } from "./_text.ts";
+import { asText, utf8 } from "./_text.ts";
 
 /** Where the first output character comes from (see the module doc). */
 export interface Lead {
@@ -286,12 +286,12 @@ export function buildNormalizer(
     case "StripAccents":
       return (s, lead) => filterChars(s, lead, (cp) => !isMark(cp));
     case "Prepend": {
-      const p = String(c.prepend ?? "");
+      const p = asText(c.prepend, "");
       return (s) => (s.length > 0 ? p + s : s);
     }
     case "Replace": {
       const re = patternRegExp(c.pattern, "Replace normalizer", fail);
-      const content = String(c.content ?? "");
+      const content = asText(c.content, "");
       const literal = obj(c.pattern)?.String;
       if (typeof literal === "string" && literal !== "") {
         return (s, lead) => {
@@ -336,7 +336,7 @@ export function buildNormalizer(
       };
     }
     default:
-      throw fail(`normalizer "${c.type}" is not supported`);
+      throw fail(`normalizer "${asText(c.type, "")}" is not supported`);
   }
 }
 

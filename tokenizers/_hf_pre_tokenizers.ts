@@ -16,7 +16,7 @@ import {
 } from "./_hf_common.ts";
 import { patternRegExp } from "./_hf_normalizers.ts";
 import { GPT2_PATTERN, toJsRegExp } from "./pre_tokenize.ts";
-import { BYTE_TO_CHAR, SPM_SPACE, utf8 } from "./_text.ts";
+import { asText, BYTE_TO_CHAR, SPM_SPACE, utf8 } from "./_text.ts";
 import { isNumeric, isPunctuation, isWhitespace } from "./_unicode.ts";
 
 /** Pieces of text and whether the first one starts at offset 0 of the original. */
@@ -61,8 +61,9 @@ function behaviorOf(
   dflt?: SplitBehavior,
 ): SplitBehavior {
   if (v === undefined && dflt) return dflt;
-  const b = BEHAVIORS[String(v).toLowerCase()];
-  if (!b) throw fail(`split behavior "${v}" is not known`);
+  const key = asText(v, "").toLowerCase();
+  const b = Object.hasOwn(BEHAVIORS, key) ? BEHAVIORS[key] : undefined;
+  if (!b) throw fail(`split behavior ${asText(v, "nothing")} is not known`);
   return b;
 }
 
@@ -225,7 +226,7 @@ export function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         steps.push(bertStep);
         return;
       case "CharDelimiterSplit": {
-        const d = String(c.delimiter ?? "");
+        const d = asText(c.delimiter, "");
         const cp = d.codePointAt(0);
         if (cp === undefined || d.length !== (cp > 0xffff ? 2 : 1)) {
           throw fail(`CharDelimiterSplit needs one character, found "${d}"`);
@@ -234,7 +235,7 @@ export function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         return;
       }
       case "Metaspace": {
-        const rep = String(c.replacement ?? SPM_SPACE);
+        const rep = asText(c.replacement, SPM_SPACE);
         const repCp = rep.codePointAt(0)!;
         const scheme = prependScheme(c);
         if (!["always", "first", "never"].includes(scheme)) {
@@ -259,7 +260,7 @@ export function buildPreTokenizer(cfg: unknown, fail: Fail): PreTokenizer {
         return;
       }
       default:
-        throw fail(`pre-tokenizer "${c.type}" is not supported`);
+        throw fail(`pre-tokenizer "${asText(c.type, "")}" is not supported`);
     }
   };
   visit(cfg);

@@ -146,3 +146,20 @@ export function byteLevelBytes(text: string): Uint8Array {
   }
   return Uint8Array.from(out);
 }
+
+/**
+ * A value from a tokenizer file as text, without calling anything on it
+ * (`String(v)` runs an object's own `toString`, which a hostile file can
+ * set to a number): strings as they are, numbers and booleans printed, other
+ * values as JSON, `fallback` for null and undefined.
+ */
+export function asText(v: unknown, fallback: string): string {
+  if (v === undefined || v === null) return fallback;
+  if (typeof v === "string") return v;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  try {
+    return JSON.stringify(v) ?? fallback;
+  } catch {
+    return fallback;
+  }
+}

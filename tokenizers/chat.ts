@@ -326,7 +326,7 @@ function fromTemplate(t: string): ChatFamily | undefined {
 
 function fromFamily(f: string): ChatFamily | undefined {
   const s = f.toLowerCase().replace(/[\s_]/g, "-");
-  if (s in CHAT_TEMPLATES) return s as ChatFamily;
+  if (Object.hasOwn(CHAT_TEMPLATES, s)) return s as ChatFamily;
   if (/qwen|smollm|chatml/.test(s)) return "chatml";
   if (/llama-?3/.test(s)) return "llama3";
   if (/tinyllama|zephyr/.test(s)) return "zephyr";

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { ownValue } from "../core/_own.ts";
 import { BpeModel } from "./bpe.ts";
 import { ggufPreTokenizer, patternSteps, runSteps } from "./pre_tokenize.ts";
 import { SpmModel } from "./spm.ts";
@@ -183,7 +184,7 @@ export function tokenizerFromGguf(
     );
   }
   if (!GGUF_TOKENIZER_MODELS.includes(model)) {
-    const why = REFUSED_MODELS[model];
+    const why = ownValue(REFUSED_MODELS, model);
     throw new TypeError(
       `${where}: tokenizer model "${model}" is not supported${
         why ? ` (${why})` : ""

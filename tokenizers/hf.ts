@@ -47,7 +47,7 @@ import {
   type Pieces,
   toByteAlphabet,
 } from "./_hf_pre_tokenizers.ts";
-import { parseBytePiece, utf8 } from "./_text.ts";
+import { asText, parseBytePiece, utf8 } from "./_text.ts";
 import {
   type DecodeOptions,
   type EncodeOptions,
@@ -399,7 +399,9 @@ function readPostProcessor(cfg: unknown, fail: Fail): Post {
         const n = Array.isArray(v) ? Number(v[1]) : NaN;
         if (!Number.isInteger(n) || n < 0) {
           throw fail(
-            `${c.type} ${what} must be [text, id], found ${JSON.stringify(v)}`,
+            `${asText(c.type, "")} ${what} must be [text, id], found ${
+              JSON.stringify(v)
+            }`,
           );
         }
         return n;
@@ -422,7 +424,7 @@ function readPostProcessor(cfg: unknown, fail: Fail): Post {
       return post;
     }
     default:
-      throw fail(`post_processor "${c.type}" is not supported`);
+      throw fail(`post_processor "${asText(c.type, "")}" is not supported`);
   }
 }
 

@@ -38,6 +38,7 @@
  * @module
  */
 
+import { checkJsonDepth } from "../core/_json_depth.ts";
 import {
   type GgufMetadata,
   type GgufTokenizerOptions,
@@ -170,6 +171,7 @@ export function createTokenizer(
     if ("tokenizer.ggml.model" in o) return tokenizerFromGguf(o, options);
     const model = o.model as Record<string, unknown> | undefined;
     if (model !== null && typeof model === "object" && "vocab" in model) {
+      checkJsonDepth(o, options.name ?? "tokenizer.json");
       return tokenizerFromJson(o as TokenizerJson, options);
     }
     const md = o.metadata as Record<string, unknown> | undefined;

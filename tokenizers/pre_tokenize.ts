@@ -11,6 +11,8 @@
  * @module
  */
 
+import { ownValue } from "../core/_own.ts";
+
 /**
  * White space as Oniguruma and Python `regex` see it (Unicode `White_Space`):
  * JavaScript's `\s` differs (it adds U+FEFF and drops U+0085).
@@ -647,9 +649,9 @@ export const GGUF_PRE_NAMES: readonly string[] = [
  */
 export function ggufPreTokenizer(pre: string | undefined): GgufPreTokenizer {
   const name = pre === undefined || pre === "" ? "default" : pre;
-  const entry = PRE[ALIASES[name] ?? name];
+  const entry = ownValue(PRE, ownValue(ALIASES, name) ?? name);
   if (!entry) {
-    if (name in REFUSED) {
+    if (Object.hasOwn(REFUSED, name)) {
       throw new TypeError(
         `GGUF pre-tokenizer "${name}" (tokenizer.ggml.pre) is not supported: ${
           REFUSED[name]

@@ -6,6 +6,8 @@
  * @module
  */
 
+import { setOwn } from "../../core/_own.ts";
+import { canonicalJson } from "./_json.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import type { TensorIndex } from "../../core/model.ts";
 import type { Tensor } from "../../core/tensor.ts";
@@ -70,6 +72,34 @@ function hex(digest: ArrayBuffer): string {
 export function sha256(bytes: Uint8Array): Promise<string> {
   return crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)
     .then(hex);
+}
+
+/**
+ * The digest a model's `weights.sha256` records: SHA-256 of the canonical
+ * JSON of every tensor entry without its `data` (dtype, shape, quantization
+ * fields and scales, and the entry's own byte `sha256`), by tensor name. It
+ * covers everything that gives the bytes their meaning.
+ *
+ * @param entries Tensor entries by name (plain JSON, long strings restored).
+ * @returns The hex digest.
+ */
+export function descriptorDigest(
+  entries: Record<string, unknown>,
+): Promise<string> {
+  const described: Record<string, unknown> = {};
+  for (const name of Object.keys(entries)) {
+    const e = entries[name];
+    if (e === null || typeof e !== "object" || Array.isArray(e)) {
+      setOwn(described, name, e);
+      continue;
+    }
+    const rest: Record<string, unknown> = {};
+    for (const k of Object.keys(e)) {
+      if (k !== "data") setOwn(rest, k, (e as Record<string, unknown>)[k]);
+    }
+    setOwn(described, name, rest);
+  }
+  return sha256(new TextEncoder().encode(canonicalJson(described, "weights")));
 }
 
 /** The JSON text of a bundle (a leading BOM dropped), refusing bytes that are not UTF-8. */

@@ -7,6 +7,8 @@
  *
  * @module
  */
+import { checkJsonDepth, MAX_JSON_DEPTH } from "../../core/_json_depth.ts";
+export { checkJsonDepth, MAX_JSON_DEPTH };
 
 /** Text inserted into the output as it is (already valid JSON). */
 export class RawJson {
@@ -52,13 +54,20 @@ function isPlainObject(v: object): boolean {
  * numbers, booleans, null, {@link RawJson}, {@link PlainString}).
  * @param out Pieces of output, appended to.
  * @param path Where the value sits, for error messages.
+ * @param depth How deep `value` sits (the limit is `MAX_JSON_DEPTH`). @default {0}
  * @throws {TypeError} On a non-finite number or a value JSON cannot hold.
  */
 export function writeCanonical(
   value: unknown,
   out: string[],
   path: string,
+  depth = 0,
 ): void {
+  if (depth > MAX_JSON_DEPTH) {
+    throw new RangeError(
+      `Cannot write ${path}: nested more than ${MAX_JSON_DEPTH} deep (MAX_JSON_DEPTH)`,
+    );
+  }
   switch (typeof value) {
     case "string":
       out.push(JSON.stringify(value));
@@ -93,7 +102,12 @@ export function writeCanonical(
           if (i > 0) out.push(",");
           const v = value[i];
           // JSON.stringify writes holes and undefined in arrays as null.
-          writeCanonical(v === undefined ? null : v, out, `${path}[${i}]`);
+          writeCanonical(
+            v === undefined ? null : v,
+            out,
+            `${path}[${i}]`,
+            depth + 1,
+          );
         }
         out.push("]");
         return;
@@ -111,7 +125,7 @@ export function writeCanonical(
       for (let i = 0; i < keys.length; i++) {
         if (i > 0) out.push(",");
         out.push(JSON.stringify(keys[i]), ":");
-        writeCanonical(rec[keys[i]], out, `${path}.${keys[i]}`);
+        writeCanonical(rec[keys[i]], out, `${path}.${keys[i]}`, depth + 1);
       }
       out.push("}");
       return;
@@ -211,13 +225,18 @@ export function splitLongStrings(text: string): SplitJson | undefined {
  */
 export function parseJsonWithLongStrings(text: string): unknown {
   const split = splitLongStrings(text);
-  if (!split) return JSON.parse(text);
+  if (!split) {
+    const v = JSON.parse(text);
+    checkJsonDepth(v, "JSON text");
+    return v;
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(split.skeleton);
   } catch {
     return JSON.parse(text); // throws with positions in the caller's text
   }
+  checkJsonDepth(parsed, "JSON text");
   return restoreLongStrings(parsed, split.blobs);
 }
 
@@ -270,12 +289,23 @@ export function restoreLongStrings(
     const i = placeholderIndex(v, blobs);
     return i < 0 ? v : unescapeJsonString(blobs[i]);
   }
-  if (typeof v !== "object" || v === null) return v;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) v[i] = restoreLongStrings(v[i], blobs);
-    return v;
+  if (typeof v !== "object" || v === null || blobs.length === 0) return v;
+  // An explicit stack, not recursion: the value comes from a file and may be
+  // nested deeper than the call stack allows.
+  const stack: object[] = [v];
+  while (stack.length > 0) {
+    const o = stack.pop()!;
+    const rec = o as Record<string, unknown>;
+    const keys = Array.isArray(o) ? null : Object.keys(rec);
+    const n = keys ? keys.length : (o as unknown[]).length;
+    for (let j = 0; j < n; j++) {
+      const k = keys ? keys[j] : j;
+      const x = rec[k as string];
+      if (typeof x === "string") {
+        const i = placeholderIndex(x, blobs);
+        if (i >= 0) rec[k as string] = unescapeJsonString(blobs[i]);
+      } else if (typeof x === "object" && x !== null) stack.push(x);
+    }
   }
-  const rec = v as Record<string, unknown>;
-  for (const k of Object.keys(rec)) rec[k] = restoreLongStrings(rec[k], blobs);
   return v;
 }

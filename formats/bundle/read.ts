@@ -22,13 +22,15 @@ import {
   fromBase64Into,
 } from "../../core/_base64.ts";
 import {
+  checkJsonDepth,
   placeholderIndex,
   restoreLongStrings,
   splitLongStrings,
   unescapeJsonString,
 } from "./_json.ts";
 import { type LoomReadOptions, readLoomModel } from "../loom/mod.ts";
-import { rewrap, sha256, textOf, where } from "./_common.ts";
+import { descriptorDigest, rewrap, sha256, textOf, where } from "./_common.ts";
+import { setOwn } from "../../core/_own.ts";
 import { BUNDLE_TYPE, BUNDLE_VERSION } from "./write.ts";
 
 /** Largest `version` accepted: Loom writes 2 for its multi-precision layout. */
@@ -134,6 +136,7 @@ function parseDocument(text: string): Doc {
       `Cannot read bundle: not JSON (${(e as Error).message})`,
     );
   }
+  checkJsonDepth(doc, "bundle");
   if (!isObject(doc)) {
     throw new TypeError(
       `Cannot read bundle: expected a JSON object with "type": "${BUNDLE_TYPE}", got ${
@@ -507,6 +510,67 @@ function planEntry(
   return { name, dtype, shape, data, quant, sha256: sha };
 }
 
+/**
+ * With `weights.sha256` recorded (bundles written since it exists), every
+ * entry must carry its byte `sha256` and the entries' descriptors must hash
+ * to it; without it (older bundles), byte checksums are all there or all
+ * absent: a bundle with some removed is refused.
+ */
+async function checkDescriptors(
+  d: Doc,
+  id: string,
+  weights: Record<string, unknown>,
+  plans: EntryPlan[],
+): Promise<void> {
+  const recorded = restoreLongStrings(weights.sha256, d.blobs);
+  const missing = plans.filter((p) => p.sha256 === undefined);
+  if (recorded === undefined) {
+    if (missing.length > 0 && missing.length < plans.length) {
+      throw new TypeError(
+        `Cannot verify model "${id}": ${
+          plans.length - missing.length
+        } of ${plans.length} tensors record a sha256, "${
+          missing[0].name
+        }" does not (a removed checksum; pass verify: false to read it anyway)`,
+      );
+    }
+    return;
+  }
+  if (typeof recorded !== "string" || !SHA256_HEX.test(recorded)) {
+    throw new TypeError(
+      `Cannot read model "${id}": weights.sha256 must be 64 lower-case hex digits, got ${
+        shown(recorded)
+      }`,
+    );
+  }
+  if (missing.length > 0) {
+    throw new TypeError(
+      `Cannot verify model "${id}": tensor "${
+        missing[0].name
+      }" has no sha256 though weights.sha256 is recorded (a removed checksum; pass verify: false to read it anyway)`,
+    );
+  }
+  const entries: Record<string, unknown> = {};
+  const tensors = weights.tensors as Record<string, unknown>;
+  for (const name of Object.keys(tensors)) {
+    const e = tensors[name] as Record<string, unknown>;
+    const rest: Record<string, unknown> = {};
+    for (const k of Object.keys(e)) {
+      if (k !== "data") setOwn(rest, k, structuredClone(e[k]));
+    }
+    setOwn(entries, name, restoreLongStrings(rest, d.blobs));
+  }
+  const actual = await descriptorDigest(entries);
+  if (actual !== recorded) {
+    throw new ChecksumError(
+      id,
+      "(dtype, shape and quantization fields of all tensors)",
+      recorded,
+      actual,
+    );
+  }
+}
+
 async function readTensors(
   d: Doc,
   id: string,
@@ -585,6 +649,8 @@ async function readTensors(
     out.push(t);
   }
   await Promise.all(checks);
+  // after the byte checks, so a damaged tensor is named before the summary
+  if (verify) await checkDescriptors(d, id, weights, plans);
   return out;
 }
 

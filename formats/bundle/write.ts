@@ -6,6 +6,7 @@
  * @module
  */
 
+import { setOwn } from "../../core/_own.ts";
 import {
   byteLengthOf,
   dtypeInfo,
@@ -23,7 +24,13 @@ import { quantizeAffine } from "../../core/quantize.ts";
 import { type QuantParams, type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { toBase64 } from "../../core/_base64.ts";
 import { PlainString, writeCanonical } from "./_json.ts";
-import { rewrap, sha256, tensorsOf, where } from "./_common.ts";
+import {
+  descriptorDigest,
+  rewrap,
+  sha256,
+  tensorsOf,
+  where,
+} from "./_common.ts";
 
 /**
  * The `type` string every bundle starts with.
@@ -309,7 +316,7 @@ async function modelEntry(
       );
     }
     entry.data = new PlainString(toBase64(t.bytes));
-    entries[name] = entry;
+    setOwn(entries, name, entry);
   }
   await Promise.all(pending);
 
@@ -324,11 +331,14 @@ async function modelEntry(
       ...options.provenance,
     };
   }
-  const out: Record<string, unknown> = {
-    id: m.id,
-    metadata,
-    weights: { encoding: "base64", tensors: entries },
+  const weights: Record<string, unknown> = {
+    encoding: "base64",
+    tensors: entries,
   };
+  if (options.checksums ?? saveBundleDefaults.checksums) {
+    weights.sha256 = await descriptorDigest(entries);
+  }
+  const out: Record<string, unknown> = { id: m.id, metadata, weights };
   if (m.config !== undefined) out.cfg = m.config;
   return out;
 }

@@ -32,6 +32,12 @@ import {
 export interface ReadGgufHeaderOptions {
   /** Bytes read in the first request; later windows grow as the header needs. @default {2 MiB} */
   initialRead?: number;
+  /**
+   * Return the header of a file whose data section is cut short (a partial
+   * download) instead of throwing; the first missing tensor is described
+   * in `truncated`. Loading a missing tensor still fails. @default {false}
+   */
+  allowTruncated?: boolean;
 }
 
 /**
@@ -487,6 +493,7 @@ export async function readGgufHeader(
 ): Promise<GgufHeader> {
   const first = Math.min(src.size, options.initialRead ?? 2 * 1024 * 1024);
   const p = new HeaderParser(src.name, src.size, await src.read(0, first));
+  p.allowTruncated = options.allowTruncated ?? false;
   for (;;) {
     try {
       return p.run();
@@ -514,6 +521,7 @@ class HeaderParser {
   alignment = DEFAULT_ALIGNMENT;
   /** Absolute offset of the item being parsed (where a retry restarts). */
   itemStart = 0;
+  allowTruncated = false;
 
   constructor(readonly name: string, readonly size: number, bytes: Uint8Array) {
     this.w = new Window(name, size, bytes, 0);
@@ -727,13 +735,15 @@ class HeaderParser {
     const available = this.size - dataOffset;
     const sorted = this.tensors.slice().sort((x, y) => x.offset - y.offset);
     let prev: GgufTensorInfo | undefined;
+    let truncated: string | undefined;
     for (const t of sorted) {
       if (t.offset + t.byteLength > available) {
-        throw new RangeError(
+        const msg =
           `Cannot read ${this.name}: tensor "${t.name}" needs ${t.byteLength} bytes at offset ${
             dataOffset + t.offset
-          }, the file has ${Math.max(0, available - t.offset)} left`,
-        );
+          }, the file has ${Math.max(0, available - t.offset)} left`;
+        if (!this.allowTruncated) throw new RangeError(msg);
+        truncated ??= msg;
       }
       if (prev && prev.offset + prev.byteLength > t.offset) {
         throw new RangeError(
@@ -752,6 +762,7 @@ class HeaderParser {
       tensors: this.tensors,
       alignment: a,
       dataOffset,
+      ...(truncated === undefined ? {} : { truncated }),
     };
   }
 }

@@ -147,3 +147,4 @@ export {
   llamaKeepsTensor,
   llamaTensorOrder,
 } from "./presets.ts";
+export { ggufTypeLoss } from "./_loss.ts";

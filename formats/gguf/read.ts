@@ -6,6 +6,8 @@
  * @module
  */
 
+import { setOwn } from "../../core/_own.ts";
+import { checkJsonDepth } from "../../core/_json_depth.ts";
 import type { ModelFile, NetworkConfig } from "../../core/model.ts";
 import { lazyTensorIndex } from "../../core/model.ts";
 import type { ByteSource } from "../../core/sources.ts";
@@ -120,8 +122,8 @@ export function ggufMetadataRecord(
   const out: Record<string, unknown> = {};
   const types: Record<string, string> = {};
   for (const e of header.metadata) {
-    out[e.key] = ggufPlainValue(e.value);
-    types[e.key] = ggufTypeDescriptor(e.type, e.value);
+    setOwn(out, e.key, ggufPlainValue(e.value));
+    setOwn(types, e.key, ggufTypeDescriptor(e.type, e.value));
   }
   out[GGUF_TYPES_KEY] = types;
   return out;
@@ -201,6 +203,7 @@ export function ggufModelFile(src: ByteSource, header: GgufHeader): ModelFile {
   if (typeof stored === "string") {
     try {
       config = JSON.parse(stored);
+      checkJsonDepth(config, "modelhost.config");
     } catch {
       config = undefined;
     }

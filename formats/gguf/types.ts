@@ -233,4 +233,6 @@ export interface GgufHeader {
   alignment: number;
   /** Absolute offset of the data section (end of the tensor infos, padded). */
   dataOffset: number;
+  /** Read with `allowTruncated`: what the first tensor past the end of the file misses. */
+  truncated?: string;
 }

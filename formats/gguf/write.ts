@@ -26,6 +26,7 @@ import {
   MAX_KEY_BYTES,
 } from "./types.ts";
 import {
+  type Desc,
   inferDescriptor,
   intRange,
   parseDescriptor,
@@ -282,8 +283,46 @@ function pickModel(file: ModelFile, which: number | string | undefined): Model {
  * are not arrays are written as JSON strings; `null` and `undefined` are
  * skipped.
  */
+/**
+ * A typed value that came back as text through a format whose metadata is
+ * strings only (SafeTensors `__metadata__`): JSON for arrays, numbers and
+ * booleans, decimal text for 64-bit integers.
+ */
+function fromText(text: string, d: Desc): unknown {
+  if (d.type === GgufType.STRING) return text;
+  try {
+    if (d.type === GgufType.UINT64 || d.type === GgufType.INT64) {
+      return BigInt(text.replace(/^"|"$/g, ""));
+    }
+    const v = JSON.parse(text, (_k, x) => x);
+    return d.type === GgufType.ARRAY && Array.isArray(v) &&
+        d.inner?.some((i) =>
+          i.type === GgufType.UINT64 || i.type === GgufType.INT64
+        )
+      ? v.map((x) =>
+        typeof x === "string" || typeof x === "number" ? BigInt(x) : x
+      )
+      : v;
+  } catch {
+    return text;
+  }
+}
+
 function modelMetadata(model: Model): GgufMetadataEntry[] {
-  const types = (model.metadata["gguf.types"] ?? {}) as Record<string, unknown>;
+  let rawTypes = model.metadata["gguf.types"] ?? {};
+  if (typeof rawTypes === "string") {
+    // carried as JSON text by a string-only format
+    try {
+      rawTypes = JSON.parse(rawTypes);
+    } catch {
+      rawTypes = {};
+    }
+  }
+  const types: Record<string, unknown> =
+    rawTypes !== null && typeof rawTypes === "object" &&
+      !Array.isArray(rawTypes)
+      ? rawTypes as Record<string, unknown>
+      : {};
   const out: GgufMetadataEntry[] = [];
   const add = (key: string, raw: unknown) => {
     if (raw === undefined || raw === null) return;
@@ -294,10 +333,13 @@ function modelMetadata(model: Model): GgufMetadataEntry[] {
     ) {
       value = JSON.stringify(value);
     }
-    const desc = types[key];
+    const desc = Object.hasOwn(types, key) ? types[key] : undefined;
     const given = typeof desc === "string" ? parseDescriptor(desc) : undefined;
     let d = given;
     let v = d ? typedValue(value, d) : undefined;
+    if (v === undefined && d && typeof value === "string") {
+      v = typedValue(fromText(value, d), d);
+    }
     if (v === undefined) {
       d = inferDescriptor(value);
       v = d ? typedValue(value, d) : undefined;

@@ -196,7 +196,7 @@ function activationOf(ctx: Ctx, path: string, v: unknown): {
   negative_slope?: number;
 } {
   const name = v === undefined ? "" : v;
-  if (typeof name !== "string" || !(name in LOOM_ACTIVATIONS)) {
+  if (typeof name !== "string" || !Object.hasOwn(LOOM_ACTIVATIONS, name)) {
     throw fail(
       ctx,
       `${path}.activation: ${
@@ -451,7 +451,9 @@ function convertLayer(
     }
     case "softmax": {
       const variant = def.softmax_variant ?? "";
-      if (typeof variant !== "string" || !(variant in LOOM_SOFTMAX)) {
+      if (
+        typeof variant !== "string" || !Object.hasOwn(LOOM_SOFTMAX, variant)
+      ) {
         throw fail(
           ctx,
           `${path}.softmax_variant: ${
@@ -538,8 +540,9 @@ function convertParallel(
     );
     cfg.filter_gate = g.cfg;
     if (typeof def.filter_softmax === "string" && def.filter_softmax) {
-      cfg.filter_softmax = LOOM_SOFTMAX[def.filter_softmax] ??
-        def.filter_softmax;
+      cfg.filter_softmax = (Object.hasOwn(LOOM_SOFTMAX, def.filter_softmax)
+        ? LOOM_SOFTMAX[def.filter_softmax]
+        : undefined) ?? def.filter_softmax;
     }
     const t = num(def.filter_temperature);
     if (t !== undefined) cfg.filter_temperature = t;

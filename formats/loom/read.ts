@@ -5,6 +5,8 @@
  * @module
  */
 
+import { ownValue } from "../../core/_own.ts";
+import { checkJsonDepth } from "../../core/_json_depth.ts";
 import { decodeToF32 } from "../../core/dtypes.ts";
 import { memoryTensorIndex, type Model } from "../../core/model.ts";
 import type { Tensor } from "../../core/tensor.ts";
@@ -195,7 +197,7 @@ function multiPrecisionSource(
       const dt = typeof entry?.dtype === "string" && entry.dtype !== ""
         ? entry.dtype
         : dtype;
-      const size = LOOM_DTYPE_BYTES[dt];
+      const size = ownValue(LOOM_DTYPE_BYTES, dt);
       if (size === undefined) {
         throw new TypeError(
           `Cannot read ${where}: unknown Loom dtype ${shown(dt)} (known: ${
@@ -242,8 +244,9 @@ function decodeBlob(model: string, data: unknown): unknown {
       })`,
     );
   }
+  let v: unknown;
   try {
-    return JSON.parse(new TextDecoder().decode(bytes));
+    v = JSON.parse(new TextDecoder().decode(bytes));
   } catch (e) {
     throw new SyntaxError(
       `Cannot read Loom model "${model}": weights.data does not hold JSON (${
@@ -251,6 +254,8 @@ function decodeBlob(model: string, data: unknown): unknown {
       })`,
     );
   }
+  checkJsonDepth(v, `Loom model "${model}"`);
+  return v;
 }
 
 /**

@@ -81,6 +81,13 @@ const OPTIONS: readonly OptionSpec[] = [
     default: false,
   },
   {
+    name: "verify",
+    type: "boolean",
+    description:
+      'check tensors against __metadata__["modelhost.sha256"] while reading',
+    default: true,
+  },
+  {
     name: "maxShardSize",
     type: "number",
     description:

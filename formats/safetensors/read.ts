@@ -6,6 +6,8 @@
  * @module
  */
 
+import { setOwn } from "../../core/_own.ts";
+import { checkJsonDepth } from "../../core/_json_depth.ts";
 import type {
   Model,
   ModelFile,
@@ -55,6 +57,12 @@ export interface SafetensorsReadOptions extends ReadOptions {
   resolve?: (relativePath: string) => Promise<ByteSource>;
   /** Id of the returned model. @default {the file name without its extensions} */
   id?: string;
+  /**
+   * Check each tensor's bytes against `__metadata__["modelhost.sha256"]`
+   * when it is loaded (files without that key read as before; a file whose
+   * map leaves a tensor out is refused). @default {true}
+   */
+  verify?: boolean;
 }
 
 /**
@@ -131,8 +139,9 @@ function parseJsonKey(
   key: string,
   file: string,
 ): unknown {
+  let v: unknown;
   try {
-    return JSON.parse(metadata[key]);
+    v = JSON.parse(metadata[key]);
   } catch (e) {
     throw new SyntaxError(
       `Cannot read __metadata__[${
@@ -140,6 +149,8 @@ function parseJsonKey(
       }] of ${file}: invalid JSON, ${(e as Error).message}`,
     );
   }
+  checkJsonDepth(v, `__metadata__[${JSON.stringify(key)}] of ${file}`);
+  return v;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -269,6 +280,49 @@ interface Located {
   part: Part;
   entry: SafetensorsTensorEntry;
   quant?: QuantParams;
+  /** The recorded SHA-256, checked on load. */
+  sha256?: string;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+async function sha256Of(bytes: Uint8Array): Promise<string> {
+  const d = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
+  let s = "";
+  for (const b of d) s += b.toString(16).padStart(2, "0");
+  return s;
+}
+
+/** The recorded digests of one file, every tensor covered, or an empty map when it records none. */
+function digestsOf(part: Part): Map<string, string> {
+  const out = new Map<string, string>();
+  const meta = part.header.metadata;
+  if (!meta || !Object.hasOwn(meta, SAFETENSORS_KEYS.sha256)) return out;
+  const key = `__metadata__["${SAFETENSORS_KEYS.sha256}"] of ${part.file}`;
+  const v = parseJsonKey(meta, SAFETENSORS_KEYS.sha256, part.file);
+  if (!isPlainObject(v)) {
+    throw new TypeError(
+      `Cannot verify ${key}: expected an object of tensor name to hex digest (pass verify: false to read without checking)`,
+    );
+  }
+  for (const t of part.header.tensors) {
+    const d = Object.hasOwn(v, t.name) ? v[t.name] : undefined;
+    if (typeof d !== "string" || !HEX64.test(d)) {
+      throw new TypeError(
+        `Cannot verify tensor ${JSON.stringify(t.name)}: ${key} ${
+          d === undefined
+            ? "has no digest for it"
+            : "holds no 64-digit hex digest for it"
+        } (it lists ${
+          Object.keys(v).length
+        } of ${part.header.tensors.length} tensors; pass verify: false to read without checking)`,
+      );
+    }
+    out.set(t.name, d);
+  }
+  return out;
 }
 
 function indexOf(located: Map<string, Located>): TensorIndex {
@@ -302,6 +356,16 @@ function indexOf(located: Map<string, Located>): TensorIndex {
         l.entry.byteOffset,
         l.entry.byteLength,
       );
+      if (l.sha256 !== undefined) {
+        const got = await sha256Of(bytes);
+        if (got !== l.sha256) {
+          throw new RangeError(
+            `Checksum mismatch in tensor ${
+              JSON.stringify(name)
+            } of ${l.part.file}: __metadata__["${SAFETENSORS_KEYS.sha256}"] records ${l.sha256}, its ${bytes.byteLength} bytes hash to ${got}`,
+          );
+        }
+      }
       const t: Tensor = {
         name,
         dtype: l.entry.dtype,
@@ -327,7 +391,7 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
         if (!isPlainObject(parsed)) continue; // reported by the per-file checks
         maps.set(k, { ...maps.get(k), ...parsed });
       } else if (!Object.hasOwn(out, k)) {
-        out[k] = v;
+        setOwn(out, k, v);
       }
     }
   }
@@ -335,7 +399,7 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
     const sorted = Object.fromEntries(
       Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     );
-    out[k] = JSON.stringify(sorted);
+    setOwn(out, k, JSON.stringify(sorted));
   }
   return out;
 }
@@ -343,12 +407,14 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
 function buildModel(
   id: string,
   parts: Part[],
-  only?: Map<string, string>,
+  only: Map<string, string> | undefined,
+  verify: boolean,
 ): Model {
   const located = new Map<string, Located>();
   for (const part of parts) {
     const byName = new Map(part.header.tensors.map((t) => [t.name, t]));
     const quant = quantFromMetadata(part.header.metadata, byName, part.file);
+    const digests = verify ? digestsOf(part) : new Map<string, string>();
     for (const entry of part.header.tensors) {
       if (only && only.get(entry.name) !== part.file) continue;
       if (located.has(entry.name)) {
@@ -358,7 +424,12 @@ function buildModel(
           } is in both ${located.get(entry.name)!.part.file} and ${part.file}`,
         );
       }
-      located.set(entry.name, { part, entry, quant: quant.get(entry.name) });
+      located.set(entry.name, {
+        part,
+        entry,
+        quant: quant.get(entry.name),
+        sha256: digests.get(entry.name),
+      });
     }
   }
   let ordered = located;
@@ -444,6 +515,7 @@ export function parseSafetensorsIndex(
       `Cannot parse index ${name}: ${(e as Error).message}`,
     );
   }
+  checkJsonDepth(v, `index ${name}`);
   if (!isPlainObject(v) || !isPlainObject(v.weight_map)) {
     throw new TypeError(
       `Invalid index ${name}: expected an object with a "weight_map" object`,
@@ -530,7 +602,12 @@ export async function readSafetensors(
     return {
       format: "safetensors",
       models: [
-        buildModel(options.id ?? idFrom(src.name), parts, index.weightMap),
+        buildModel(
+          options.id ?? idFrom(src.name),
+          parts,
+          index.weightMap,
+          options.verify ?? true,
+        ),
       ],
     };
   }
@@ -538,7 +615,14 @@ export async function readSafetensors(
   const part: Part = { src, header, file: src.name };
   return {
     format: "safetensors",
-    models: [buildModel(options.id ?? idFrom(src.name), [part])],
+    models: [
+      buildModel(
+        options.id ?? idFrom(src.name),
+        [part],
+        undefined,
+        options.verify ?? true,
+      ),
+    ],
   };
 }
 
@@ -546,6 +630,8 @@ export async function readSafetensors(
 export interface SafetensorsShardsOptions {
   /** Id of the returned model. @default {"model"} */
   id?: string;
+  /** Check tensors against `modelhost.sha256` on load (see {@link SafetensorsReadOptions}). @default {true} */
+  verify?: boolean;
 }
 
 /**
@@ -578,7 +664,14 @@ export async function readSafetensorsShards(
   const parts = await openParts(files, resolve);
   return {
     format: "safetensors",
-    models: [buildModel(options.id ?? "model", parts)],
+    models: [
+      buildModel(
+        options.id ?? "model",
+        parts,
+        undefined,
+        options.verify ?? true,
+      ),
+    ],
   };
 }
 

@@ -319,7 +319,18 @@ function baseMetadata(
   for (const [k, v] of Object.entries(model.metadata)) {
     if (k === SAFETENSORS_KEYS.quant || k === SAFETENSORS_KEYS.sha256) continue;
     if (v === undefined) continue;
-    out.set(k, typeof v === "string" ? v : JSON.stringify(v));
+    // 64-bit integers (GGUF UINT64/INT64 read as bigint) as decimal text
+    out.set(
+      k,
+      typeof v === "string"
+        ? v
+        : typeof v === "bigint"
+        ? v.toString()
+        : JSON.stringify(
+          v,
+          (_k, x) => typeof x === "bigint" ? x.toString() : x,
+        ),
+    );
   }
   if (model.config) {
     out.set(SAFETENSORS_KEYS.config, JSON.stringify(model.config));

@@ -170,6 +170,16 @@ def canonical(v):
     return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
 
+# weights.sha256: SHA-256 of the canonical JSON of every entry without its
+# "data" (dtype, shape, quantization fields, the entry's byte sha256).
+for model in (encoder, decoder):
+    described = {
+        name: {k: v for k, v in e.items() if k != "data"}
+        for name, e in model["weights"]["tensors"].items()
+    }
+    model["weights"]["sha256"] = hashlib.sha256(canonical(described).encode()).hexdigest()
+
+
 out["python_bundle"] = (
     '{"type":"modelhost/bundle","version":1,"models":['
     + canonical(encoder) + "," + canonical(decoder) + "]}\n"
