@@ -19,6 +19,8 @@ import {
 } from "./config.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "./gguf_config.ts";
 import { parseTensorName, tensorName } from "./names.ts";
+import { parseStackedExperts } from "./families/_experts.ts";
+import { blocksNamed, familyRename, planTensors } from "./_tensor_plan.ts";
 
 /**
  * Most transformer blocks a model may declare (the largest released Llama has 126).
@@ -235,22 +237,17 @@ export function checkTransformerTensors(
   index: TensorShapes,
   where = "model",
 ): void {
-  const names = index.names();
-  let scheme: "hf" | "gguf" = "hf";
-  let blocksSeen = 0;
-  const shapes = new Map<string, { shape: readonly number[] }>();
-  const pending: [ReturnType<typeof parseTensorName> & object, string][] = [];
-  for (const name of names) {
-    const p = parseTensorName(name);
-    if (!p || p.scheme === "network" || p.role === "rope_freqs") continue;
-    if (p.scheme === "gguf") scheme = "gguf";
-    if (p.layer !== undefined && p.layer + 1 > blocksSeen) {
-      blocksSeen = p.layer + 1;
-    }
-    pending.push([p, name]);
-  }
+  // GGUF names parse as such; anything else is read as Hugging Face's.
+  const scheme =
+    index.names().some((n) =>
+        parseTensorName(n)?.scheme === "gguf" || parseStackedExperts(n)
+      )
+      ? "gguf"
+      : "hf";
   checkConfigLimits(cfg, where, scheme);
   const k = keysFor(cfg, scheme);
+  const rename = familyRename(cfg.family, scheme);
+  const blocksSeen = blocksNamed(index, rename);
   if (blocksSeen !== cfg.numLayers) {
     throw new TypeError(
       `Cannot build ${where}: ${k.blocks} says ${cfg.numLayers} blocks, the tensors have ${
@@ -262,10 +259,15 @@ export function checkTransformerTensors(
       }`,
     );
   }
-  for (const [p, name] of pending) {
-    if (cfg.tieWordEmbeddings && p.role === "lm_head") continue;
-    shapes.set(tensorName("network", p, cfg.numLayers), index.info(name));
-  }
+  const shapes = new Map<string, { shape: readonly number[] }>();
+  const plan = planTensors(
+    index,
+    cfg.numLayers,
+    (role) =>
+      role === "rope_freqs" || (cfg.tieWordEmbeddings && role === "lm_head"),
+    rename,
+  );
+  for (const p of plan) shapes.set(p.to, { shape: p.shape });
   const n = cfg.numLayers;
   const head = tensorName("network", { role: "lm_head", kind: "weight" }, n);
   const emb = tensorName("network", { role: "embedding", kind: "weight" }, n);

@@ -76,10 +76,10 @@ import {
   transformerNetwork,
 } from "./config.ts";
 import { configFromGguf } from "./gguf_config.ts";
-import { parseStackedExperts, splitExperts } from "./families/_experts.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
+import { splitExperts } from "./families/_experts.ts";
+import { familyRename, planTensors } from "./_tensor_plan.ts";
 import { checkTransformerTensors } from "./check.ts";
-import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
+import { tensorName, type TensorRole } from "./names.ts";
 
 /** Per-sequence state: the layers' KV caches and the tokens seen so far. */
 export interface TransformerState extends NetworkState {
@@ -489,31 +489,19 @@ async function loadRenamed(
   index: TensorIndex,
   numLayers: number,
   skip: (role: TensorRole) => boolean,
-  rename: (name: string) => string = (n) => n,
+  rename?: (name: string) => string,
 ): Promise<Map<string, Tensor>> {
   const out = new Map<string, Tensor>();
-  for (const name of index.names()) {
-    const stacked = parseStackedExperts(name);
-    if (stacked) {
-      if (stacked.layer >= numLayers) continue;
-      const parts = splitExperts(await index.load(name));
-      parts.forEach((t, j) => {
-        const to = tensorName("network", {
-          role: stacked.role,
-          layer: stacked.layer,
-          kind: "weight",
-          expert: j,
-        }, numLayers);
-        out.set(to, { ...keep(t), name: to });
-      });
-      continue;
-    }
-    const p = parseTensorName(rename(name));
-    if (!p || p.scheme === "network" || skip(p.role)) continue;
-    if (p.layer !== undefined && p.layer >= numLayers) continue;
-    const to = tensorName("network", p, numLayers);
-    const t = keep(await index.load(name));
-    out.set(to, { ...t, name: to });
+  let split: { from: string; parts: Tensor[] } | undefined;
+  for (const p of planTensors(index, numLayers, skip, rename)) {
+    let t: Tensor;
+    if (p.expert !== undefined) {
+      if (split?.from !== p.from) {
+        split = { from: p.from, parts: splitExperts(await index.load(p.from)) };
+      }
+      t = split.parts[p.expert];
+    } else t = await index.load(p.from);
+    out.set(p.to, { ...keep(t), name: p.to });
   }
   return out;
 }
@@ -581,7 +569,7 @@ export async function transformerFromFiles(
     config.numLayers,
     (role) =>
       role === "rope_freqs" || (config.tieWordEmbeddings && role === "lm_head"),
-    FAMILY_SPECS.get(config.family)?.hfNames?.fromFamily,
+    familyRename(config.family, "hf"),
   );
   const tokenizer = options.tokenizer ??
     (files.tokenizer
@@ -644,7 +632,7 @@ export async function transformerFromGguf(
     index,
     config.numLayers,
     (role) => role === "rope_freqs",
-    FAMILY_SPECS.get(config.family)?.ggufNames?.fromFamily,
+    familyRename(config.family, "gguf"),
   );
   let tokenizer = options.tokenizer;
   if (!tokenizer && "tokenizer.ggml.model" in md) {

@@ -10,7 +10,8 @@ import { parseNetwork } from "../core/network.ts";
 import type { Model } from "../core/model.ts";
 import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
-import { checkTransformerTensors, modelBuildProblem } from "./_buildable.ts";
+import { modelBuildProblem } from "./_buildable.ts";
+import { checkTransformerTensors } from "../models/check.ts";
 import { readChatTemplateFiles } from "../io/transformer.ts";
 import { configFromGguf, GGUF_ARCHITECTURES } from "../models/gguf_config.ts";
 import { ENCODER_MODEL_TYPES } from "../models/encoder_config.ts";
@@ -245,12 +246,7 @@ async function readHf(
     if (supported) {
       const cfg = configFromHf(config!, join(c.file, "config.json"));
       const m = opened.file.models[0];
-      checkTransformerTensors(
-        cfg,
-        new Map(m.tensors.names().map((n) => [n, m.tensors.info(n)])),
-        "hf",
-        c.file,
-      );
+      checkTransformerTensors(cfg, m.tensors, c.file);
       const files = await readChatTemplateFiles(c.path);
       const found = files ?? tokCfg?.chat_template;
       const tpl = typeof found === "string"

@@ -566,6 +566,21 @@ function layout(model: Model, options: GgufWriteOptions): Layout {
   } else alignment = DEFAULT_ALIGNMENT;
 
   if (options.preset !== undefined) {
+    const ps = ggufPreset(options.preset);
+    if (
+      ps && ps.name === ps.base && options.imatrix === undefined &&
+      !metadata.some((e) => e.key === "general.architecture")
+    ) {
+      // Not a language model (a stored network): llama-quantize's rules have
+      // no blocks to read, so a preset that is one plain type applies as
+      // quantize-on-write with that type does.
+      return layout(model, {
+        ...options,
+        preset: undefined,
+        presetOptions: undefined,
+        quantize: ps.base as GgufQuantType,
+      });
+    }
     return presetLayout(model, options, metadata, alignment);
   }
   const target = options.quantize;
