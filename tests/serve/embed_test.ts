@@ -7,6 +7,10 @@ import { assert, assertEquals } from "@std/assert";
 import { join } from "@std/path";
 import OpenAI from "openai";
 import { convertEncoderToGguf } from "../../io/encoder.ts";
+import { writeModel } from "../../io/open.ts";
+import { openSafetensors } from "../../io/safetensors.ts";
+import { memoryTensorIndex } from "../../core/model.ts";
+import { safetensorsFormat } from "../../formats/safetensors/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 import { call, withServer } from "./_helpers.ts";
 
@@ -100,7 +104,25 @@ Deno.test("serve: encoders answer /v1/embeddings (openai client) and /api/embed 
     assertEquals(gen.status, 400);
   }, async (dir) => {
     await copyDir(join(DIR, "bert-mean"), join(dir, "minilm"));
+    // the decoder as a …ForCausalLM checkpoint stores it (`model.` names)
     await copyDir(join(DIR, "qwen2-last"), join(dir, "qwen"));
+    const st = await openSafetensors(join(DIR, "qwen2-last"));
+    try {
+      const index = st.models[0].tensors;
+      const renamed = [];
+      for (const n of index.names()) {
+        renamed.push({ ...(await index.load(n)), name: `model.${n}` });
+      }
+      await writeModel(safetensorsFormat(), {
+        models: [{
+          id: "qwen",
+          metadata: {},
+          tensors: memoryTensorIndex(renamed),
+        }],
+      }, join(dir, "qwen", "model.safetensors"));
+    } finally {
+      st.close();
+    }
     await convertEncoderToGguf(
       join(DIR, "roberta-mean"),
       join(dir, "rob.gguf"),
