@@ -37,6 +37,14 @@ export const state = {
   /** Tests only: whether Q8_0 may use the `q8_0u` kernels where the engine allows them. */
   u8Dot: true,
   /**
+   * Tests and benchmarks: whether Q8_0 jobs of several x rows may use the
+   * `q8_0s` kernels (magnitudes and signs, two dots per block) where the
+   * engine allows them and the `q8_0u` ones do not apply: the path of x86
+   * CPUs without AVX-VNNI. Turning it off forces the four-dot path that
+   * other CPUs (ARM) take, on any machine.
+   */
+  signDot: true,
+  /**
    * Tests and benchmarks only: whether Q8_0 jobs of several x rows prepare
    * each weight row once for all of them (`PREP_MIN_ROWS` in kernels/wasm).
    */

@@ -271,10 +271,11 @@ function quantJob(
 ): Float32Array[] {
   const n = ptrs.length;
   const total = outs.reduce((a, b) => a + b, 0);
-  // Q8_0 with several x rows: each thread prepares weight rows in its own
-  // scratch (see PREP_MIN_ROWS).
+  // Q8_0 / Q4_0 with several x rows: each thread prepares weight rows in
+  // its own scratch (see PREP_MIN_ROWS).
   const prepStride = (preparedBytes(inF / 32) + 63) & ~63;
-  const prep = kind === "q8_0" && rows >= PREP_MIN_ROWS && state.prep
+  const prep = (kind === "q8_0" || kind === "q4_0") &&
+      rows >= PREP_MIN_ROWS && state.prep
     ? e.scratch("qprep", prepStride * ((e.pool?.size ?? 0) + 1))
     : 0;
   const y = e.scratch("y", rows * total * 4 + 64);
@@ -296,9 +297,13 @@ function quantJob(
   new Int32Array(f.buffer, counter, 1)[0] = 0;
   const rb = rowBytes(dtype, inF);
   const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
-  const fn = kind === "q8_0" && e.u8Dot && state.u8Dot
+  const fn = kind !== "q8_0"
+    ? `${kind}_mm`
+    : e.u8Dot && state.u8Dot
     ? "q8_0u_mm"
-    : `${kind}_mm`;
+    : e.signDot && state.signDot
+    ? "q8_0s_mm"
+    : "q8_0_mm";
   runShared(e, fn, rows * inF * total, total, (parts, part) => [
     desc,
     n,

@@ -391,6 +391,9 @@ export const i8x16 = {
   },
   sub: (a: Code, b: Code): Code => simd(0x71, a, b),
   add: (a: Code, b: Code): Code => simd(0x6e, a, b),
+  abs: (a: Code): Code => simd(0x60, a),
+  /** Lanes of all ones where `a < b` (signed), else zero. */
+  lt_s: (a: Code, b: Code): Code => simd(0x25, a, b),
   shr_u: (a: Code, n: Code): Code => simd(0x6d, a, n),
   narrow_i16x8_s: (a: Code, b: Code): Code => simd(0x65, a, b),
 };
