@@ -45,6 +45,12 @@ export const state = {
    */
   signDot: true,
   /**
+   * Least x rows for which Q8_0 / Q4_0 jobs run as the register-blocked
+   * GEMM (`kernels/wasm/_kernels_quant_gemm.ts`; same bits either way).
+   * Tests and benchmarks set Infinity to force the dot-product path.
+   */
+  gemmMinRows: 4,
+  /**
    * Tests and benchmarks only: whether Q8_0 jobs of several x rows prepare
    * each weight row once for all of them (`PREP_MIN_ROWS` in kernels/wasm).
    */

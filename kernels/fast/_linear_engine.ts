@@ -32,6 +32,11 @@ import {
   SEGMENT_BYTES,
 } from "../wasm/_kernels_quant.ts";
 import { preparedBytes } from "../wasm/_kernels_quant_prep.ts";
+import {
+  QG_NR,
+  quantGemmPackedXBytes,
+  quantGemmScratchBytes,
+} from "../wasm/_kernels_quant_gemm.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -270,6 +275,12 @@ function quantJob(
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
   const n = ptrs.length;
+  if (
+    (kind === "q8_0" || kind === "q4_0") &&
+    rows >= Math.max(2, state.gemmMinRows)
+  ) {
+    return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
+  }
   const total = outs.reduce((a, b) => a + b, 0);
   // Q8_0 / Q4_0 with several x rows: each thread prepares weight rows in
   // its own scratch (see PREP_MIN_ROWS).
@@ -330,6 +341,59 @@ function quantJob(
     const out = copyOut(e, y + rows * off * 4, rows * o);
     off += o;
     return out;
+  });
+}
+
+/**
+ * Q8_0 / Q4_0 weights on many x rows as the register-blocked GEMM of
+ * `kernels/wasm/_kernels_quant_gemm.ts` (exact integer block products in
+ * F32; the same bits as `quantJob`'s dot products): x codes packed once,
+ * each weight's panels of 8 rows split between the threads.
+ */
+function quantGemmJob(
+  e: Engine,
+  kind: "q8_0" | "q4_0",
+  dtype: FastDType,
+  ptrs: number[],
+  outs: number[],
+  xq: QuantizedX,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  const xBytes = quantGemmPackedXBytes(rows, inF);
+  const xp = e.scratch("qgx", xBytes + 64);
+  e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+  e.fn.qg_pack_x(xq.q8, xp, rows, inF);
+  const rb = rowBytes(dtype, inF);
+  const stride = (quantGemmScratchBytes(inF) + 63) & ~63;
+  const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
+  return ptrs.map((w, i) => {
+    const outF = outs[i];
+    const y = e.scratch("y", rows * outF * 4 + 64);
+    const bp = padBias(e, outF, QG_NR, biases[i]);
+    let part = 0;
+    runSplit(
+      e,
+      `${kind}_gemm`,
+      rows * inF * outF,
+      Math.ceil(outF / QG_NR),
+      (p0, p1) => [
+        xp,
+        xq.meta,
+        w,
+        rb,
+        y,
+        bp,
+        rows,
+        inF,
+        outF,
+        p0,
+        p1,
+        scr + stride * part++,
+      ],
+    );
+    return copyOut(e, y, rows * outF);
   });
 }
 

@@ -3,7 +3,8 @@
 // job runs: Q8_0 weight rows prepared once and dotted as magnitudes and
 // signs (`q8_0s`, x86), as stored with x split (four dots per block, the
 // path of other CPUs, forced here by turning `signDot` off), or unsigned
-// (`q8_0u`, AVX-VNNI); Q4_0 rows with their nibbles unpacked once. Codes
+// (`q8_0u`, AVX-VNNI); Q4_0 rows with their nibbles unpacked once; both
+// as the register-blocked GEMM of exact integer products in F32. Codes
 // cover −128…127 and activations reach ±127.
 
 import { assertEquals } from "@std/assert";
@@ -25,8 +26,16 @@ function ways(): { name: string; set: () => void }[] {
     state.u8Dot = true;
     state.signDot = true;
     state.prep = true;
+    state.gemmMinRows = Infinity;
   };
   const out = [
+    {
+      name: "register-blocked GEMM",
+      set: () => {
+        reset();
+        state.gemmMinRows = 2;
+      },
+    },
     {
       name: "four dots, prepared",
       set: () => {
@@ -56,6 +65,8 @@ function ways(): { name: string; set: () => void }[] {
   return out;
 }
 
+const defaultGemmRows = state.gemmMinRows;
+
 function check(threads: number): void {
   const e = getEngine()!;
   try {
@@ -66,8 +77,7 @@ function check(threads: number): void {
         const inF = 32 * nb;
         for (const dtype of ["Q8_0", "Q4_0"] as const) {
           const w = makeWeight(dtype, 37, inF);
-          for (const amp of [2, 1e6]) {
-            const rows = 5;
+          for (const [amp, rows] of [[2, 5], [1e6, 7], [0.5, 13]]) {
             const x = cosines(rows * inF, nb, amp);
             const all = fastLinear(x, rows, w);
             for (let r = 0; r < rows; r++) {
@@ -86,6 +96,7 @@ function check(threads: number): void {
     state.u8Dot = true;
     state.signDot = true;
     state.prep = true;
+    state.gemmMinRows = defaultGemmRows;
   }
   void e;
 }
