@@ -51,6 +51,12 @@ export const state = {
    */
   gemmMinRows: 4,
   /**
+   * Tests and benchmarks only: whether Q4_0 GEMMs keep codes as bytes
+   * (`kernels/wasm/_kernels_quant_igemm.ts`, relaxed module) rather than
+   * F32 (same bits either way).
+   */
+  intGemm: true,
+  /**
    * Tests and benchmarks only: whether Q8_0 jobs of several x rows prepare
    * each weight row once for all of them (`PREP_MIN_ROWS` in kernels/wasm).
    */

@@ -37,6 +37,10 @@ import {
   quantGemmPackedXBytes,
   quantGemmScratchBytes,
 } from "../wasm/_kernels_quant_gemm.ts";
+import {
+  quantIgemmPackedXBytes,
+  quantIgemmScratchBytes,
+} from "../wasm/_kernels_quant_igemm.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -361,12 +365,18 @@ function quantGemmJob(
   inF: number,
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
-  const xBytes = quantGemmPackedXBytes(rows, inF);
+  // Q4_0 as bytes where the relaxed module has the integer GEMM
+  const ints = kind === "q4_0" && state.intGemm && e.fn.q4_0_igemm;
+  const xBytes = ints
+    ? quantIgemmPackedXBytes(rows, inF)
+    : quantGemmPackedXBytes(rows, inF);
   const xp = e.scratch("qgx", xBytes + 64);
   e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
-  e.fn.qg_pack_x(xq.q8, xp, rows, inF);
+  e.fn[ints ? "qi_pack_x" : "qg_pack_x"](xq.q8, xp, rows, inF);
   const rb = rowBytes(dtype, inF);
-  const stride = (quantGemmScratchBytes(inF) + 63) & ~63;
+  const stride =
+    ((ints ? quantIgemmScratchBytes(inF) : quantGemmScratchBytes(inF)) + 63) &
+    ~63;
   const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
   return ptrs.map((w, i) => {
     const outF = outs[i];
@@ -375,7 +385,7 @@ function quantGemmJob(
     let part = 0;
     runSplit(
       e,
-      `${kind}_gemm`,
+      ints ? "q4_0_igemm" : `${kind}_gemm`,
       rows * inF * outF,
       Math.ceil(outF / QG_NR),
       (p0, p1) => [

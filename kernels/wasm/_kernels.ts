@@ -37,6 +37,7 @@ import { gemmKernels } from "./_kernels_gemm.ts";
 import { opsKernels } from "./_kernels_ops.ts";
 import { quantKernels } from "./_kernels_quant.ts";
 import { quantGemmKernels } from "./_kernels_quant_gemm.ts";
+import { quantIgemmKernels } from "./_kernels_quant_igemm.ts";
 import {
   c,
   Ctx,
@@ -474,6 +475,7 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   gemmKernels(m, ctx);
   quantKernels(m, ctx);
   quantGemmKernels(m, ctx);
+  quantIgemmKernels(m, ctx);
   opsKernels(m, ctx);
   return m.encode();
 }

@@ -27,6 +27,7 @@ function ways(): { name: string; set: () => void }[] {
     state.signDot = true;
     state.prep = true;
     state.gemmMinRows = Infinity;
+    state.intGemm = true;
   };
   const out = [
     {
@@ -34,6 +35,14 @@ function ways(): { name: string; set: () => void }[] {
       set: () => {
         reset();
         state.gemmMinRows = 2;
+      },
+    },
+    {
+      name: "register-blocked GEMM, F32 products only",
+      set: () => {
+        reset();
+        state.gemmMinRows = 2;
+        state.intGemm = false;
       },
     },
     {
@@ -97,6 +106,7 @@ function check(threads: number): void {
     state.signDot = true;
     state.prep = true;
     state.gemmMinRows = defaultGemmRows;
+    state.intGemm = true;
   }
   void e;
 }
