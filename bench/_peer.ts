@@ -79,8 +79,12 @@ export class NlcPeer {
     };
     try {
       await Deno.stat(`${env.NODE_PATH}/node-llama-cpp`);
+      // MODELHOST_NODE_FLAGS: e.g. "--preserve-symlinks" for a NODE_PATH
+      // whose @node-llama-cpp/linux-x64 holds only some CPU variants
+      const flags = (Deno.env.get("MODELHOST_NODE_FLAGS") ?? "").split(" ")
+        .filter((f) => f);
       const child = new Deno.Command("node", {
-        args: [new URL("./_nlc_peer.mjs", import.meta.url).pathname],
+        args: [...flags, new URL("./_nlc_peer.mjs", import.meta.url).pathname],
         env,
         stdin: "piped",
         stdout: "piped",
@@ -133,6 +137,19 @@ export class NlcPeer {
   ): Promise<{ ms: number; ids: number[] }> {
     const r = await this.#ask({ op: "decode", tokens, n });
     return { ms: r.ms as number, ids: r.ids as number[] };
+  }
+
+  /**
+   * The ggml CPU variant the peer loaded (`haswell`: AVX2; `zen4`,
+   * `icelake`, …: AVX-512), from /proc/PID/maps; "" when unknown.
+   */
+  cpuVariant(): string {
+    try {
+      const maps = Deno.readTextFileSync(`/proc/${this.#child.pid}/maps`);
+      return /libggml-cpu-([\w-]+)\.so/.exec(maps)?.[1] ?? "";
+    } catch {
+      return "";
+    }
   }
 
   /** Stops the child. */

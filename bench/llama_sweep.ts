@@ -157,6 +157,9 @@ for (const width of args.widths.split(",").map(Number)) {
       await peer.load(path, threads, 1024, 512);
       await theirPrefill();
       await theirDecode();
+      if (rows.length === 0) {
+        console.log(`llama.cpp CPU variant: ${peer.cpuVariant() || "?"}`);
+      }
     }
     for (const a of [pa, pb, pac, pbc, da, db, dac, dbc]) a.length = 0;
     for (let r = 0; r < rounds; r++) {
