@@ -348,6 +348,9 @@ function quantJob(
   });
 }
 
+/** x rows per chunk of a quantized GEMM job (see `quantGemmJob`). */
+const GEMM_CHUNK_ROWS = 256;
+
 /**
  * Q8_0 / Q4_0 weights on many x rows as the register-blocked GEMM of
  * `kernels/wasm/_kernels_quant_gemm.ts` (exact integer block products in
@@ -367,44 +370,54 @@ function quantGemmJob(
 ): Float32Array[] {
   // Q4_0 as bytes where the relaxed module has the integer GEMM
   const ints = kind === "q4_0" && state.intGemm && e.fn.q4_0_igemm;
+  // rows in chunks, so that the packed x (4 bytes per code on the F32
+  // way) stays small however long the prompt
+  const chunk = Math.min(rows, GEMM_CHUNK_ROWS);
   const xBytes = ints
-    ? quantIgemmPackedXBytes(rows, inF)
-    : quantGemmPackedXBytes(rows, inF);
+    ? quantIgemmPackedXBytes(chunk, inF)
+    : quantGemmPackedXBytes(chunk, inF);
   const xp = e.scratch("qgx", xBytes + 64);
-  e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
-  e.fn[ints ? "qi_pack_x" : "qg_pack_x"](xq.q8, xp, rows, inF);
   const rb = rowBytes(dtype, inF);
   const stride =
     ((ints ? quantIgemmScratchBytes(inF) : quantGemmScratchBytes(inF)) + 63) &
     ~63;
   const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
-  return ptrs.map((w, i) => {
-    const outF = outs[i];
-    const y = e.scratch("y", rows * outF * 4 + 64);
-    const bp = padBias(e, outF, QG_NR, biases[i]);
-    let part = 0;
-    runSplit(
-      e,
-      ints ? "q4_0_igemm" : `${kind}_gemm`,
-      rows * inF * outF,
-      Math.ceil(outF / QG_NR),
-      (p0, p1) => [
-        xp,
-        xq.meta,
-        w,
-        rb,
-        y,
-        bp,
-        rows,
-        inF,
-        outF,
-        p0,
-        p1,
-        scr + stride * part++,
-      ],
-    );
-    return copyOut(e, y, rows * outF);
-  });
+  const results = outs.map((o) => new Float32Array(rows * o));
+  for (let r0 = 0; r0 < rows; r0 += chunk) {
+    const n = Math.min(chunk, rows - r0);
+    e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+    e.fn[ints ? "qi_pack_x" : "qg_pack_x"](xq.q8 + r0 * inF, xp, n, inF);
+    // quantize_x's metadata: 16 bytes per row and block of 32
+    const meta = xq.meta + r0 * (inF / 32) * 16;
+    ptrs.forEach((w, i) => {
+      const outF = outs[i];
+      const y = e.scratch("y", n * outF * 4 + 64);
+      const bp = padBias(e, outF, QG_NR, biases[i]);
+      let part = 0;
+      runSplit(
+        e,
+        ints ? "q4_0_igemm" : `${kind}_gemm`,
+        n * inF * outF,
+        Math.ceil(outF / QG_NR),
+        (p0, p1) => [
+          xp,
+          meta,
+          w,
+          rb,
+          y,
+          bp,
+          n,
+          inF,
+          outF,
+          p0,
+          p1,
+          scr + stride * part++,
+        ],
+      );
+      results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
+    });
+  }
+  return results;
 }
 
 function quantLinear(

@@ -123,6 +123,35 @@ Deno.test("several x rows give each row the bits it gets alone (Q8_0 every way, 
   check(1);
 });
 
+Deno.test("a GEMM job longer than one chunk of rows (300 rows) gives each row its bits", () => {
+  const defaults = { ...state };
+  try {
+    for (const intGemm of [true, false]) {
+      state.intGemm = intGemm;
+      for (const dtype of ["Q8_0", "Q4_0"] as const) {
+        const inF = 160, rows = 300;
+        const w = makeWeight(dtype, 21, inF);
+        const x = cosines(rows * inF, 7, 3);
+        const all = fastLinear(x, rows, w);
+        state.gemmMinRows = Infinity;
+        const dots = fastLinear(x, rows, w);
+        state.gemmMinRows = defaults.gemmMinRows;
+        assertEquals(all, dots, `${dtype}, intGemm ${intGemm}`);
+        for (const r of [0, 255, 256, 299]) {
+          assertEquals(
+            all.subarray(r * 21, (r + 1) * 21),
+            fastLinear(x.subarray(r * inF, (r + 1) * inF), 1, w),
+            `${dtype}, row ${r}`,
+          );
+        }
+      }
+    }
+  } finally {
+    state.intGemm = defaults.intGemm;
+    state.gemmMinRows = defaults.gemmMinRows;
+  }
+});
+
 Deno.test("the same with two threads sharing the rows", async () => {
   await configureKernels({ threads: 2, minParallelWork: 1 });
   try {
