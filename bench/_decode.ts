@@ -127,7 +127,7 @@ function hparams(s: Shape, name: string): GgufMetadataEntry[] {
  * `output.weight`), every matrix quantized to `quantize` by our writer.
  */
 export async function smolLmShapeGguf(
-  quantize: "Q8_0" | "Q4_0" | "F32" = "Q8_0",
+  quantize: "Q8_0" | "Q4_0" | "Q4_K" | "F32" = "Q8_0",
   seed = 1,
   s: Shape = SMOLLM_135M,
 ): Promise<Uint8Array> {

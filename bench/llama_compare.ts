@@ -14,7 +14,11 @@
  * of every family exported by our converter (with stories260K's tokenizer)
  * and compares its text with ours.
  *
- *   deno run -A bench/llama_compare.ts [--quick] [--check | --only-check]
+ * The two sides alternate round by round (`--rounds N`, default 3; which
+ * side goes first alternates too); the printed rates are medians and the
+ * ratios medians of the per-round ratios.
+ *
+ *   deno run -A bench/llama_compare.ts [--quick] [--rounds N] [--check | --only-check]
  *   LLAMA_CPP_BIN=~/llama.cpp/build/bin deno run -A bench/llama_compare.ts
  */
 
@@ -48,6 +52,14 @@ import {
 const quick = Deno.args.includes("--quick");
 const onlyCheck = Deno.args.includes("--only-check");
 const check = onlyCheck || Deno.args.includes("--check");
+const roundsAt = Deno.args.indexOf("--rounds");
+const ROUNDS = roundsAt >= 0 ? Number(Deno.args[roundsAt + 1]) : 3;
+const med = (xs: number[]): number => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  if (v.length === 0) return NaN;
+  const m = v.length >> 1;
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+};
 const ourThreads = Number(Deno.env.get("MODELHOST_THREADS") ?? "1");
 const threads = Number(
   Deno.env.get("LLAMA_CPP_THREADS") ?? String(ourThreads),
@@ -232,16 +244,35 @@ const fmt = (x: number) => Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : "—
 for (const r of onlyCheck ? [] : rows) {
   const model = await r.model();
   const ids = promptOf(r.prompt, model.config.vocabSize);
+  const mine: Rates[] = [], peer: Rates[] = [];
+  let theirs: Rates | string = "—";
+  for (let round = 0; round < ROUNDS; round++) {
+    const oursNow = () =>
+      mine.push({
+        prefill: prefillRate(model, ids, quick ? 300 : 1500),
+        decode: decodeRate(model, ids, r.steps),
+      });
+    if (round % 2 === 0) oursNow();
+    if (Deno.env.get("LLAMA_CPP_BIN")) {
+      theirs = await llamaCppRates(await r.file(), r.prompt, r.steps * 4);
+      if (typeof theirs !== "string") peer.push(theirs);
+    }
+    if (round % 2 === 1) oursNow();
+  }
   const ours: Rates = {
-    prefill: prefillRate(model, ids, quick ? 300 : 1500),
-    decode: decodeRate(model, ids, r.steps),
+    prefill: med(mine.map((x) => x.prefill)),
+    decode: med(mine.map((x) => x.decode)),
   };
   const mem = model.memory();
-  let theirs: Rates | string = "—";
-  if (Deno.env.get("LLAMA_CPP_BIN")) {
-    theirs = await llamaCppRates(await r.file(), r.prompt, r.steps * 4);
-  }
-  const t = typeof theirs === "string" ? { prefill: NaN, decode: NaN } : theirs;
+  const t = peer.length
+    ? {
+      prefill: med(peer.map((x) => x.prefill)),
+      decode: med(peer.map((x) => x.decode)),
+    }
+    : { prefill: NaN, decode: NaN };
+  // per-round ratios (ours ÷ theirs), their median
+  const pr = med(peer.map((x, i) => mine[i].prefill / x.prefill));
+  const dr = med(peer.map((x, i) => mine[i].decode / x.decode));
   console.log([
     r.name.padEnd(24),
     String(r.prompt).padStart(6),
@@ -250,12 +281,8 @@ for (const r of onlyCheck ? [] : rows) {
     `${(mem.weightBytes / 2 ** 20).toFixed(1)} MiB`.padStart(10),
     `${fmt(t.prefill)} t/s`.padStart(13),
     `${fmt(t.decode)} t/s`.padStart(13),
-    (Number.isFinite(t.prefill)
-      ? `${(ours.prefill / t.prefill).toFixed(3)}×`
-      : "—").padStart(9),
-    (Number.isFinite(t.decode)
-      ? `${(ours.decode / t.decode).toFixed(3)}×`
-      : "—").padStart(9),
+    (Number.isFinite(pr) ? `${pr.toFixed(3)}×` : "—").padStart(9),
+    (Number.isFinite(dr) ? `${dr.toFixed(3)}×` : "—").padStart(9),
   ].join(" "));
   if (typeof theirs === "string" && theirs !== "—") {
     console.log(`  (${theirs})`);

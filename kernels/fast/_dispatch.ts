@@ -37,6 +37,26 @@ export const state = {
   /** Tests only: whether Q8_0 may use the `q8_0u` kernels where the engine allows them. */
   u8Dot: true,
   /**
+   * Tests and benchmarks: whether Q8_0 jobs of several x rows may use the
+   * `q8_0s` kernels (magnitudes and signs, two dots per block) where the
+   * engine allows them and the `q8_0u` ones do not apply: the path of x86
+   * CPUs without AVX-VNNI. Turning it off forces the four-dot path that
+   * other CPUs (ARM) take, on any machine.
+   */
+  signDot: true,
+  /**
+   * Least x rows for which Q8_0 / Q4_0 jobs run as the register-blocked
+   * GEMM (`kernels/wasm/_kernels_quant_gemm.ts`; same bits either way).
+   * Tests and benchmarks set Infinity to force the dot-product path.
+   */
+  gemmMinRows: 4,
+  /**
+   * Tests and benchmarks only: whether Q4_0 GEMMs keep codes as bytes
+   * (`kernels/wasm/_kernels_quant_igemm.ts`, relaxed module) rather than
+   * F32 (same bits either way).
+   */
+  intGemm: true,
+  /**
    * Tests and benchmarks only: whether Q8_0 jobs of several x rows prepare
    * each weight row once for all of them (`PREP_MIN_ROWS` in kernels/wasm).
    */

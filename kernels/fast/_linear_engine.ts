@@ -32,6 +32,15 @@ import {
   SEGMENT_BYTES,
 } from "../wasm/_kernels_quant.ts";
 import { preparedBytes } from "../wasm/_kernels_quant_prep.ts";
+import {
+  QG_NR,
+  quantGemmPackedXBytes,
+  quantGemmScratchBytes,
+} from "../wasm/_kernels_quant_gemm.ts";
+import {
+  quantIgemmPackedXBytes,
+  quantIgemmScratchBytes,
+} from "../wasm/_kernels_quant_igemm.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -276,11 +285,18 @@ function quantJob(
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
   const n = ptrs.length;
+  if (
+    (kind === "q8_0" || kind === "q4_0") &&
+    rows >= Math.max(2, state.gemmMinRows)
+  ) {
+    return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
+  }
   const total = outs.reduce((a, b) => a + b, 0);
-  // Q8_0 with several x rows: each thread prepares weight rows in its own
-  // scratch (see PREP_MIN_ROWS).
+  // Q8_0 / Q4_0 with several x rows: each thread prepares weight rows in
+  // its own scratch (see PREP_MIN_ROWS).
   const prepStride = (preparedBytes(inF / 32) + 63) & ~63;
-  const prep = kind === "q8_0" && rows >= PREP_MIN_ROWS && state.prep
+  const prep = (kind === "q8_0" || kind === "q4_0") &&
+      rows >= PREP_MIN_ROWS && state.prep
     ? e.scratch("qprep", prepStride * ((e.pool?.size ?? 0) + 1))
     : 0;
   const y = e.scratch("y", rows * total * 4 + 64);
@@ -302,9 +318,13 @@ function quantJob(
   new Int32Array(f.buffer, counter, 1)[0] = 0;
   const rb = rowBytes(dtype, inF);
   const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
-  const fn = kind === "q8_0" && e.u8Dot && state.u8Dot
+  const fn = kind !== "q8_0"
+    ? `${kind}_mm`
+    : e.u8Dot && state.u8Dot
     ? "q8_0u_mm"
-    : `${kind}_mm`;
+    : e.signDot && state.signDot
+    ? "q8_0s_mm"
+    : "q8_0_mm";
   runShared(e, fn, rows * inF * total, total, (parts, part) => [
     desc,
     n,
@@ -332,6 +352,78 @@ function quantJob(
     off += o;
     return out;
   });
+}
+
+/** x rows per chunk of a quantized GEMM job (see `quantGemmJob`). */
+const GEMM_CHUNK_ROWS = 256;
+
+/**
+ * Q8_0 / Q4_0 weights on many x rows as the register-blocked GEMM of
+ * `kernels/wasm/_kernels_quant_gemm.ts` (exact integer block products in
+ * F32; the same bits as `quantJob`'s dot products): x codes packed once,
+ * each weight's panels of 8 rows split between the threads.
+ */
+function quantGemmJob(
+  e: Engine,
+  kind: "q8_0" | "q4_0",
+  dtype: FastDType,
+  ptrs: number[],
+  outs: number[],
+  xq: QuantizedX,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  // Q4_0 as bytes where the relaxed module has the integer GEMM
+  const ints = kind === "q4_0" && state.intGemm && e.fn.q4_0_igemm;
+  // rows in chunks, so that the packed x (4 bytes per code on the F32
+  // way) stays small however long the prompt
+  const chunk = Math.min(rows, GEMM_CHUNK_ROWS);
+  const xBytes = ints
+    ? quantIgemmPackedXBytes(chunk, inF)
+    : quantGemmPackedXBytes(chunk, inF);
+  const xp = e.scratch("qgx", xBytes + 64);
+  const rb = rowBytes(dtype, inF);
+  const stride =
+    ((ints ? quantIgemmScratchBytes(inF) : quantGemmScratchBytes(inF)) + 63) &
+    ~63;
+  const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
+  const results = outs.map((o) => new Float32Array(rows * o));
+  for (let r0 = 0; r0 < rows; r0 += chunk) {
+    const n = Math.min(chunk, rows - r0);
+    e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+    e.fn[ints ? "qi_pack_x" : "qg_pack_x"](xq.q8 + r0 * inF, xp, n, inF);
+    // quantize_x's metadata: 16 bytes per row and block of 32
+    const meta = xq.meta + r0 * (inF / 32) * 16;
+    ptrs.forEach((w, i) => {
+      const outF = outs[i];
+      const y = e.scratch("y", n * outF * 4 + 64);
+      const bp = padBias(e, outF, QG_NR, biases[i]);
+      let part = 0;
+      runSplit(
+        e,
+        ints ? "q4_0_igemm" : `${kind}_gemm`,
+        n * inF * outF,
+        Math.ceil(outF / QG_NR),
+        (p0, p1) => [
+          xp,
+          meta,
+          w,
+          rb,
+          y,
+          bp,
+          n,
+          inF,
+          outF,
+          p0,
+          p1,
+          scr + stride * part++,
+        ],
+      );
+      results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
+    });
+  }
+  return results;
 }
 
 function quantLinear(

@@ -94,6 +94,15 @@ export interface KernelInfo {
    * take two dot instructions per block instead of four, same results.
    */
   unsignedDot: boolean;
+  /**
+   * Whether the relaxed dot product here reads its 7-bit operand as an
+   * unsigned byte (x86, with or without VNNI; probed at start): where
+   * `unsignedDot` is false, Q8_0 weights times several x rows (prefill,
+   * batches) then take two dot instructions per block instead of four
+   * (magnitudes of the weight codes times x with their signs), same
+   * results.
+   */
+  signDot: boolean;
   /** Why the backend is `"js"` or why workers could not start, if so. */
   note?: string;
 }
@@ -203,6 +212,7 @@ export function kernelInfo(): KernelInfo {
       memoryBytes: 0,
       residentBytes: 0,
       unsignedDot: false,
+      signDot: false,
       note: engineFailure(),
     };
   }
@@ -214,6 +224,7 @@ export function kernelInfo(): KernelInfo {
     memoryBytes: e.memory.buffer.byteLength,
     residentBytes: e.residentBytes(),
     unsignedDot: e.u8Dot,
+    signDot: e.signDot,
     ...(state.note ? { note: state.note } : {}),
   };
 }

@@ -16,6 +16,7 @@ import { RELAXED_BASE64, SIMD_BASE64 } from "./_module_bytes.ts";
 import { f32x4, get, i32x4, ModuleBuilder, T, v128 } from "./_asm.ts";
 import { PANEL_COLS, PANEL_ROWS } from "./_kernels.ts";
 import { U8_DOT_PROBE } from "./_kernels_quant.ts";
+import { SIGN_DOT_PROBE } from "./_kernels_quant_prep.ts";
 import {
   type JobArgs,
   SLOT_BYTES,
@@ -181,6 +182,12 @@ export class Engine {
    * exact here (probed at start).
    */
   readonly u8Dot: boolean;
+  /**
+   * Whether the relaxed dot product reads its 7-bit operand as an unsigned
+   * byte (0x80 as +128), so that the `q8_0s` kernels (magnitudes and signs)
+   * are exact here (probed at start; x86 with or without VNNI).
+   */
+  readonly signDot: boolean;
 
   /** Creates the engine; use {@link getEngine}. */
   constructor(opts: EngineOptions = {}) {
@@ -221,6 +228,8 @@ export class Engine {
     }
     const probe = this.fn.probe_u8dot as unknown as (() => number) | undefined;
     this.u8Dot = relaxed && probe?.() === U8_DOT_PROBE;
+    const sprobe = this.fn.probe_sdot as unknown as (() => number) | undefined;
+    this.signDot = relaxed && sprobe?.() === SIGN_DOT_PROBE;
     this.#free.push({
       start: RESERVED,
       size: memory.buffer.byteLength - RESERVED,

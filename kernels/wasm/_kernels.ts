@@ -36,6 +36,8 @@ import {
 import { gemmKernels } from "./_kernels_gemm.ts";
 import { opsKernels } from "./_kernels_ops.ts";
 import { quantKernels } from "./_kernels_quant.ts";
+import { quantGemmKernels } from "./_kernels_quant_gemm.ts";
+import { quantIgemmKernels } from "./_kernels_quant_igemm.ts";
 import {
   c,
   Ctx,
@@ -472,6 +474,8 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   for (const kind of DENSE) denseKernels(m, ctx, kind);
   gemmKernels(m, ctx);
   quantKernels(m, ctx);
+  quantGemmKernels(m, ctx);
+  quantIgemmKernels(m, ctx);
   opsKernels(m, ctx);
   return m.encode();
 }

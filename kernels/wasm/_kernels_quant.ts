@@ -60,7 +60,13 @@ import {
 import { c, type Ctx, hsum, zero } from "./_kernels_util.ts";
 import { Q4_K, Q6_K } from "./_kernels_quant_k.ts";
 import { IQ4_NL, IQ4_XS, MXFP4 } from "./_kernels_quant_iq.ts";
-import { probeKernel, Q4_0, Q8_0, Q8_0U } from "./_kernels_quant_q8_q4.ts";
+import {
+  probeKernel,
+  Q4_0,
+  Q8_0,
+  Q8_0S,
+  Q8_0U,
+} from "./_kernels_quant_q8_q4.ts";
 import {
   type Dot,
   META_ARRAYS,
@@ -68,7 +74,11 @@ import {
 } from "./_kernels_quant_util.ts";
 
 import { quantizeX } from "./_kernels_quant_x.ts";
-import { prepKernels } from "./_kernels_quant_prep.ts";
+import {
+  prepKernels,
+  type PrepWay,
+  signProbeKernel,
+} from "./_kernels_quant_prep.ts";
 
 /**
  * Least x rows for which `name_mm` prepares each Q8_0 weight row once
@@ -100,7 +110,7 @@ const FORMATS: QuantFormat[] = [
  * kernels read.
  */
 export function activationRule(name: string): "q8_0" | "q8_k" {
-  return [...FORMATS, Q8_0U].find((x) => x.name === name)!.act;
+  return [...FORMATS, Q8_0U, Q8_0S].find((x) => x.name === name)!.act;
 }
 
 /**
@@ -345,6 +355,14 @@ export const READ_MARGIN = 4096;
  */
 const NR = 2;
 
+/** How each format's prepared rows are dotted (see `prepKernels`). */
+const PREP_WAYS: Record<string, PrepWay> = {
+  q8_0: "signed",
+  q8_0u: "unsigned",
+  q8_0s: "sign",
+  q4_0: "q4",
+};
+
 /** Bytes of one segment descriptor of a `name_mm` job. */
 export const SEGMENT_BYTES = 16;
 
@@ -387,14 +405,17 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   if (ctx.relaxed) probeKernel(m);
   quantizeX(m, ctx, "q8_0");
   quantizeX(m, ctx, "q8_k");
-  for (const q of ctx.relaxed ? [...FORMATS, Q8_0U] : FORMATS) {
+  if (ctx.relaxed) signProbeKernel(m);
+  for (const q of ctx.relaxed ? [...FORMATS, Q8_0U, Q8_0S] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
     const dotN = q.main8 && q.single && q.elems === 32
       ? dotFunction(m, ctx, q, NR)
       : undefined;
-    // Q8_0 rows prepared once for several x rows (see PREP_MIN_ROWS)
-    const prepared = q.name === "q8_0" || q.name === "q8_0u"
-      ? prepKernels(m, ctx, q.name, q.name === "q8_0u")
+    // Q8_0 (and, relaxed, Q4_0) rows prepared once for several x rows
+    // (see PREP_MIN_ROWS)
+    const way = PREP_WAYS[q.name];
+    const prepared = way && (ctx.relaxed || way === "signed")
+      ? prepKernels(m, ctx, q.name, way)
       : undefined;
     const f = m.func(`${q.name}_mm`, [
       ["desc", I],

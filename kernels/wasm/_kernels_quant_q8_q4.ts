@@ -288,6 +288,14 @@ export const Q8_0 = q8Format("q8_0", Q8_SIGNED);
  */
 export const Q8_0U = q8Format("q8_0u", Q8_UNSIGNED);
 
+/**
+ * Q8_0 for engines that pass `SIGN_DOT_PROBE` (relaxed variant only): the
+ * same kernels as {@link Q8_0} for one x row; jobs of several x rows dot
+ * prepared rows as magnitudes and signs (`q8_0s_pdot`, two dots per block
+ * instead of four), with the same results.
+ */
+export const Q8_0S = q8Format("q8_0s", Q8_SIGNED);
+
 /** Q4_0 codes 0..15 of the block loaded in `v[0]`: elements 0..15, 16..31. */
 function q4Nibbles(d: Dot): [Code, Code] {
   return [
