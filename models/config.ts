@@ -27,9 +27,12 @@
 
 import type { LayerConfig, NetworkConfig } from "../core/model.ts";
 import type { RopeScaling, RopeStyle } from "../kernels/rope.ts";
+import { DECODER_FAMILY_INFO } from "./families/_info.ts";
+import { familySpec, variantNetwork, variantToHf } from "./families/mod.ts";
+import type { DecoderFamily, DecoderVariant } from "./families/spec.ts";
 
 /** The architectures this module runs (Hugging Face `model_type` values). */
-export type TransformerFamily = "llama" | "mistral" | "qwen2";
+export type TransformerFamily = "llama" | "mistral" | "qwen2" | DecoderFamily;
 
 /** One row of {@link FAMILIES}. */
 export interface FamilyInfo {
@@ -38,7 +41,7 @@ export interface FamilyInfo {
   /** Model lines that use it. */
   models: string;
   /** The GGUF `general.architecture` llama.cpp writes for it. */
-  ggufArchitecture: "llama" | "qwen2";
+  ggufArchitecture: string;
   /** What sets it apart from plain Llama. */
   specifics: string;
 }
@@ -75,6 +78,7 @@ export const FAMILIES: readonly FamilyInfo[] = [
     specifics:
       "q/k/v projection biases; rotary on half-split pairs in GGUF too",
   },
+  ...DECODER_FAMILY_INFO,
 ];
 
 /**
@@ -134,6 +138,11 @@ export interface TransformerConfig {
   bosTokenId?: number;
   /** EOS ids from the config (several for Llama 3 instruct models). */
   eosTokenIds: number[];
+  /**
+   * What a family beyond Llama changes (Gemma, Phi, GPT-2 …): such a
+   * config runs as `decoder_embedding → decoder_block … → norm → dense`.
+   */
+  variant?: DecoderVariant;
 }
 
 /** The parts of a Hugging Face `config.json` that {@link configFromHf} reads. */
@@ -292,6 +301,8 @@ export function configFromHf(
   }
   const o = json as Json;
   const type = o.model_type;
+  const spec = familySpec(type);
+  if (spec) return spec.fromHf(o, where);
   if (!SUPPORTED_MODEL_TYPES.includes(type as TransformerFamily)) {
     throw new TypeError(
       `${where}: model_type ${describe(type)} is not supported; supported: ${
@@ -379,6 +390,7 @@ export function configFromHf(
 export function configToHf(
   cfg: TransformerConfig,
 ): HfConfigJson & { architectures: string[] } {
+  if (cfg.variant) return variantToHf(cfg);
   const arch = cfg.family === "qwen2"
     ? "Qwen2ForCausalLM"
     : cfg.family === "mistral"
@@ -441,6 +453,7 @@ export function configToHf(
  * ```
  */
 export function transformerNetwork(cfg: TransformerConfig): NetworkConfig {
+  if (cfg.variant) return variantNetwork(cfg);
   const block: LayerConfig = {
     type: "transformer_block",
     d_model: cfg.hiddenSize,

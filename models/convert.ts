@@ -59,6 +59,12 @@ import {
   type HfConfigJson,
   type TransformerConfig,
 } from "./config.ts";
+import {
+  applyMove,
+  ggufToHfMoves,
+  hfToGgufMoves,
+  type TensorMove,
+} from "./families/mod.ts";
 import { configFromGguf, configToGguf } from "./gguf_config.ts";
 import { type ParsedTensorName, parseTensorName, tensorName } from "./names.ts";
 import {
@@ -115,6 +121,38 @@ function byteLength(dtype: DTypeName, shape: number[]): number {
 
 const GGUF_FLOATS = new Set<DTypeName>(["F32", "F16", "BF16"]);
 
+/** A family tensor move as a lazy tensor (1-D and changed values as F32). */
+function movePlan(
+  m: TensorMove,
+  src: TensorIndex,
+  floatTypes: Set<DTypeName>,
+): Planned {
+  const info = src.info(m.from);
+  const oneD = info.shape.length === 1;
+  const dtype: DTypeName = !oneD && !m.values && GGUF_FLOATS.has(info.dtype)
+    ? info.dtype
+    : "F32";
+  if (!oneD) floatTypes.add(dtype);
+  return {
+    info: {
+      name: m.to,
+      dtype,
+      shape: [...m.shape],
+      byteLength: byteLength(dtype, m.shape),
+    },
+    make: async () => {
+      let t = await src.load(m.from);
+      if (t.dtype !== dtype && !m.values) {
+        t = tensorFromF32(m.to, toFloat32(t), [...t.shape]);
+      }
+      const out = applyMove(m, t);
+      return out.dtype === dtype
+        ? out
+        : tensorFromF32(m.to, toFloat32(out), [...m.shape]);
+    },
+  };
+}
+
 function fileType(types: Set<DTypeName>): number | undefined {
   if (types.size !== 1) return undefined;
   const t = [...types][0];
@@ -170,7 +208,11 @@ export function hfToGguf(
   const permute = cfg.family !== "qwen2";
   const planned: Planned[] = [];
   const floatTypes = new Set<DTypeName>();
-  if (cfg.ropeScaling?.rope_type === "llama3") {
+  if (cfg.variant) {
+    for (const m of hfToGgufMoves(cfg, src)) {
+      planned.push(movePlan(m, src, floatTypes));
+    }
+  } else if (cfg.ropeScaling?.rope_type === "llama3") {
     const f = llama3RopeFactors(cfg.headDim, cfg.ropeTheta, cfg.ropeScaling);
     planned.push({
       info: {
@@ -184,7 +226,7 @@ export function hfToGguf(
     });
   }
   const found = new Map<string, { from: string; p: ParsedTensorName }>();
-  for (const name of src.names()) {
+  for (const name of cfg.variant ? [] : src.names()) {
     const p = parseTensorName(name);
     if (!p || p.scheme !== "hf" || p.role === "rope_freqs") continue;
     if (p.layer !== undefined && p.layer >= cfg.numLayers) continue;
@@ -207,8 +249,8 @@ export function hfToGguf(
       }
     }
   };
-  want("embedding");
-  for (let i = 0; i < cfg.numLayers; i++) {
+  if (!cfg.variant) want("embedding");
+  for (let i = 0; i < (cfg.variant ? 0 : cfg.numLayers); i++) {
     for (
       const r of [
         "attn_norm",
@@ -223,8 +265,8 @@ export function hfToGguf(
       ] as const
     ) want(r, i);
   }
-  want("final_norm");
-  if (!cfg.tieWordEmbeddings) want("lm_head");
+  if (!cfg.variant) want("final_norm");
+  if (!cfg.variant && !cfg.tieWordEmbeddings) want("lm_head");
   for (const g of order) {
     const { from, p } = found.get(g)!;
     const info = src.info(from);
@@ -340,7 +382,12 @@ export async function ggufToHf(
   });
   const unpermute = cfg.ropeStyle === "interleaved";
   const planned: Planned[] = [];
-  for (const name of src.names()) {
+  if (cfg.variant) {
+    for (const m of ggufToHfMoves(cfg, src)) {
+      planned.push(movePlan(m, src, new Set()));
+    }
+  }
+  for (const name of cfg.variant ? [] : src.names()) {
     const p = parseTensorName(name);
     if (!p || p.scheme !== "gguf" || p.role === "rope_freqs") continue;
     const info = src.info(name);

@@ -31,6 +31,8 @@ import {
   type TransformerConfig,
   type TransformerFamily,
 } from "./config.ts";
+import { DECODER_FAMILY_INFO } from "./families/_info.ts";
+import { variantFromGguf, variantToGguf } from "./families/gguf.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
 
 /**
@@ -43,7 +45,11 @@ import { llama3ScalingFromFactors } from "./rotary.ts";
  * assert(GGUF_ARCHITECTURES.includes("llama"));
  * ```
  */
-export const GGUF_ARCHITECTURES: readonly string[] = ["llama", "qwen2"];
+export const GGUF_ARCHITECTURES: readonly string[] = [
+  "llama",
+  "qwen2",
+  ...DECODER_FAMILY_INFO.map((f) => f.ggufArchitecture),
+];
 
 /** Extra inputs of {@link configFromGguf}. */
 export interface GgufConfigOptions {
@@ -84,7 +90,7 @@ function describe(v: unknown): string {
  * import { assertThrows } from "@std/assert";
  * import { configFromGguf } from "@modelhost/modelhost/models";
  * assertThrows(
- *   () => configFromGguf({ "general.architecture": "gpt2" }, []),
+ *   () => configFromGguf({ "general.architecture": "mamba" }, []),
  *   TypeError,
  *   "supported: llama, qwen2",
  * );
@@ -96,6 +102,13 @@ export function configFromGguf(
   options: GgufConfigOptions = {},
 ): TransformerConfig {
   const where = options.name ?? "GGUF file";
+  const variant = variantFromGguf(
+    md,
+    tensorNames,
+    where,
+    options.embeddingRows,
+  );
+  if (variant) return variant;
   const arch = md["general.architecture"];
   if (typeof arch !== "string" || !GGUF_ARCHITECTURES.includes(arch)) {
     throw new TypeError(
@@ -268,6 +281,7 @@ export function configToGguf(
   cfg: TransformerConfig,
   name = "model",
 ): GgufMetadata {
+  if (cfg.variant) return variantToGguf(cfg, name);
   const arch = cfg.family === "qwen2" ? "qwen2" : "llama";
   const values: Record<string, unknown> = {};
   const types: Record<string, string> = {};

@@ -75,6 +75,7 @@ import {
   type TransformerConfig,
   transformerNetwork,
 } from "./config.ts";
+import { loadGgufTensors, loadHfTensors } from "./families/mod.ts";
 import { configFromGguf } from "./gguf_config.ts";
 import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
 
@@ -285,6 +286,14 @@ export function buildTransformer(
   const layers = network.layers;
   const normIndex = n + 1, headIndex = n + 2;
   const vocab = config.vocabSize, d = config.hiddenSize;
+  // Gemma 2's final soft-capping: c·tanh(logit / c).
+  const cap = config.variant?.finalSoftcap ?? null;
+  const softcap = (l: Float32Array): Float32Array => {
+    if (cap !== null) {
+      for (let i = 0; i < l.length; i++) l[i] = cap * Math.tanh(l[i] / cap);
+    }
+    return l;
+  };
 
   const forward = (
     ids: ArrayLike<number>,
@@ -304,7 +313,10 @@ export function buildTransformer(
     }
     const x = new Float32Array(t);
     for (let i = 0; i < t; i++) x[i] = ids[i];
-    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]));
+    let h: FloatTensor = layers[0].forward(
+      floatTensor(x, [1, t]),
+      state?.layers[0],
+    );
     for (let i = 1; i <= n; i++) h = layers[i].forward(h, state?.layers[i]);
     if (!opts.allPositions && t > 1) {
       h = floatTensor(h.data.slice((t - 1) * d), [1, 1, d]);
@@ -312,7 +324,7 @@ export function buildTransformer(
     h = layers[normIndex].forward(h);
     if (state) { for (let i = 0; i < t; i++) state.tokens.push(x[i]); }
     if (opts.output === "hidden") return h.data;
-    const logits = layers[headIndex].forward(h).data;
+    const logits = softcap(layers[headIndex].forward(h).data);
     return logits.length === vocab || opts.allPositions
       ? logits
       : logits.subarray(logits.length - vocab);
@@ -344,7 +356,12 @@ export function buildTransformer(
     for (const it of items) {
       for (let i = 0; i < it.ids.length; i++) x[at++] = it.ids[i];
     }
-    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]));
+    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]), undefined, {
+      sequences: items.map((it) => ({
+        rows: it.ids.length,
+        state: it.state.layers[0],
+      })),
+    });
     h = floatTensor(h.data, [t, d]);
     for (let i = 1; i <= n; i++) {
       h = layers[i].forward(h, undefined, {
@@ -365,9 +382,11 @@ export function buildTransformer(
     for (const it of items) {
       for (let i = 0; i < it.ids.length; i++) it.state.tokens.push(x[at++]);
     }
-    const logits = layers[headIndex].forward(
-      layers[normIndex].forward(floatTensor(last, [1, items.length, d])),
-    ).data;
+    const logits = softcap(
+      layers[headIndex].forward(
+        layers[normIndex].forward(floatTensor(last, [1, items.length, d])),
+      ).data,
+    );
     return items.map((_, k) => logits.subarray(k * vocab, (k + 1) * vocab));
   };
 
@@ -544,12 +563,15 @@ export async function transformerFromFiles(
 ): Promise<Transformer> {
   const config = configFromHf(files.config);
   const index = singleModel(files.model, "Hugging Face checkpoint");
-  const tensors = await loadRenamed(
-    index,
-    config.numLayers,
-    (role) =>
-      role === "rope_freqs" || (config.tieWordEmbeddings && role === "lm_head"),
-  );
+  const tensors = config.variant
+    ? await loadHfTensors(config, index, keep)
+    : await loadRenamed(
+      index,
+      config.numLayers,
+      (role) =>
+        role === "rope_freqs" ||
+        (config.tieWordEmbeddings && role === "lm_head"),
+    );
   const tokenizer = options.tokenizer ??
     (files.tokenizer
       ? createTokenizer(files.tokenizer, {
@@ -606,11 +628,13 @@ export async function transformerFromGguf(
       ? index.info("token_embd.weight").shape[0]
       : undefined,
   });
-  const tensors = await loadRenamed(
-    index,
-    config.numLayers,
-    (role) => role === "rope_freqs",
-  );
+  const tensors = config.variant
+    ? await loadGgufTensors(config, index, keep)
+    : await loadRenamed(
+      index,
+      config.numLayers,
+      (role) => role === "rope_freqs",
+    );
   let tokenizer = options.tokenizer;
   if (!tokenizer && "tokenizer.ggml.model" in md) {
     tokenizer = createTokenizer(md, { name: "GGUF metadata" });
