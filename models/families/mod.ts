@@ -367,8 +367,12 @@ export function hfToGgufMoves(
   const spec = specOf(cfg);
   const moves: TensorMove[] = [];
   for (const t of networkTensors(cfg)) {
-    if (tiedHead(cfg, t)) continue;
-    const names = hfNamesOf(spec, t);
+    if (tiedHead(cfg, t) && !spec.ggufOutputRequired) continue;
+    // a tied head llama.cpp insists on is written as a copy of the embedding
+    const names = hfNamesOf(
+      spec,
+      tiedHead(cfg, t) ? { ...t, stem: "embedding", layer: undefined } : t,
+    );
     const from = names.find((n) => index.has(n));
     if (from === undefined) {
       throw new TypeError(

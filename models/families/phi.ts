@@ -72,6 +72,7 @@ export const phiSpec: FamilySpec = {
     const rot = get("rope.dimension_count");
     return variant(base, typeof rot === "number" ? rot : base.headDim);
   },
+  ggufOutputRequired: true,
   hf: {
     block: ["model.layers.{i}."],
     blockStems: {

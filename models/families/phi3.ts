@@ -80,6 +80,7 @@ export const phi3Spec: FamilySpec = {
       rotaryDim: typeof rot === "number" ? rot : base.headDim,
     };
   },
+  ggufOutputRequired: true,
   hf: {
     block: ["model.layers.{i}."],
     blockStems: {

@@ -113,6 +113,8 @@ export interface FamilySpec {
     base: TransformerConfig,
     names: ReadonlySet<string>,
   ): DecoderVariant;
+  /** Whether llama.cpp needs `output.weight` even when tied (written as a copy of the embedding). */
+  ggufOutputRequired?: boolean;
   /** Tensor names in Hugging Face checkpoints. */
   hf: HfNames;
   /** Value change from a Hugging Face tensor to the network one (and back). */

@@ -72,6 +72,7 @@ export const stablelmSpec: FamilySpec = {
       rotaryDim: typeof rot === "number" ? rot : base.headDim,
     };
   },
+  ggufOutputRequired: true,
   hf: {
     block: ["model.layers.{i}."],
     blockStems: {

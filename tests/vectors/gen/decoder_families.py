@@ -31,7 +31,7 @@ GREEDY = 32
 
 
 def tokenizer_json():
-    """A tiny byte-fallback BPE (Llama's SentencePiece style): 41 tokens."""
+    """A tiny byte-fallback BPE (Llama's SentencePiece style): 42 tokens."""
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, "\u2581": 3}
     for c in "abcdefghijklmnopqrstuvwxyz.,":
         vocab[c] = len(vocab)
@@ -39,6 +39,7 @@ def tokenizer_json():
               ("\u2581t", "he"), ("a", "n"), ("e", "r"), ("o", "n")]
     for a, b in merges:
         vocab[a + b] = len(vocab)
+    vocab["<0x0A>"] = len(vocab)  # llama.cpp looks up the newline byte token
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True,
                                fuse_unk=True))
     tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"),
