@@ -15,6 +15,8 @@
  *   tokens, up to a step where llama.cpp's two most likely tokens are
  *   within 2% of each other (its GELU runs through a float16 table, so a
  *   near tie may fall either way), where our token must be one of the two;
+ *   and, fed llama.cpp's tokens, our next-token probabilities equal its
+ *   three most likely ones within 5e-3;
  * - `detectArchitecture` names the family from the tensor names alone.
  */
 
@@ -173,11 +175,10 @@ for (const c of vectors.cases) {
       throw new Error(`no llama.cpp vector for ${c.name}: ${ref?.error}`);
     }
     const llamaIds = ref.greedy, top = ref.top;
-    const ours = greedy(
-      await transformerFromGguf(await ggufOf(join(REPO_ROOT, c.folder))),
-      c.prompt,
-      32,
+    const model = await transformerFromGguf(
+      await ggufOf(join(REPO_ROOT, c.folder)),
     );
+    const ours = greedy(model, c.prompt, 32);
     if (LLAMA_CPP_DIFFERS[c.name]) {
       // still a real check: llama.cpp's tokens are not ours
       assert(ours.join() !== llamaIds.join());
@@ -198,6 +199,23 @@ for (const c of vectors.cases) {
         llamaIds[k],
         `step ${k} (llama.cpp ${llamaIds.join()})`,
       );
+    }
+    // Fed llama.cpp's own tokens, our next-token probabilities equal its
+    // three most likely ones (it keeps the KV cache in float16).
+    const st = model.createState();
+    let l = model.forward(c.prompt, st);
+    for (let k = 0; k < 32; k++) {
+      const mx = l.reduce((a, b) => Math.max(a, b), -Infinity);
+      let sum = 0;
+      for (const x of l) sum += Math.exp(x - mx);
+      for (const [id, p] of top[k]) {
+        const q = Math.exp(l[id] - mx) / sum;
+        assert(
+          Math.abs(q - p) < 5e-3,
+          `step ${k}: p(${id}) is ${q}, llama.cpp ${p}`,
+        );
+      }
+      if (k < 31) l = model.forward([llamaIds[k]], st);
     }
   });
 
