@@ -186,7 +186,8 @@ export function detectArchitecture(
   // The decoder_block families (Gemma, Phi, GPT-2 …): the family from the
   // config, else from the names; hyperparameters only from a config.
   const gguf = config && "general.architecture" in config;
-  const variant = config
+  const named = config && (gguf || "model_type" in config);
+  const variant = named
     ? (gguf
       ? familyByGguf(config["general.architecture"])?.modelType
       : familySpec(config.model_type)?.modelType)
@@ -199,7 +200,7 @@ export function detectArchitecture(
           config as Record<string, unknown>,
           detected.map((t) => t.name),
         );
-      } else if (config) cfg = configFromHf(config as HfConfigJson);
+      } else if (named) cfg = configFromHf(config as HfConfigJson);
       else {
         notes.push(
           `${variant} named from its tensor names; its hyperparameters need a config`,
