@@ -90,6 +90,7 @@ import {
   numberField,
   positiveInt,
 } from "./_fields.ts";
+import { decoderBlockOnnx } from "./_decoder_block_onnx.ts";
 
 /** Activations of the block's MLP. */
 export type DecoderActivation = "silu" | "gelu" | "gelu_tanh";
@@ -633,4 +634,5 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
       },
     };
   },
+  toOnnx: (g, cfg, weights, input) => decoderBlockOnnx(g, cfg, weights, input),
 };
