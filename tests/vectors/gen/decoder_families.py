@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/vect
 OUT = os.path.join(HERE, "families")
 PROMPT = [1, 7, 12, 30, 4, 19, 25, 9, 33, 14, 3, 28]
 GREEDY = 32
+TEXT = "the cat"  # the served prompt: <s> + its tokens, 8 greedy tokens
 
 
 def tokenizer_json():
@@ -169,6 +170,11 @@ def main():
             for _ in range(GREEDY):
                 out = ref(torch.tensor([seq])).logits[0, -1]
                 seq.append(int(torch.argmax(out)))
+            text_ids = [1] + TOK.encode(TEXT, add_special_tokens=False).ids
+            tseq = list(text_ids)
+            for _ in range(8):
+                out = ref(torch.tensor([tseq])).logits[0, -1]
+                tseq.append(int(torch.argmax(out)))
         cases.append({
             "name": name,
             "model_type": model.config.model_type,
@@ -177,6 +183,9 @@ def main():
             "vocab": VOCAB,
             "logits": [float(x) for x in logits.flatten().tolist()],
             "greedy": seq[len(PROMPT):],
+            "text": TEXT,
+            "text_ids": text_ids,
+            "text_greedy": tseq[len(text_ids):],
         })
         print(name, model.config.model_type, sum(p.numel() for p in model.parameters()))
     with open(os.path.join(HERE, "decoder_families.json"), "w") as f:
