@@ -10,9 +10,12 @@
  */
 
 import type { OnnxBuilder, Scope } from "../core/plugin.ts";
-import { ropeFrequencies, ropeTable } from "../kernels/rope.ts";
 import { ONNX_MAX_SEQUENCE } from "./attention.ts";
-import type { DecoderBlockConfig } from "./decoder_block.ts";
+import {
+  type DecoderBlockConfig,
+  decoderRopeFrequencies,
+  decoderRopeTable,
+} from "./decoder_block.ts";
 import {
   activationOnnx,
   ints,
@@ -88,10 +91,7 @@ export function decoderBlockOnnx(
   if (R > 0) {
     const half = R / 2;
     const limit = (g.options.maxSequenceLength ?? ONNX_MAX_SEQUENCE) as number;
-    const table = ropeTable(
-      ropeFrequencies(R, cfg.rope_theta, cfg.rope_scaling),
-      limit,
-    );
+    const table = decoderRopeTable(cfg, decoderRopeFrequencies(cfg), limit);
     const seqLen = g.op("Slice", [shape, ints(g, [1]), ints(g, [2])]);
     const rows = (t: Float32Array) =>
       g.op("Unsqueeze", [

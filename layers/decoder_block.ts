@@ -127,6 +127,13 @@ export interface DecoderBlockConfig extends AttentionConfig {
   attn_scale: number | null;
   /** Score soft-capping value, or null. */
   attn_softcap: number | null;
+  /**
+   * Per-pair divisors of the rotary frequencies (`rotary_dim / 2` values:
+   * Phi-3's LongRoPE factors), or null.
+   */
+  rope_factors: number[] | null;
+  /** Multiplier of the rotary cos/sin (LongRoPE's attention factor). */
+  rope_attn_factor: number;
 }
 
 const BLOCK_FIELDS = [
@@ -146,7 +153,57 @@ const BLOCK_FIELDS = [
   "rotary_dim",
   "attn_scale",
   "attn_softcap",
+  "rope_factors",
+  "rope_attn_factor",
 ];
+
+function ropeFactorsField(
+  o: Record<string, unknown>,
+  path: string,
+  rotary: number,
+): number[] | null {
+  const v = o.rope_factors;
+  if (v === undefined || v === null) return null;
+  if (
+    !Array.isArray(v) || v.length !== rotary / 2 ||
+    !v.every((x) => typeof x === "number" && Number.isFinite(x) && x > 0)
+  ) {
+    throw fieldError(
+      path,
+      "rope_factors",
+      `expected ${rotary / 2} numbers above 0 (rotary_dim / 2), got ${
+        JSON.stringify(v)?.slice(0, 60)
+      }`,
+    );
+  }
+  return [...v];
+}
+
+/** Rotary frequencies of a block: the rule's, divided by `rope_factors`. */
+export function decoderRopeFrequencies(cfg: DecoderBlockConfig): Float64Array {
+  const f = ropeFrequencies(cfg.rotary_dim, cfg.rope_theta, cfg.rope_scaling);
+  if (cfg.rope_factors) {
+    for (let i = 0; i < f.length; i++) f[i] /= cfg.rope_factors[i];
+  }
+  return f;
+}
+
+/** A cos/sin table of a block (times `rope_attn_factor`). */
+export function decoderRopeTable(
+  cfg: DecoderBlockConfig,
+  freq: Float64Array,
+  length: number,
+): RopeTable {
+  const t = ropeTable(freq, length);
+  if (cfg.rope_attn_factor !== 1) {
+    const a = cfg.rope_attn_factor;
+    for (let i = 0; i < t.cos.length; i++) {
+      t.cos[i] = Math.fround(t.cos[i] * a);
+      t.sin[i] = Math.fround(t.sin[i] * a);
+    }
+  }
+  return t;
+}
 
 function optPositive(
   o: Record<string, unknown>,
@@ -332,6 +389,10 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
       rotary_dim: rotary,
       attn_scale: optPositive(o, "attn_scale", path),
       attn_softcap: optPositive(o, "attn_softcap", path),
+      rope_factors: ropeFactorsField(o, path, rotary),
+      rope_attn_factor: numberField(o, "rope_attn_factor", path, 1, {
+        above: 0,
+      }),
     };
   },
   inputSize: (cfg) => cfg.d_model,
@@ -354,6 +415,8 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
     rotary_dim: cfg.rotary_dim,
     attn_scale: cfg.attn_scale,
     attn_softcap: cfg.attn_softcap,
+    rope_factors: cfg.rope_factors ? [...cfg.rope_factors] : null,
+    rope_attn_factor: cfg.rope_attn_factor,
   }),
   params: specs,
   init(cfg, rng: Rng): Map<string, Float32Array> {
@@ -441,13 +504,12 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
       b: b("mlp.down_proj.bias", d, cfg.mlp_bias),
     };
     const R = cfg.rotary_dim;
-    const freq = R > 0
-      ? ropeFrequencies(R, cfg.rope_theta, cfg.rope_scaling)
-      : undefined;
+    const freq = R > 0 ? decoderRopeFrequencies(cfg) : undefined;
     let table: RopeTable | undefined;
     const tableFor = (positions: number): RopeTable => {
       if (!table || table.length < positions) {
-        table = ropeTable(
+        table = decoderRopeTable(
+          cfg,
           freq!,
           Math.max(positions, 2 * (table?.length ?? 0), 64),
         );

@@ -61,6 +61,8 @@ import {
 } from "./config.ts";
 import {
   applyMove,
+  familySpec,
+  ggufExtraValues,
   ggufToHfMoves,
   hfToGgufMoves,
   type TensorMove,
@@ -211,6 +213,18 @@ export function hfToGguf(
   if (cfg.variant) {
     for (const m of hfToGgufMoves(cfg, src)) {
       planned.push(movePlan(m, src, floatTypes));
+    }
+    for (const x of familySpec(cfg.family)?.ggufExtraTensors?.(cfg) ?? []) {
+      planned.push({
+        info: {
+          name: x.name,
+          dtype: "F32",
+          shape: [x.values.length],
+          byteLength: x.values.byteLength,
+        },
+        make: () =>
+          Promise.resolve(tensorFromF32(x.name, x.values, [x.values.length])),
+      });
     }
   } else if (cfg.ropeScaling?.rope_type === "llama3") {
     const f = llama3RopeFactors(cfg.headDim, cfg.ropeTheta, cfg.ropeScaling);
@@ -375,6 +389,7 @@ export async function ggufToHf(
     ? toFloat32(await src.load("rope_freqs.weight"))
     : undefined;
   const cfg: TransformerConfig = configFromGguf(m.metadata, src.names(), {
+    tensorValues: await ggufExtraValues(src),
     ropeFreqs,
     embeddingRows: src.has("token_embd.weight")
       ? src.info("token_embd.weight").shape[0]

@@ -59,6 +59,8 @@ export interface GgufConfigOptions {
   embeddingRows?: number;
   /** Where the metadata came from, for messages. @default "GGUF file" */
   name?: string;
+  /** Values of the non-network tensors a family reads (Phi-3's `rope_factors_*.weight`). */
+  tensorValues?: ReadonlyMap<string, Float32Array>;
 }
 
 function describe(v: unknown): string {
@@ -107,6 +109,7 @@ export function configFromGguf(
     tensorNames,
     where,
     options.embeddingRows,
+    options.tensorValues,
   );
   if (variant) return variant;
   const arch = md["general.architecture"];

@@ -75,7 +75,11 @@ import {
   type TransformerConfig,
   transformerNetwork,
 } from "./config.ts";
-import { loadGgufTensors, loadHfTensors } from "./families/mod.ts";
+import {
+  ggufExtraValues,
+  loadGgufTensors,
+  loadHfTensors,
+} from "./families/mod.ts";
 import { configFromGguf } from "./gguf_config.ts";
 import { parseTensorName, tensorName, type TensorRole } from "./names.ts";
 
@@ -623,6 +627,7 @@ export async function transformerFromGguf(
     ? toFloat32(await index.load("rope_freqs.weight"))
     : undefined;
   const config = configFromGguf(md, names, {
+    tensorValues: await ggufExtraValues(index),
     ropeFreqs,
     embeddingRows: index.has("token_embd.weight")
       ? index.info("token_embd.weight").shape[0]

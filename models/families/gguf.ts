@@ -27,6 +27,7 @@ export function variantFromGguf(
   tensorNames: readonly string[],
   where: string,
   embeddingRows?: number,
+  values: ReadonlyMap<string, Float32Array> = new Map(),
 ): TransformerConfig | undefined {
   const arch = md["general.architecture"];
   const spec = familyByGguf(arch);
@@ -119,7 +120,7 @@ export function variantFromGguf(
     ...(typeof bos === "number" ? { bosTokenId: bos } : {}),
     eosTokenIds: typeof eos === "number" ? [eos] : [],
   };
-  const variant = spec.fromGguf(get, base, names);
+  const variant = spec.fromGguf(get, base, names, values);
   const window = variant.layers.find((l) => l.window !== null)?.window ?? null;
   return { ...base, slidingWindow: window, variant };
 }

@@ -119,7 +119,26 @@ function blockJson(cfg: TransformerConfig, i: number): LayerConfig {
     qk_norm: v.qkNorm,
     attn_scale: v.attnScale,
     attn_softcap: v.attnSoftcap,
+    rope_factors: v.longrope ? [...v.longrope.short] : null,
+    rope_attn_factor: v.longrope?.attnFactor ?? 1,
   };
+}
+
+/** GGUF tensors a family's files hold besides the network's, by name. */
+export const GGUF_EXTRA_TENSORS: readonly string[] = [
+  "rope_factors_short.weight",
+  "rope_factors_long.weight",
+];
+
+/** The values of the {@link GGUF_EXTRA_TENSORS} a file holds. */
+export async function ggufExtraValues(
+  index: TensorIndex,
+): Promise<Map<string, Float32Array>> {
+  const out = new Map<string, Float32Array>();
+  for (const n of GGUF_EXTRA_TENSORS) {
+    if (index.has(n)) out.set(n, toFloat32(await index.load(n)));
+  }
+  return out;
 }
 
 /**

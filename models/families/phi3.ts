@@ -1,12 +1,19 @@
 /**
  * Phi-3 / Phi-3.5 / Phi-4-mini: Llama's block with fused projections
  * (`qkv_proj` rows q, k, v; `gate_up_proj` rows gate, up — llama.cpp keeps
- * them fused as `attn_qkv` and `ffn_up`), and partial rotary where
- * `partial_rotary_factor` says (Phi-4-mini). `longrope` scaling is not
- * implemented (refused by the config reader).
+ * them fused as `attn_qkv` and `ffn_up`), partial rotary where
+ * `partial_rotary_factor` says (Phi-4-mini), and LongRoPE (`longrope` /
+ * `su`): frequencies divided by the short factors, cos/sin times the
+ * attention factor (`√(1 + ln(max / original) / ln(original))` unless
+ * given). The long factors, which transformers switches to once a sequence
+ * passes `original_max_position_embeddings`, are kept (GGUF
+ * `rope_factors_long`) but not run: contexts stay within the original
+ * length.
  *
  * @module
  */
+
+import type { LongRope } from "./spec.ts";
 
 import {
   baseFromHf,
@@ -25,8 +32,14 @@ export const phi3Spec: FamilySpec = {
   hfArchitecture: "Phi3ForCausalLM",
   ggufArch: "phi3",
   fromHf(o, where) {
-    const base = baseFromHf("phi3", o, where, { epsKeys: ["rms_norm_eps"] });
-    const rope = ropeOf(o, where);
+    const lr = longropeOf(o, where);
+    const plain = lr
+      ? { ...o, rope_parameters: ropeParamsWithout(o), rope_scaling: null }
+      : o;
+    const base = baseFromHf("phi3", plain, where, {
+      epsKeys: ["rms_norm_eps"],
+    });
+    const rope = ropeOf(plain, where);
     const window = typeof o.sliding_window === "number"
       ? o.sliding_window
       : null;
@@ -44,6 +57,7 @@ export const phi3Spec: FamilySpec = {
         fusedQkv: true,
         fusedGateUp: true,
         rotaryDim: rotaryDimOf(base.headDim, rope.partial),
+        ...(lr ? { longrope: lr } : {}),
       },
     };
   },
@@ -52,21 +66,56 @@ export const phi3Spec: FamilySpec = {
     hidden_act: "silu",
     sliding_window: cfg.slidingWindow,
     tie_word_embeddings: cfg.tieWordEmbeddings,
-    rope_parameters: ropeToHf(
-      cfg.ropeTheta,
-      cfg.ropeScaling,
-      cfg.variant!.rotaryDim / cfg.headDim,
-    ),
+    rope_parameters: {
+      ...ropeToHf(
+        cfg.ropeTheta,
+        cfg.ropeScaling,
+        cfg.variant!.rotaryDim / cfg.headDim,
+      ),
+      ...(cfg.variant!.longrope
+        ? {
+          rope_type: "longrope",
+          short_factor: [...cfg.variant!.longrope.short],
+          long_factor: [...cfg.variant!.longrope.long],
+          original_max_position_embeddings: cfg.variant!.longrope.original,
+          attention_factor: cfg.variant!.longrope.attnFactor,
+        }
+        : {}),
+    },
   }),
   toGguf(cfg, put) {
     if (cfg.slidingWindow !== null) {
       put("phi3.attention.sliding_window", cfg.slidingWindow, "UINT32");
     }
+    const lr = cfg.variant!.longrope;
+    if (lr) {
+      put("phi3.rope.scaling.attn_factor", lr.attnFactor, "FLOAT32");
+      put("phi3.rope.scaling.original_context_length", lr.original, "UINT32");
+    }
   },
-  fromGguf(get, base) {
+  ggufExtraTensors(cfg) {
+    const lr = cfg.variant!.longrope;
+    return lr
+      ? [
+        {
+          name: "rope_factors_long.weight",
+          values: Float32Array.from(lr.long),
+        },
+        {
+          name: "rope_factors_short.weight",
+          values: Float32Array.from(lr.short),
+        },
+      ]
+      : [];
+  },
+  fromGguf(get, base, _names, values) {
     const rot = get("rope.dimension_count");
     const sw = get("attention.sliding_window");
     const window = typeof sw === "number" && sw > 0 ? sw : null;
+    const short = values.get("rope_factors_short.weight");
+    const long = values.get("rope_factors_long.weight");
+    const af = get("rope.scaling.attn_factor");
+    const orig = get("rope.scaling.original_context_length");
     return {
       ...llamaLike(
         base.numLayers,
@@ -78,6 +127,18 @@ export const phi3Spec: FamilySpec = {
       fusedQkv: true,
       fusedGateUp: true,
       rotaryDim: typeof rot === "number" ? rot : base.headDim,
+      ...(short
+        ? {
+          longrope: {
+            short: [...short],
+            long: long ? [...long] : [...short],
+            original: typeof orig === "number"
+              ? orig
+              : base.maxPositionEmbeddings,
+            attnFactor: typeof af === "number" ? Math.fround(af) : 1,
+          },
+        }
+        : {}),
     };
   },
   ggufOutputRequired: true,
@@ -96,3 +157,71 @@ export const phi3Spec: FamilySpec = {
     lmHead: ["lm_head"],
   },
 };
+
+type Json = Record<string, unknown>;
+
+/** The rope parameters object (or older `rope_scaling`) when it is LongRoPE. */
+function longropeRaw(o: Json): Json | undefined {
+  for (const r of [o.rope_parameters, o.rope_scaling]) {
+    if (r && typeof r === "object" && !Array.isArray(r)) {
+      const kind = (r as Json).rope_type ?? (r as Json).type;
+      if (kind === "longrope" || kind === "su") return r as Json;
+    }
+  }
+  return undefined;
+}
+
+/** The rope parameters with the LongRoPE fields taken out (theta, partial stay). */
+function ropeParamsWithout(o: Json): Json | undefined {
+  const p = o.rope_parameters as Json | undefined;
+  if (!p || typeof p !== "object") return undefined;
+  const {
+    rope_type: _t,
+    type: _k,
+    short_factor: _s,
+    long_factor: _l,
+    factor: _f,
+    attention_factor: _a,
+    original_max_position_embeddings: _o,
+    ...rest
+  } = p;
+  return { ...rest, rope_type: "default" };
+}
+
+/** LongRoPE settings of a config, as transformers computes them. */
+function longropeOf(o: Json, where: string): LongRope | undefined {
+  const r = longropeRaw(o);
+  if (!r) return undefined;
+  const list = (k: string): number[] => {
+    const v = r[k];
+    if (
+      !Array.isArray(v) ||
+      !v.every((x) => typeof x === "number" && Number.isFinite(x) && x > 0)
+    ) {
+      throw new TypeError(
+        `${where}: longrope ${k} must be a list of numbers above 0`,
+      );
+    }
+    return v as number[];
+  };
+  const original = r.original_max_position_embeddings ??
+    o.original_max_position_embeddings;
+  const max = o.max_position_embeddings;
+  if (typeof original !== "number" || typeof max !== "number") {
+    throw new TypeError(
+      `${where}: longrope needs original_max_position_embeddings and max_position_embeddings`,
+    );
+  }
+  const factor = typeof r.factor === "number" ? r.factor : max / original;
+  const attnFactor = typeof r.attention_factor === "number"
+    ? r.attention_factor
+    : factor <= 1
+    ? 1
+    : Math.sqrt(1 + Math.log(factor) / Math.log(original));
+  return {
+    short: list("short_factor"),
+    long: list("long_factor"),
+    original,
+    attnFactor,
+  };
+}

@@ -68,6 +68,24 @@ export interface DecoderVariant {
   lmHeadBias: boolean;
   /** Per-layer window and RoPE. */
   layers: LayerAttention[];
+  /**
+   * Phi-3's LongRoPE: per-pair frequency divisors for contexts up to
+   * `original` (short) and beyond (long), and the cos/sin multiplier. The
+   * model runs with the short factors (the long ones are kept for GGUF).
+   */
+  longrope?: LongRope;
+}
+
+/** LongRoPE (`rope_type` `longrope` / `su`) settings. */
+export interface LongRope {
+  /** Divisors used up to `original` positions. */
+  short: number[];
+  /** Divisors for longer contexts (not run here). */
+  long: number[];
+  /** `original_max_position_embeddings`. */
+  original: number;
+  /** cos/sin multiplier. */
+  attnFactor: number;
 }
 
 /** Hugging Face names of a family's tensors, by network stem. */
@@ -112,7 +130,12 @@ export interface FamilySpec {
     get: (key: string) => unknown,
     base: TransformerConfig,
     names: ReadonlySet<string>,
+    values: ReadonlyMap<string, Float32Array>,
   ): DecoderVariant;
+  /** Tensors the GGUF file holds besides the network's (Phi-3's rope factors). */
+  ggufExtraTensors?(
+    cfg: TransformerConfig,
+  ): { name: string; values: Float32Array }[];
   /** Whether llama.cpp needs `output.weight` even when tied (written as a copy of the embedding). */
   ggufOutputRequired?: boolean;
   /** Tensor names in Hugging Face checkpoints. */

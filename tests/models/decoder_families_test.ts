@@ -13,8 +13,8 @@
  * - llama.cpp running our GGUF export (node-llama-cpp,
  *   tests/vectors/gen/decoder_families_llama_cpp.mjs): the same greedy
  *   tokens, up to a step where llama.cpp's two most likely tokens are
- *   within 2% of each other (its GELU runs through a float16 table, so a
- *   near tie may fall either way), where our token must be one of the two;
+ *   within 2% of each other (its KV cache is float16 and its GELU runs
+ *   through a float16 table, so a near tie may fall either way), where our token must be one of the two;
  *   and, fed llama.cpp's tokens, our next-token probabilities equal its
  *   three most likely ones within 5e-3;
  * - `detectArchitecture` names the family from the tensor names alone.

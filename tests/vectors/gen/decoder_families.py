@@ -94,6 +94,14 @@ CASES = [
           num_key_value_heads=2, tie_word_embeddings=True,
           rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                            "partial_rotary_factor": 0.5})),
+    ("phi3-longrope", T.Phi3Config, T.Phi3ForCausalLM,
+     dict(hidden_size=32, intermediate_size=44, num_hidden_layers=2, num_attention_heads=4,
+          num_key_value_heads=4, tie_word_embeddings=False, max_position_embeddings=1024,
+          original_max_position_embeddings=256,
+          rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                           "short_factor": [1.0, 1.4, 2.3, 3.9],
+                           "long_factor": [1.1, 2.5, 6.0, 11.0],
+                           "original_max_position_embeddings": 256})),
     # phi (phi-1/1.5/2): partial rotary, parallel attention + MLP, LayerNorm, GELU, biases
     ("phi-partial", T.PhiConfig, T.PhiForCausalLM,
      dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
@@ -133,7 +141,7 @@ CASES = [
 
 def build(name, cfg_cls, model_cls, kw, seed):
     torch.manual_seed(seed)
-    cfg = cfg_cls(**COMMON, **kw)
+    cfg = cfg_cls(**{**COMMON, **kw})
     cfg.torch_dtype = torch.float32
     model = model_cls(cfg).float().eval()
     with torch.no_grad():

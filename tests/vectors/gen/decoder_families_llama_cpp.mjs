@@ -7,7 +7,9 @@
 //   NODE_PATH=/work/nlc/node_modules node tests/vectors/gen/decoder_families_llama_cpp.mjs /tmp/families-gguf
 // For each case: the prompt ids of tests/vectors/decoder_families.json
 // are evaluated and 32 tokens taken greedily (temperature 0, no stop
-// token, EOS included), with the three most likely tokens and their
+// token, EOS included; llama.cpp pads the context to 256 tokens, within
+// phi3-longrope's original length, so it runs the short rope factors as
+// transformers does), with the three most likely tokens and their
 // probabilities at each step. Writes
 // tests/vectors/decoder_families_llama_cpp.json.
 
@@ -31,7 +33,7 @@ for (const c of vec.cases) {
     cases.push({ name: c.name, error: String(e.message) });
     continue;
   }
-  const ctx = await model.createContext({ contextSize: 128, threads: 1, batchSize: 64 });
+  const ctx = await model.createContext({ contextSize: 64, threads: 1, batchSize: 64 });
   const seq = ctx.getSequence();
   const ids = [];
   const top = [];
