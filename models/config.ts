@@ -91,8 +91,11 @@ export const FAMILIES: readonly FamilyInfo[] = [
  * assert(SUPPORTED_MODEL_TYPES.includes("llama") && SUPPORTED_MODEL_TYPES.includes("mistral"));
  * ```
  */
-export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = FAMILIES
-  .map((f) => f.modelType);
+export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = [
+  ...FAMILIES.map((f) => f.modelType),
+  // multimodal Gemma 3 checkpoints: their language model runs as gemma3_text
+  "gemma3",
+];
 
 /** Hyperparameters of a Llama-family decoder. */
 export interface TransformerConfig {

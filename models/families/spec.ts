@@ -18,6 +18,7 @@ export type DecoderFamily =
   | "gemma"
   | "gemma2"
   | "gemma3_text"
+  | "gemma3"
   | "phi3"
   | "phi"
   | "gpt2"

@@ -73,6 +73,7 @@ const GGUF_ARCH: Record<string, string> = {
   gemma: "gemma",
   gemma2: "gemma2",
   gemma3_text: "gemma3",
+  gemma3: "gemma3",
   phi3: "phi3",
   phi: "phi2",
   gpt2: "gpt2",

@@ -136,6 +136,17 @@ CASES = [
     ("starcoder2-mha-untied-window", T.Starcoder2Config, T.Starcoder2ForCausalLM,
      dict(hidden_size=24, intermediate_size=40, num_hidden_layers=2, num_attention_heads=2,
           num_key_value_heads=2, tie_word_embeddings=False, sliding_window=5)),
+    # gemma3 (multimodal): the language model of Gemma3ForConditionalGeneration
+    # (config text_config, tensors language_model.model.*), with a tiny SigLIP tower
+    ("gemma3-multimodal-text", lambda **kw: T.Gemma3Config(
+        text_config=T.Gemma3TextConfig(**kw),
+        vision_config=T.SiglipVisionConfig(hidden_size=16, intermediate_size=24,
+                                           num_hidden_layers=1, num_attention_heads=2,
+                                           image_size=28, patch_size=14),
+        mm_tokens_per_image=1, image_token_index=41, boi_token_index=40, eoi_token_index=39),
+     T.Gemma3ForConditionalGeneration,
+     dict(hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4)),
 ]
 
 
