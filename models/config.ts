@@ -27,7 +27,17 @@
 
 import type { LayerConfig, NetworkConfig } from "../core/model.ts";
 import type { RopeScaling, RopeStyle } from "../kernels/rope.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
+import type {
+  DecoderFamily,
+  DecoderVariant,
+} from "./families/_decoder_spec.ts";
+import { DECODER_FAMILY_INFO } from "./families/_info.ts";
+import {
+  FAMILY_SPECS,
+  familySpec,
+  variantNetwork,
+  variantToHf,
+} from "./families/mod.ts";
 
 /** The architectures this module runs (Hugging Face `model_type` values). */
 export type TransformerFamily =
@@ -39,7 +49,8 @@ export type TransformerFamily =
   | "mixtral"
   | "olmo2"
   | "granite"
-  | "smollm3";
+  | "smollm3"
+  | DecoderFamily;
 
 /** One row of {@link FAMILIES}. */
 export interface FamilyInfo {
@@ -86,6 +97,7 @@ export const FAMILIES: readonly FamilyInfo[] = [
       "q/k/v projection biases; rotary on half-split pairs in GGUF too",
   },
   ...[...FAMILY_SPECS.values()].map((s) => s.info),
+  ...DECODER_FAMILY_INFO,
 ];
 
 /**
@@ -98,8 +110,11 @@ export const FAMILIES: readonly FamilyInfo[] = [
  * assert(SUPPORTED_MODEL_TYPES.includes("llama") && SUPPORTED_MODEL_TYPES.includes("mistral"));
  * ```
  */
-export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = FAMILIES
-  .map((f) => f.modelType);
+export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = [
+  ...FAMILIES.map((f) => f.modelType),
+  // multimodal Gemma 3 checkpoints: their language model runs as gemma3_text
+  "gemma3",
+];
 
 /** Hyperparameters of a Llama-family decoder. */
 export interface TransformerConfig {
@@ -170,6 +185,11 @@ export interface TransformerConfig {
     /** Hidden width of each expert. */
     intermediateSize: number;
   };
+  /**
+   * What a family beyond Llama changes (Gemma, Phi, GPT-2 …): such a
+   * config runs as `decoder_embedding → decoder_block … → norm → dense`.
+   */
+  variant?: DecoderVariant;
 }
 
 /** The parts of a Hugging Face `config.json` that {@link configFromHf} reads. */
@@ -328,6 +348,8 @@ export function configFromHf(
   }
   const o = json as Json;
   const type = o.model_type;
+  const decoderSpec = familySpec(type);
+  if (decoderSpec) return decoderSpec.fromHf(o, where);
   if (!SUPPORTED_MODEL_TYPES.includes(type as TransformerFamily)) {
     throw new TypeError(
       `${where}: model_type ${describe(type)} is not supported; supported: ${
@@ -436,6 +458,7 @@ function ropeParametersScaling(p: unknown): unknown {
 export function configToHf(
   cfg: TransformerConfig,
 ): HfConfigJson & { architectures: string[] } {
+  if (cfg.variant) return variantToHf(cfg);
   const spec = FAMILY_SPECS.get(cfg.family);
   const arch = spec
     ? spec.hfArchitecture
@@ -502,6 +525,7 @@ export function configToHf(
  * ```
  */
 export function transformerNetwork(cfg: TransformerConfig): NetworkConfig {
+  if (cfg.variant) return variantNetwork(cfg);
   const block: LayerConfig = {
     type: "transformer_block",
     d_model: cfg.hiddenSize,

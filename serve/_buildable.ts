@@ -15,6 +15,7 @@ import {
   type TensorRole,
 } from "../models/names.ts";
 import { createTokenizer } from "../tokenizers/mod.ts";
+import { checkVariantTensors, trunkFamilyView } from "./_buildable_families.ts";
 
 /** Most transformer blocks a served model may have (the largest open models have under 130). */
 export const MAX_SERVED_LAYERS = 1024;
@@ -46,10 +47,11 @@ const BLOCK_ROLES: readonly TensorRole[] = [
  */
 export function checkTransformerTensors(
   cfg: TransformerConfig,
-  infos: ReadonlyMap<string, TensorInfo>,
+  allInfos: ReadonlyMap<string, TensorInfo>,
   scheme: NameScheme,
   where: string,
 ): void {
+  const { infos, skip } = trunkFamilyView(cfg, allInfos, scheme);
   const limit = (what: string, v: number, max: number) => {
     if (!(Number.isSafeInteger(v) && v >= 1 && v <= max)) {
       throw new RangeError(
@@ -67,7 +69,9 @@ export function checkTransformerTensors(
     if (m) blocks.add(Number(m[1]));
   }
   const top = blocks.size ? Math.max(...blocks) + 1 : 0;
-  if (cfg.numLayers !== blocks.size || top !== blocks.size) {
+  // decoder_block families (GPT-2's h.N, multimodal Gemma 3) count their
+  // blocks in checkVariantTensors
+  if (!cfg.variant && (cfg.numLayers !== blocks.size || top !== blocks.size)) {
     throw new TypeError(
       `${where}: the config declares ${cfg.numLayers} blocks but the file has tensors for ${blocks.size} block${
         blocks.size === 1 ? "" : "s"
@@ -86,6 +90,7 @@ export function checkTransformerTensors(
       `${where}: ${cfg.numHeads} attention heads do not split into ${cfg.numKvHeads} key/value groups`,
     );
   }
+  if (cfg.variant) return checkVariantTensors(cfg, infos, scheme, where);
   const q = cfg.numHeads * cfg.headDim, kv = cfg.numKvHeads * cfg.headDim;
   const h = cfg.hiddenSize, f = cfg.intermediateSize;
   const weights: Record<string, number[]> = {
@@ -133,6 +138,7 @@ export function checkTransformerTensors(
   }
   for (let l = 0; l < cfg.numLayers; l++) {
     for (const role of BLOCK_ROLES) {
+      if (skip.has(role)) continue;
       expect(nameOf(role, "weight", l), weights[role]);
       const b = biases[role];
       if (b?.[0]) expect(nameOf(role, "bias", l), [b[1]]);
