@@ -27,17 +27,20 @@
 
 import type { LayerConfig, NetworkConfig } from "../core/model.ts";
 import type { RopeScaling, RopeStyle } from "../kernels/rope.ts";
+import { ropeScalingFromHf } from "./_rope_scaling_hf.ts";
 import type {
   DecoderFamily,
   DecoderVariant,
 } from "./families/_decoder_spec.ts";
-import { DECODER_FAMILY_INFO } from "./families/_info.ts";
 import {
+  ALL_FAMILY_SPECS,
   FAMILY_SPECS,
   familySpec,
   variantNetwork,
   variantToHf,
 } from "./families/mod.ts";
+
+export { ropeScalingFromHf };
 
 /** The architectures this module runs (Hugging Face `model_type` values). */
 export type TransformerFamily =
@@ -96,8 +99,7 @@ export const FAMILIES: readonly FamilyInfo[] = [
     specifics:
       "q/k/v projection biases; rotary on half-split pairs in GGUF too",
   },
-  ...[...FAMILY_SPECS.values()].map((s) => s.info),
-  ...DECODER_FAMILY_INFO,
+  ...ALL_FAMILY_SPECS.map((s) => s.info),
 ];
 
 /**
@@ -258,64 +260,6 @@ function idList(v: unknown): number[] {
     return v.filter((x): x is number => Number.isInteger(x) && x >= 0);
   }
   return [];
-}
-
-/**
- * The `rope_scaling` object of a config as the attention layers take it.
- *
- * @param raw The config's `rope_scaling` (null, `{type|rope_type: ...}`).
- * @param where Name of the config, for messages.
- * @returns The rule, or null for none.
- * @throws {TypeError} For a kind the layers do not implement (dynamic, yarn ...).
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { ropeScalingFromHf } from "@modelhost/modelhost/models";
- * const s = ropeScalingFromHf({ rope_type: "linear", factor: 2 }, "config.json");
- * assert(s?.rope_type === "linear");
- * ```
- */
-export function ropeScalingFromHf(
-  raw: unknown,
-  where: string,
-): RopeScaling | null {
-  if (raw === undefined || raw === null) return null;
-  if (typeof raw !== "object" || Array.isArray(raw)) {
-    throw new TypeError(
-      `${where}: "rope_scaling" must be null or an object, got ${
-        describe(raw)
-      }`,
-    );
-  }
-  const o = raw as Json;
-  const kind = o.rope_type ?? o.type;
-  if (kind === "default") return null;
-  if (kind === "linear") {
-    return {
-      rope_type: "linear",
-      factor: num(o, "factor", `${where} rope_scaling`, NaN),
-    };
-  }
-  if (kind === "llama3") {
-    const w = `${where} rope_scaling`;
-    return {
-      rope_type: "llama3",
-      factor: num(o, "factor", w, NaN),
-      low_freq_factor: num(o, "low_freq_factor", w, NaN),
-      high_freq_factor: num(o, "high_freq_factor", w, NaN),
-      original_max_position_embeddings: int(
-        o,
-        "original_max_position_embeddings",
-        w,
-      ),
-    };
-  }
-  throw new TypeError(
-    `${where}: rope_scaling type ${
-      describe(kind)
-    } is not supported (supported: linear, llama3)`,
-  );
 }
 
 /**

@@ -228,8 +228,8 @@ export function detectArchitecture(
   const named = config && (gguf || "model_type" in config);
   const variant = named
     ? (gguf
-      ? familyByGguf(config["general.architecture"])?.modelType
-      : familySpec(config.model_type)?.modelType)
+      ? familyByGguf(config["general.architecture"])?.info.modelType
+      : familySpec(config.model_type)?.info.modelType)
     : familyFromNames(detected.map((t) => t.name));
   if (variant) {
     let cfg: TransformerConfig | undefined;

@@ -32,8 +32,7 @@ import {
   type TransformerFamily,
 } from "./config.ts";
 import { variantFromGguf, variantToGguf } from "./families/_decoder_gguf.ts";
-import { DECODER_FAMILY_INFO } from "./families/_info.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
+import { ALL_FAMILY_SPECS, FAMILY_SPECS } from "./families/mod.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
 
 /**
@@ -50,11 +49,10 @@ export const GGUF_ARCHITECTURES: readonly string[] = [
   "llama",
   "qwen2",
   ...new Set(
-    [...FAMILY_SPECS.values()].map((s) => s.info.ggufArchitecture).filter((
-      a,
-    ) => a !== "llama"),
+    ALL_FAMILY_SPECS.map((s) => s.info.ggufArchitecture).filter((a) =>
+      a !== "llama"
+    ),
   ),
-  ...DECODER_FAMILY_INFO.map((f) => f.ggufArchitecture),
 ];
 
 /** The family a GGUF architecture stands for (llama.cpp writes Mistral and Mixtral as `llama`). */

@@ -40,12 +40,12 @@ export const DECODER_FAMILY_SPECS: readonly DecoderFamilySpec[] = [
 /** The spec of a Hugging Face `model_type` (the multimodal `gemma3` reads its `text_config`). */
 export function familySpec(modelType: unknown): DecoderFamilySpec | undefined {
   if (modelType === "gemma3") return gemma3Spec;
-  return DECODER_FAMILY_SPECS.find((s) => s.modelType === modelType);
+  return DECODER_FAMILY_SPECS.find((s) => s.info.modelType === modelType);
 }
 
 /** The spec of a GGUF `general.architecture`. */
 export function familyByGguf(arch: unknown): DecoderFamilySpec | undefined {
-  return DECODER_FAMILY_SPECS.find((s) => s.ggufArch === arch);
+  return DECODER_FAMILY_SPECS.find((s) => s.info.ggufArchitecture === arch);
 }
 
 /** The spec of a config (which must carry a variant). */
@@ -64,7 +64,7 @@ export function variantToHf(
   const spec = specOf(cfg);
   return {
     architectures: [spec.hfArchitecture],
-    model_type: spec.modelType,
+    model_type: spec.info.modelType,
     vocab_size: cfg.vocabSize,
     hidden_size: cfg.hiddenSize,
     intermediate_size: cfg.intermediateSize,
@@ -302,7 +302,7 @@ export function hfNamesOf(spec: DecoderFamilySpec, t: NetTensor): string[] {
   const stem = h.blockStems[t.stem];
   if (stem === undefined) {
     throw new TypeError(
-      `${spec.modelType}: no Hugging Face name for block tensor ${t.stem}`,
+      `${spec.info.modelType}: no Hugging Face name for block tensor ${t.stem}`,
     );
   }
   return h.block.map((b) =>

@@ -93,7 +93,7 @@ export function variantFromGguf(
   const ctx = get("context_length");
   const qkvBias = has("attn_qkv.bias");
   const base: TransformerConfig = {
-    family: spec.modelType,
+    family: spec.info.modelType,
     vocabSize: vocab,
     hiddenSize: hidden,
     numLayers: int("block_count"),
@@ -132,7 +132,7 @@ export function variantToGguf(
 ): { values: Record<string, unknown>; types: Record<string, string> } {
   const spec = specOf(cfg);
   const v = cfg.variant!;
-  const arch = spec.ggufArch;
+  const arch = spec.info.ggufArchitecture;
   const values: Record<string, unknown> = {};
   const types: Record<string, string> = {};
   const put = (key: string, value: unknown, type: string) => {

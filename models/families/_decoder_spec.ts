@@ -12,6 +12,7 @@
 import type { RopeScaling } from "../../kernels/rope.ts";
 import type { DecoderActivation } from "../../layers/decoder_block.ts";
 import type { TransformerConfig } from "../config.ts";
+import type { DecoderFamilyInfo } from "./_info.ts";
 
 /** The Hugging Face `model_type`s served by the `decoder_block` families. */
 export type DecoderFamily =
@@ -107,16 +108,12 @@ export interface HfNames {
 
 /** One family: config and tensor naming both ways. */
 export interface DecoderFamilySpec {
-  /** Hugging Face `model_type`. */
-  modelType: DecoderFamily;
+  /** Which mechanism runs it (see `families/mod.ts`). */
+  kind: "decoder_block";
+  /** Its row of the family table (`model_type`, models, GGUF architecture). */
+  info: DecoderFamilyInfo;
   /** `architectures[0]` of its `config.json`. */
   hfArchitecture: string;
-  /** llama.cpp's `general.architecture`. */
-  ggufArch: string;
-  /** Model lines that use it. */
-  models: string;
-  /** What it needed beyond Llama. */
-  specifics: string;
   /** Reads the family's `config.json`. */
   fromHf(o: Record<string, unknown>, where: string): TransformerConfig;
   /** The family's `config.json` fields. */

@@ -81,9 +81,6 @@ export const DECODER_FAMILY_INFO: readonly DecoderFamilyInfo[] = [
 ];
 
 /** The row of a family. */
-export function familyInfo(
-  t: DecoderFamily,
-): { models: string; specifics: string } {
-  const r = DECODER_FAMILY_INFO.find((f) => f.modelType === t)!;
-  return { models: r.models, specifics: r.specifics };
+export function familyInfo(t: DecoderFamily): DecoderFamilyInfo {
+  return DECODER_FAMILY_INFO.find((f) => f.modelType === t)!;
 }

@@ -8,7 +8,8 @@
  */
 
 import type { RopeScaling } from "../../kernels/rope.ts";
-import { ropeScalingFromHf, type TransformerConfig } from "../config.ts";
+import { ropeScalingFromHf } from "../_rope_scaling_hf.ts";
+import type { TransformerConfig } from "../config.ts";
 import type { DecoderFamily, DecoderVariant } from "./_decoder_spec.ts";
 
 type Json = Record<string, unknown>;

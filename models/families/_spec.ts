@@ -22,8 +22,13 @@ export type GgufGet = (key: string) => unknown;
 /** Writes a `<arch>.<key>` GGUF value with its GGUF type. */
 export type GgufPut = (key: string, value: unknown, type: string) => void;
 
-/** One family's specifics. */
+/**
+ * One trunk-option family's specifics (the other kind, `decoder_block`
+ * families, is `DecoderFamilySpec` in `_decoder_spec.ts`).
+ */
 export interface FamilySpec {
+  /** Which mechanism runs it (see `families/mod.ts`). */
+  kind: "trunk";
   /** Its row of the family table. */
   info: FamilyInfo;
   /** The `architectures[0]` its `config.json` names. */

@@ -135,10 +135,9 @@ function commonToHf(cfg: TransformerConfig): Json {
 
 /** Gemma (1). */
 export const gemmaSpec: DecoderFamilySpec = {
-  modelType: "gemma",
-  ...familyInfo("gemma"),
+  kind: "decoder_block",
+  info: familyInfo("gemma"),
   hfArchitecture: "GemmaForCausalLM",
-  ggufArch: "gemma",
   fromHf: (o, where) => gemmaBase("gemma", o, where),
   toHf: (cfg) => ({
     ...commonToHf(cfg),
@@ -174,10 +173,9 @@ function gemma2Layers(
 
 /** Gemma 2. */
 export const gemma2Spec: DecoderFamilySpec = {
-  modelType: "gemma2",
-  ...familyInfo("gemma2"),
+  kind: "decoder_block",
+  info: familyInfo("gemma2"),
   hfArchitecture: "Gemma2ForCausalLM",
-  ggufArch: "gemma2",
   fromHf(o, where) {
     const c = gemmaBase("gemma2", o, where);
     const qpas = numOf(o, ["query_pre_attn_scalar"], where, c.headDim);
@@ -257,10 +255,9 @@ export const gemma2Spec: DecoderFamilySpec = {
 
 /** Gemma 3 (text; the multimodal `gemma3` checkpoints' language model). */
 export const gemma3Spec: DecoderFamilySpec = {
-  modelType: "gemma3_text",
-  ...familyInfo("gemma3_text"),
+  kind: "decoder_block",
+  info: familyInfo("gemma3_text"),
   hfArchitecture: "Gemma3ForCausalLM",
-  ggufArch: "gemma3",
   fromHf(json, where) {
     const o =
       json.model_type === "gemma3" && typeof json.text_config === "object"

@@ -37,10 +37,9 @@ function variant(base: TransformerConfig, positions: number): DecoderVariant {
 
 /** GPT-2. */
 export const gpt2Spec: DecoderFamilySpec = {
-  modelType: "gpt2",
-  ...familyInfo("gpt2"),
+  kind: "decoder_block",
+  info: familyInfo("gpt2"),
   hfArchitecture: "GPT2LMHeadModel",
-  ggufArch: "gpt2",
   fromHf(o, where) {
     const act = o.activation_function ?? "gelu_new";
     if (act !== "gelu_new" && act !== "gelu_pytorch_tanh") {

@@ -21,6 +21,8 @@
  * @module
  */
 
+import { DECODER_FAMILY_SPECS } from "./_decoder.ts";
+import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 import type { FamilySpec } from "./_spec.ts";
 import { graniteFamily } from "./granite.ts";
 import { mixtralFamily } from "./mixtral.ts";
@@ -69,3 +71,16 @@ export const FAMILY_SPECS: ReadonlyMap<string, FamilySpec> = new Map(
     smollm3Family,
   ].map((s) => [s.info.modelType, s]),
 );
+
+/** A family of either kind: `spec.kind` says which mechanism runs it. */
+export type AnyFamilySpec = FamilySpec | DecoderFamilySpec;
+
+/**
+ * Every family beyond Llama / Mistral / Qwen2, both kinds, in table order:
+ * `FAMILIES` (config.ts) and `GGUF_ARCHITECTURES` (gguf_config.ts) list
+ * these.
+ */
+export const ALL_FAMILY_SPECS: readonly AnyFamilySpec[] = [
+  ...FAMILY_SPECS.values(),
+  ...DECODER_FAMILY_SPECS,
+];

@@ -39,10 +39,9 @@ const BIAS = { q: true, k: true, v: true, o: true };
 
 /** Phi-2. */
 export const phiSpec: DecoderFamilySpec = {
-  modelType: "phi",
-  ...familyInfo("phi"),
+  kind: "decoder_block",
+  info: familyInfo("phi"),
   hfArchitecture: "PhiForCausalLM",
-  ggufArch: "phi2",
   fromHf(o, where) {
     if (o.qk_layernorm === true) {
       throw new TypeError(`${where}: phi with qk_layernorm is not supported`);

@@ -27,10 +27,9 @@ import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 
 /** Phi-3. */
 export const phi3Spec: DecoderFamilySpec = {
-  modelType: "phi3",
-  ...familyInfo("phi3"),
+  kind: "decoder_block",
+  info: familyInfo("phi3"),
   hfArchitecture: "Phi3ForCausalLM",
-  ggufArch: "phi3",
   fromHf(o, where) {
     const lr = longropeOf(o, where);
     const plain = lr

@@ -20,10 +20,9 @@ import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 
 /** StableLM. */
 export const stablelmSpec: DecoderFamilySpec = {
-  modelType: "stablelm",
-  ...familyInfo("stablelm"),
+  kind: "decoder_block",
+  info: familyInfo("stablelm"),
   hfArchitecture: "StableLmForCausalLM",
-  ggufArch: "stablelm",
   fromHf(o, where) {
     if (o.qk_layernorm === true || o.use_parallel_residual === true) {
       throw new TypeError(

@@ -12,10 +12,9 @@ import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 
 /** StarCoder2. */
 export const starcoder2Spec: DecoderFamilySpec = {
-  modelType: "starcoder2",
-  ...familyInfo("starcoder2"),
+  kind: "decoder_block",
+  info: familyInfo("starcoder2"),
   hfArchitecture: "Starcoder2ForCausalLM",
-  ggufArch: "starcoder2",
   fromHf(o, where) {
     const base = baseFromHf("starcoder2", o, where, {
       epsKeys: ["norm_epsilon"],
