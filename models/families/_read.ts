@@ -11,71 +11,15 @@ import type { RopeScaling } from "../../kernels/rope.ts";
 import { ropeScalingFromHf } from "../_rope_scaling_hf.ts";
 import type { TransformerConfig } from "../config.ts";
 import type { DecoderFamily, DecoderVariant } from "./_decoder_spec.ts";
+import { boolField, intField, numField } from "./_spec.ts";
 
 type Json = Record<string, unknown>;
-
-function shown(v: unknown): string {
-  const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.slice(0, 60);
-}
-
-/** A positive integer under one of `keys`. */
-export function intOf(
-  o: Json,
-  keys: string[],
-  where: string,
-  fallback?: number,
-): number {
-  const k = keys.find((k) => o[k] !== undefined && o[k] !== null);
-  const v = k === undefined ? fallback : o[k];
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
-    throw new TypeError(
-      `${where}: "${keys[0]}" must be a positive integer, got ${
-        shown(k === undefined ? undefined : o[k])
-      }`,
-    );
-  }
-  return v;
-}
-
-/** A number above 0 under one of `keys`. */
-export function numOf(
-  o: Json,
-  keys: string[],
-  where: string,
-  fallback: number,
-): number {
-  const k = keys.find((k) => o[k] !== undefined && o[k] !== null);
-  const v = k === undefined ? fallback : o[k];
-  if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-    throw new TypeError(
-      `${where}: "${keys[0]}" must be a number above 0, got ${shown(v)}`,
-    );
-  }
-  return v;
-}
 
 /** A number above 0, or null when absent / null. */
 export function optNum(o: Json, key: string, where: string): number | null {
   const v = o[key];
   if (v === undefined || v === null) return null;
-  return numOf(o, [key], where, 1);
-}
-
-/** A boolean under `key`. */
-export function boolOf(
-  o: Json,
-  key: string,
-  where: string,
-  fallback: boolean,
-): boolean {
-  const v = o[key] ?? fallback;
-  if (typeof v !== "boolean") {
-    throw new TypeError(
-      `${where}: "${key}" must be true or false, got ${shown(o[key])}`,
-    );
-  }
-  return v;
+  return numField(o, key, where);
 }
 
 /** RoPE base, scaling and partial factor of a (sub-)config. */
@@ -106,13 +50,13 @@ export function ropeOf(
     p = p[kind] as Json;
   }
   const src: Json = p && typeof p === "object" && !Array.isArray(p) ? p : {};
-  const theta = numOf(
+  const theta = numField(
     { ...o, ...src },
     ["rope_theta"],
     where,
     fallbackTheta,
   );
-  const partial = numOf(
+  const partial = numField(
     { ...o, ...src },
     ["partial_rotary_factor"],
     where,
@@ -136,9 +80,9 @@ export function baseFromHf(
     tied?: boolean;
   } = {},
 ): Omit<TransformerConfig, "variant"> {
-  const hiddenSize = intOf(o, ["hidden_size", "n_embd"], where);
-  const numHeads = intOf(o, ["num_attention_heads", "n_head"], where);
-  const numKvHeads = intOf(
+  const hiddenSize = intField(o, ["hidden_size", "n_embd"], where);
+  const numHeads = intField(o, ["num_attention_heads", "n_head"], where);
+  const numKvHeads = intField(
     o,
     ["num_key_value_heads"],
     where,
@@ -146,7 +90,7 @@ export function baseFromHf(
   );
   const headDim = o.head_dim === undefined || o.head_dim === null
     ? hiddenSize / numHeads
-    : intOf(o, ["head_dim"], where);
+    : intField(o, ["head_dim"], where);
   if (!Number.isInteger(headDim)) {
     throw new TypeError(
       `${where}: hidden_size ${hiddenSize} is not a multiple of num_attention_heads ${numHeads} and no head_dim is given`,
@@ -156,17 +100,17 @@ export function baseFromHf(
   const eos = o.eos_token_id;
   return {
     family,
-    vocabSize: intOf(o, ["vocab_size"], where),
+    vocabSize: intField(o, ["vocab_size"], where),
     hiddenSize,
-    numLayers: intOf(o, ["num_hidden_layers", "n_layer"], where),
+    numLayers: intField(o, ["num_hidden_layers", "n_layer"], where),
     numHeads,
     numKvHeads,
     headDim,
     intermediateSize: opts.intermediateFallback &&
         (o.intermediate_size ?? o.n_inner) == null
       ? opts.intermediateFallback(hiddenSize)
-      : intOf(o, ["intermediate_size", "n_inner"], where),
-    rmsNormEps: numOf(o, opts.epsKeys ?? ["rms_norm_eps"], where, 1e-6),
+      : intField(o, ["intermediate_size", "n_inner"], where),
+    rmsNormEps: numField(o, opts.epsKeys ?? ["rms_norm_eps"], where, 1e-6),
     ropeTheta: rope.theta,
     ropeScaling: rope.scaling,
     ropeStyle: "neox",
@@ -174,8 +118,8 @@ export function baseFromHf(
     attentionBias: { q: false, k: false, v: false, o: false },
     mlpBias: false,
     tieWordEmbeddings: opts.tied ??
-      boolOf(o, "tie_word_embeddings", where, false),
-    maxPositionEmbeddings: intOf(
+      boolField(o, "tie_word_embeddings", where, false),
+    maxPositionEmbeddings: intField(
       o,
       ["max_position_embeddings", "n_positions"],
       where,

@@ -11,15 +11,8 @@
 
 import { familyInfo } from "./_info.ts";
 import type { TransformerConfig } from "../config.ts";
-import {
-  baseFromHf,
-  intOf,
-  llamaLike,
-  numOf,
-  optNum,
-  ropeOf,
-  ropeToHf,
-} from "./_read.ts";
+import { baseFromHf, llamaLike, optNum, ropeOf, ropeToHf } from "./_read.ts";
+import { intField, numField } from "./_spec.ts";
 import type {
   DecoderFamily,
   DecoderFamilySpec,
@@ -162,7 +155,7 @@ function gemma2Layers(
   base: TransformerConfig,
   where: string,
 ): LayerAttention[] {
-  const window = intOf(o, ["sliding_window"], where, 4096);
+  const window = intField(o, ["sliding_window"], where, 4096);
   const slide = slidingLayers(o, base.numLayers, 2);
   return slide.map((s) => ({
     window: s ? window : null,
@@ -178,7 +171,7 @@ export const gemma2Spec: DecoderFamilySpec = {
   hfArchitecture: "Gemma2ForCausalLM",
   fromHf(o, where) {
     const c = gemmaBase("gemma2", o, where);
-    const qpas = numOf(o, ["query_pre_attn_scalar"], where, c.headDim);
+    const qpas = numField(o, ["query_pre_attn_scalar"], where, c.headDim);
     c.variant = {
       ...c.variant!,
       postNorms: true,
@@ -267,12 +260,12 @@ export const gemma3Spec: DecoderFamilySpec = {
     const global = ropeOf(o, where, "full_attention", 1000000);
     const local = o.rope_local_base_freq !== undefined
       ? {
-        theta: numOf(o, ["rope_local_base_freq"], where, 10000),
+        theta: numField(o, ["rope_local_base_freq"], where, 10000),
         scaling: null,
       }
       : ropeOf(o, where, "sliding_attention", 10000);
-    const window = intOf(o, ["sliding_window"], where, 4096);
-    const qpas = numOf(o, ["query_pre_attn_scalar"], where, c.headDim);
+    const window = intField(o, ["sliding_window"], where, 4096);
+    const qpas = numField(o, ["query_pre_attn_scalar"], where, c.headDim);
     const slide = slidingLayers(o, c.numLayers, 6);
     c.ropeTheta = global.theta;
     c.ropeScaling = global.scaling;

@@ -8,7 +8,8 @@
  * @module
  */
 
-import { baseFromHf, llamaLike, numOf } from "./_read.ts";
+import { baseFromHf, llamaLike } from "./_read.ts";
+import { numField } from "./_spec.ts";
 import { familyInfo } from "./_info.ts";
 import type { DecoderFamilySpec, DecoderVariant } from "./_decoder_spec.ts";
 import type { TransformerConfig } from "../config.ts";
@@ -62,7 +63,7 @@ export const gpt2Spec: DecoderFamilySpec = {
       intermediateFallback: (d) => 4 * d,
       tied: true,
     });
-    const positions = numOf(
+    const positions = numField(
       o,
       ["n_positions", "max_position_embeddings"],
       where,

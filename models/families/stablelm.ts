@@ -9,12 +9,12 @@
 
 import {
   baseFromHf,
-  boolOf,
   llamaLike,
   ropeOf,
   ropeToHf,
   rotaryDimOf,
 } from "./_read.ts";
+import { boolField } from "./_spec.ts";
 import { familyInfo } from "./_info.ts";
 import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 
@@ -33,7 +33,7 @@ export const stablelmSpec: DecoderFamilySpec = {
       epsKeys: ["layer_norm_eps"],
     });
     const rope = ropeOf(o, where);
-    const qkv = boolOf(o, "use_qkv_bias", where, false);
+    const qkv = boolField(o, "use_qkv_bias", where, false);
     return {
       ...base,
       attentionBias: { q: qkv, k: qkv, v: qkv, o: false },

@@ -6,7 +6,8 @@
  * @module
  */
 
-import { baseFromHf, boolOf, llamaLike, ropeOf, ropeToHf } from "./_read.ts";
+import { baseFromHf, llamaLike, ropeOf, ropeToHf } from "./_read.ts";
+import { boolField } from "./_spec.ts";
 import { familyInfo } from "./_info.ts";
 import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 
@@ -20,7 +21,7 @@ export const starcoder2Spec: DecoderFamilySpec = {
       epsKeys: ["norm_epsilon"],
     });
     const rope = ropeOf(o, where);
-    const bias = boolOf(o, "use_bias", where, true);
+    const bias = boolField(o, "use_bias", where, true);
     const window = typeof o.sliding_window === "number"
       ? o.sliding_window
       : null;
@@ -29,7 +30,7 @@ export const starcoder2Spec: DecoderFamilySpec = {
       slidingWindow: window,
       attentionBias: { q: bias, k: bias, v: bias, o: bias },
       mlpBias: bias,
-      tieWordEmbeddings: boolOf(o, "tie_word_embeddings", where, true),
+      tieWordEmbeddings: boolField(o, "tie_word_embeddings", where, true),
       variant: {
         ...llamaLike(
           base.numLayers,
