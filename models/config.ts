@@ -34,8 +34,8 @@ import type {
 } from "./families/_decoder_spec.ts";
 import {
   ALL_FAMILY_SPECS,
+  decoderFamilySpec,
   FAMILY_SPECS,
-  familySpec,
   variantNetwork,
   variantToHf,
 } from "./families/mod.ts";
@@ -292,7 +292,7 @@ export function configFromHf(
   }
   const o = json as Json;
   const type = o.model_type;
-  const decoderSpec = familySpec(type);
+  const decoderSpec = decoderFamilySpec(type);
   if (decoderSpec) return decoderSpec.fromHf(o, where);
   if (!SUPPORTED_MODEL_TYPES.includes(type as TransformerFamily)) {
     throw new TypeError(

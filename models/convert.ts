@@ -61,8 +61,8 @@ import {
 } from "./config.ts";
 import {
   applyMove,
+  decoderFamilySpec,
   FAMILY_SPECS,
-  familySpec,
   ggufExtraValues,
   ggufToHfMoves,
   hfToGgufMoves,
@@ -229,7 +229,9 @@ export function hfToGguf(
     for (const m of hfToGgufMoves(cfg, src)) {
       planned.push(movePlan(m, src, floatTypes));
     }
-    for (const x of familySpec(cfg.family)?.ggufExtraTensors?.(cfg) ?? []) {
+    for (
+      const x of decoderFamilySpec(cfg.family)?.ggufExtraTensors?.(cfg) ?? []
+    ) {
       planned.push({
         info: {
           name: x.name,

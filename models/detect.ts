@@ -42,7 +42,11 @@ import {
 } from "./config.ts";
 import { parseStackedExperts } from "./families/_experts.ts";
 import { familyFromNames } from "./families/_decoder_detect.ts";
-import { FAMILY_SPECS, familyByGguf, familySpec } from "./families/mod.ts";
+import {
+  decoderFamilyByGguf,
+  decoderFamilySpec,
+  FAMILY_SPECS,
+} from "./families/mod.ts";
 import { configFromGguf } from "./gguf_config.ts";
 import {
   type NameScheme,
@@ -228,8 +232,8 @@ export function detectArchitecture(
   const named = config && (gguf || "model_type" in config);
   const variant = named
     ? (gguf
-      ? familyByGguf(config["general.architecture"])?.info.modelType
-      : familySpec(config.model_type)?.info.modelType)
+      ? decoderFamilyByGguf(config["general.architecture"])?.info.modelType
+      : decoderFamilySpec(config.model_type)?.info.modelType)
     : familyFromNames(detected.map((t) => t.name));
   if (variant) {
     let cfg: TransformerConfig | undefined;

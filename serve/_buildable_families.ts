@@ -7,11 +7,11 @@
 import type { TensorInfo } from "../core/model.ts";
 import type { TransformerConfig } from "../models/config.ts";
 import {
+  decoderSpecOf,
   FAMILY_SPECS,
   ggufNameOf,
   hfNamesOf,
   networkTensors,
-  specOf,
 } from "../models/families/mod.ts";
 import type { NameScheme, TensorRole } from "../models/names.ts";
 
@@ -45,7 +45,7 @@ export function checkVariantTensors(
   scheme: NameScheme,
   where: string,
 ): void {
-  const spec = specOf(cfg);
+  const spec = decoderSpecOf(cfg);
   for (const t of networkTensors(cfg)) {
     if (t.stem === "lm_head" && t.kind === "weight" && cfg.tieWordEmbeddings) {
       continue;

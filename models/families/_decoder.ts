@@ -17,40 +17,29 @@ import type {
 import { type Tensor, tensorFromF32, toFloat32 } from "../../core/tensor.ts";
 import { decoderBlockLayer } from "../../layers/decoder_block.ts";
 import type { TransformerConfig } from "../config.ts";
-import { gemma2Spec, gemma3Spec, gemmaSpec } from "./gemma.ts";
-import { gpt2Spec } from "./gpt2.ts";
-import { phiSpec } from "./phi.ts";
-import { phi3Spec } from "./phi3.ts";
 import type { DecoderFamilySpec } from "./_decoder_spec.ts";
-import { stablelmSpec } from "./stablelm.ts";
-import { starcoder2Spec } from "./starcoder2.ts";
-
-/** Every family spec, one line each. */
-export const DECODER_FAMILY_SPECS: readonly DecoderFamilySpec[] = [
-  gemmaSpec,
-  gemma2Spec,
-  gemma3Spec,
-  phi3Spec,
-  phiSpec,
-  gpt2Spec,
-  stablelmSpec,
-  starcoder2Spec,
-];
+import { gemma3Spec } from "./gemma.ts";
+// the list lives in mod.ts (used here only inside functions)
+import { DECODER_FAMILY_SPECS } from "./mod.ts";
 
 /** The spec of a Hugging Face `model_type` (the multimodal `gemma3` reads its `text_config`). */
-export function familySpec(modelType: unknown): DecoderFamilySpec | undefined {
+export function decoderFamilySpec(
+  modelType: unknown,
+): DecoderFamilySpec | undefined {
   if (modelType === "gemma3") return gemma3Spec;
   return DECODER_FAMILY_SPECS.find((s) => s.info.modelType === modelType);
 }
 
 /** The spec of a GGUF `general.architecture`. */
-export function familyByGguf(arch: unknown): DecoderFamilySpec | undefined {
+export function decoderFamilyByGguf(
+  arch: unknown,
+): DecoderFamilySpec | undefined {
   return DECODER_FAMILY_SPECS.find((s) => s.info.ggufArchitecture === arch);
 }
 
 /** The spec of a config (which must carry a variant). */
-export function specOf(cfg: TransformerConfig): DecoderFamilySpec {
-  const s = familySpec(cfg.family);
+export function decoderSpecOf(cfg: TransformerConfig): DecoderFamilySpec {
+  const s = decoderFamilySpec(cfg.family);
   if (!s || !cfg.variant) {
     throw new TypeError(`${cfg.family} is not a decoder_block family`);
   }
@@ -61,7 +50,7 @@ export function specOf(cfg: TransformerConfig): DecoderFamilySpec {
 export function variantToHf(
   cfg: TransformerConfig,
 ): Record<string, unknown> & { architectures: string[]; model_type: string } {
-  const spec = specOf(cfg);
+  const spec = decoderSpecOf(cfg);
   return {
     architectures: [spec.hfArchitecture],
     model_type: spec.info.modelType,
@@ -329,7 +318,7 @@ export async function loadHfTensors(
   index: TensorIndex,
   keep: (t: Tensor) => Tensor,
 ): Promise<Map<string, Tensor>> {
-  const spec = specOf(cfg);
+  const spec = decoderSpecOf(cfg);
   const out = new Map<string, Tensor>();
   for (const t of networkTensors(cfg)) {
     if (tiedHead(cfg, t)) continue;
@@ -382,7 +371,7 @@ export function hfToGgufMoves(
   cfg: TransformerConfig,
   index: TensorIndex,
 ): TensorMove[] {
-  const spec = specOf(cfg);
+  const spec = decoderSpecOf(cfg);
   const moves: TensorMove[] = [];
   for (const t of networkTensors(cfg)) {
     if (tiedHead(cfg, t) && !spec.ggufOutputRequired) continue;
@@ -428,7 +417,7 @@ export function ggufToHfMoves(
   cfg: TransformerConfig,
   index: TensorIndex,
 ): TensorMove[] {
-  const spec = specOf(cfg);
+  const spec = decoderSpecOf(cfg);
   const moves: TensorMove[] = [];
   for (const t of networkTensors(cfg)) {
     if (tiedHead(cfg, t)) continue;

@@ -10,7 +10,7 @@
 
 import type { RopeScaling } from "../../kernels/rope.ts";
 import type { TransformerConfig } from "../config.ts";
-import { familyByGguf, specOf } from "./_decoder.ts";
+import { decoderFamilyByGguf, decoderSpecOf } from "./_decoder.ts";
 
 function describe(v: unknown): string {
   if (typeof v === "bigint") return `${v}`;
@@ -30,7 +30,7 @@ export function variantFromGguf(
   values: ReadonlyMap<string, Float32Array> = new Map(),
 ): TransformerConfig | undefined {
   const arch = md["general.architecture"];
-  const spec = familyByGguf(arch);
+  const spec = decoderFamilyByGguf(arch);
   if (!spec) return undefined;
   const get = (k: string) => {
     const v = md[`${arch}.${k}`];
@@ -130,7 +130,7 @@ export function variantToGguf(
   cfg: TransformerConfig,
   name: string,
 ): { values: Record<string, unknown>; types: Record<string, string> } {
-  const spec = specOf(cfg);
+  const spec = decoderSpecOf(cfg);
   const v = cfg.variant!;
   const arch = spec.info.ggufArchitecture;
   const values: Record<string, unknown> = {};

@@ -21,22 +21,27 @@
  * @module
  */
 
-import { DECODER_FAMILY_SPECS } from "./_decoder.ts";
 import type { DecoderFamilySpec } from "./_decoder_spec.ts";
 import type { FamilySpec } from "./_spec.ts";
+import { gemma2Spec, gemma3Spec, gemmaSpec } from "./gemma.ts";
+import { gpt2Spec } from "./gpt2.ts";
 import { graniteFamily } from "./granite.ts";
 import { mixtralFamily } from "./mixtral.ts";
 import { olmo2Family } from "./olmo2.ts";
+import { phiSpec } from "./phi.ts";
+import { phi3Spec } from "./phi3.ts";
 import { qwen3Family } from "./qwen3.ts";
 import { qwen3MoeFamily } from "./qwen3_moe.ts";
 import { smollm3Family } from "./smollm3.ts";
+import { stablelmSpec } from "./stablelm.ts";
+import { starcoder2Spec } from "./starcoder2.ts";
 
 export type { FamilySpec } from "./_spec.ts";
 export {
   applyMove,
-  DECODER_FAMILY_SPECS,
-  familyByGguf,
-  familySpec,
+  decoderFamilyByGguf,
+  decoderFamilySpec,
+  decoderSpecOf,
   GGUF_EXTRA_TENSORS,
   ggufExtraValues,
   ggufNameOf,
@@ -47,7 +52,6 @@ export {
   loadHfTensors,
   type NetTensor,
   networkTensors,
-  specOf,
   type TensorMove,
   variantNetwork,
   variantToHf,
@@ -60,27 +64,42 @@ export type {
   LongRope,
 } from "./_decoder_spec.ts";
 
-/** The trunk-option families' specs, by Hugging Face `model_type`. */
-export const FAMILY_SPECS: ReadonlyMap<string, FamilySpec> = new Map(
-  [
-    qwen3Family,
-    qwen3MoeFamily,
-    mixtralFamily,
-    olmo2Family,
-    graniteFamily,
-    smollm3Family,
-  ].map((s) => [s.info.modelType, s]),
-);
-
 /** A family of either kind: `spec.kind` says which mechanism runs it. */
 export type AnyFamilySpec = FamilySpec | DecoderFamilySpec;
 
 /**
  * Every family beyond Llama / Mistral / Qwen2, both kinds, in table order:
  * `FAMILIES` (config.ts) and `GGUF_ARCHITECTURES` (gguf_config.ts) list
- * these.
+ * these. A new family is one line here.
  */
 export const ALL_FAMILY_SPECS: readonly AnyFamilySpec[] = [
-  ...FAMILY_SPECS.values(),
-  ...DECODER_FAMILY_SPECS,
+  // trunk options: embedding → transformer_block … → rms_norm → dense
+  qwen3Family,
+  qwen3MoeFamily,
+  mixtralFamily,
+  olmo2Family,
+  graniteFamily,
+  smollm3Family,
+  // decoder_block variants: decoder_embedding → decoder_block … → norm → dense
+  gemmaSpec,
+  gemma2Spec,
+  gemma3Spec,
+  phi3Spec,
+  phiSpec,
+  gpt2Spec,
+  stablelmSpec,
+  starcoder2Spec,
 ];
+
+/** The trunk-option families' specs, by Hugging Face `model_type`. */
+export const FAMILY_SPECS: ReadonlyMap<string, FamilySpec> = new Map(
+  ALL_FAMILY_SPECS.filter((s): s is FamilySpec => s.kind === "trunk").map((
+    s,
+  ) => [s.info.modelType, s]),
+);
+
+/** The `decoder_block` families' specs. */
+export const DECODER_FAMILY_SPECS: readonly DecoderFamilySpec[] =
+  ALL_FAMILY_SPECS.filter((s): s is DecoderFamilySpec =>
+    s.kind === "decoder_block"
+  );
