@@ -680,7 +680,7 @@ export async function readSafetensors(
 export interface SafetensorsShardsOptions {
   /** Id of the returned model. @default {"model"} */
   id?: string;
-  /** Check tensors against `modelhost.sha256` on load (see {@link SafetensorsReadOptions}). @default {true} */
+  /** Check tensors against `modelhost.sha256` on load and the header against `modelhost.header_sha256` (see {@link SafetensorsReadOptions}). @default {true} */
   verify?: boolean;
 }
 
