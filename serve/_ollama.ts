@@ -14,6 +14,7 @@ import type {
   GenerateResult,
 } from "../models/generate.ts";
 import { promptIds } from "../models/generate.ts";
+import { offloadEncode } from "./_offload_encode.ts";
 import type { Transformer } from "../models/transformer.ts";
 import {
   type ChatMessage,
@@ -338,15 +339,19 @@ function requestTemplate(
 }
 
 /** Renders messages to ids with the request's template (400 on a template error). */
-function chatIds(
+async function chatIds(
   model: Transformer,
   messages: ChatMessage[],
   template: string | undefined,
-): number[] {
+): Promise<number[]> {
   try {
-    return promptIds(model, messages, {
-      chatTemplate: chatTemplateOf(model, template),
-    });
+    return await offloadEncode(
+      model.tokenizer,
+      () =>
+        promptIds(model, messages, {
+          chatTemplate: chatTemplateOf(model, template),
+        }),
+    );
   } catch (e) {
     // a template that does not parse, or refuses the conversation
     if (e instanceof SyntaxError || e instanceof TypeError) {
@@ -527,17 +532,21 @@ export async function handleGenerate(
     const text = body.raw !== true && system
       ? `${system}\n\n${prompt}`
       : prompt;
-    ids = promptIds(model, text, continuing ? { addBos: false } : {});
+    ids = await offloadEncode(
+      model.tokenizer,
+      () => promptIds(model, text, continuing ? { addBos: false } : {}),
+    );
   } else {
     const messages: ChatMessage[] = [
       ...(system ? [{ role: "system", content: system }] : []),
       { role: "user", content: prompt },
     ];
-    ids = chatIds(model, messages, template);
+    ids = await chatIds(model, messages, template);
     const bos = model.tokenizer.bos;
     if (continuing && bos !== undefined && ids[0] === bos) ids.shift();
   }
-  ids = [...context, ...ids];
+  // concat, not spread: spreading 2.4 M ids held the event loop for 0.23 s
+  if (context.length > 0) ids = context.concat(ids);
   const options = samplingOptions(
     parts,
     entry,
@@ -633,7 +642,7 @@ export async function handleChat(
       messages = [...sys, ...mf.messages, ...rest];
     }
   }
-  const ids = chatIds(model, messages, requestTemplate(body, entry));
+  const ids = await chatIds(model, messages, requestTemplate(body, entry));
   const options = samplingOptions(
     parts,
     entry,
@@ -694,7 +703,29 @@ export async function loadEmbedder(
  * sentence-transformers configuration says; a language model averages its
  * last hidden states); 400 for inputs it cannot take.
  */
-export function embedInputs(
+export async function embedInputs(
+  loaded: LoadedLlm | LoadedEncoder | Transformer,
+  inputs: (string | number[])[],
+  options: { normalize: boolean; truncate: boolean },
+): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
+  if ("kind" in loaded && loaded.kind === "encoder") {
+    return embedInputsNow(loaded, inputs, options);
+  }
+  const tok = ("kind" in loaded ? loaded.model : loaded).tokenizer;
+  const prefetch = tok && !("kind" in loaded && loaded.pipeline)
+    ? inputs.filter((x): x is string => typeof x === "string").map((text) => ({
+      text,
+      options: { addSpecial: false, addBos: tok.addBos },
+    }))
+    : [];
+  return await offloadEncode(
+    tok,
+    () => embedInputsNow(loaded, inputs, options),
+    prefetch,
+  );
+}
+
+function embedInputsNow(
   loaded: LoadedLlm | LoadedEncoder | Transformer,
   inputs: (string | number[])[],
   options: { normalize: boolean; truncate: boolean },
@@ -754,7 +785,7 @@ async function handleEmbed(
   const t0 = performance.now();
   const r = list.length === 0
     ? { embeddings: [], promptTokens: 0 }
-    : embedInputs(loaded, list as string[], {
+    : await embedInputs(loaded, list as string[], {
       normalize: true,
       truncate: body.truncate !== false,
     });
@@ -786,7 +817,7 @@ async function handleEmbeddings(
   }
   const { loaded } = await loadEmbedder(parts, ctx, body.model);
   if (prompt === "") return jsonResponse({ embedding: [] });
-  const r = embedInputs(loaded, [prompt], {
+  const r = await embedInputs(loaded, [prompt], {
     normalize: false,
     truncate: true,
   });

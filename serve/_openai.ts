@@ -10,6 +10,7 @@ import type {
   GenerateResult,
 } from "../models/generate.ts";
 import { promptIds } from "../models/generate.ts";
+import { offloadEncode } from "./_offload_encode.ts";
 import type { Transformer } from "../models/transformer.ts";
 import type { ChatMessage } from "../tokenizers/chat.ts";
 import { jsonConstraint } from "../tokenizers/constraint.ts";
@@ -457,9 +458,13 @@ async function chatCompletions(
   if (mf?.system && !messages.some((m) => m.role === "system")) {
     messages = [{ role: "system", content: mf.system }, ...messages];
   }
-  const ids = promptIds(model, messages, {
-    chatTemplate: chatTemplateOf(model, mf?.template),
-  });
+  const ids = await offloadEncode(
+    model.tokenizer,
+    () =>
+      promptIds(model, messages, {
+        chatTemplate: chatTemplateOf(model, mf?.template),
+      }),
+  );
   const options = sampling(parts, entry, model, body, ids.length, [
     "max_completion_tokens",
     "max_tokens",
@@ -624,7 +629,7 @@ async function completions(
         "prompt",
       );
     }
-    const ids = promptIds(model, p);
+    const ids = await offloadEncode(model.tokenizer, () => promptIds(model, p));
     if (ids.length === 0) {
       throw new OpenAiError("the prompt has no tokens", "prompt");
     }
@@ -809,7 +814,7 @@ async function embeddings(
     throw new OpenAiError("'dimensions' must be at least 1", "dimensions");
   }
   const { loaded } = await loadEmbedder(parts, ctx, body.model);
-  const r = embedInputs(loaded, inputs, {
+  const r = await embedInputs(loaded, inputs, {
     normalize: true,
     truncate: false,
   });
