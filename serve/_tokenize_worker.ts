@@ -3,8 +3,6 @@
 // (io/transformer.ts), so its ids are those the server would compute, and
 // encodes long texts here, off the server's event loop.
 
-/// <reference lib="deno.worker" />
-
 import { join } from "@std/path";
 import { createTokenizer } from "../tokenizers/mod.ts";
 import type { EncodeOptions, Tokenizer } from "../tokenizers/tokenizer.ts";
@@ -53,7 +51,15 @@ async function build(path: string): Promise<Tokenizer> {
   }
 }
 
-self.onmessage = async (e: MessageEvent<EncodeRequest>) => {
+// The worker's global scope, typed here rather than by a `deno.worker` lib
+// reference (that one applies to the whole type-checked program, and turns
+// the web page's DOM events into plain Events).
+const scope = self as unknown as {
+  onmessage: ((e: MessageEvent<EncodeRequest>) => void) | null;
+  postMessage(message: unknown, transfer?: Transferable[]): void;
+};
+
+scope.onmessage = async (e: MessageEvent<EncodeRequest>) => {
   const { id, path, text, options } = e.data;
   try {
     let tok = tokenizers.get(path);
@@ -62,10 +68,10 @@ self.onmessage = async (e: MessageEvent<EncodeRequest>) => {
       tokenizers.set(path, tok);
     }
     const ids = Int32Array.from((await tok).encode(text, options));
-    self.postMessage({ id, ids }, [ids.buffer]);
+    scope.postMessage({ id, ids }, [ids.buffer]);
   } catch (err) {
     const x = err as Error;
-    self.postMessage({
+    scope.postMessage({
       id,
       error: { name: x?.name ?? "Error", message: x?.message ?? String(err) },
     });
