@@ -8,9 +8,9 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { join } from "@std/path";
-import { call } from "./_helpers.ts";
-import { spawnServer } from "./_child.ts";
-import { tinyLlamaGguf } from "./_tiny_llama.ts";
+import { call } from "../_helpers.ts";
+import { spawnServer } from "../_child.ts";
+import { tinyLlamaGguf } from "../_tiny_llama.ts";
 
 /**
  * Worst /healthz answer time allowed while a long prompt is tokenized. On a
