@@ -4,10 +4,9 @@
 // names are `name[:tag]`, the tag being a registry version; the newest
 // version of each model is listed as `name:latest` (and answers to its
 // version too). Model management (/api/create, /api/copy, /api/delete,
-// /api/pull) is in _ollama_models.ts.
+// /api/pull) is in _ollama_models.ts, the embedding routes in
+// _ollama_embed.ts.
 
-import { embed } from "../models/embed.ts";
-import { embedSentences } from "../models/sentence.ts";
 import type {
   GeneratedToken,
   GenerateOptions,
@@ -23,7 +22,7 @@ import {
 } from "../tokenizers/chat.ts";
 import { jsonConstraint } from "../tokenizers/constraint.ts";
 import { renderOllamaTemplate } from "../tokenizers/go_template.ts";
-import type { LoadedEncoder, LoadedLlm } from "./_cache.ts";
+import type { LoadedLlm } from "./_cache.ts";
 import type { RequestContext, ServerParts } from "./_context.ts";
 import {
   errorText,
@@ -34,6 +33,7 @@ import {
 import { HttpError, jsonResponse, readJsonObject } from "./_http.ts";
 import type { ModelVersion } from "./_model_info.ts";
 import { ollamaModelRoutes } from "./_ollama_models.ts";
+import { ollamaEmbedRoutes } from "./_ollama_embed.ts";
 import type { Route } from "./_router.ts";
 
 /** Ollama's sampling defaults, used where neither request nor checkpoint decides. */
@@ -189,7 +189,7 @@ function optional<T>(
 
 const isNum = (v: unknown): v is number =>
   typeof v === "number" && Number.isFinite(v);
-const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
+export const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
 
 /** The constraint for Ollama's `format`: `"json"`, a JSON schema, or none. */
 export function formatConstraint(
@@ -361,7 +361,7 @@ async function chatIds(
   }
 }
 
-function nanos(ms: number): number {
+export function nanos(ms: number): number {
   return Math.round(ms * 1e6);
 }
 
@@ -382,7 +382,7 @@ function stats(
 }
 
 /** Whether `keep_alive` asks to unload the model after the request (0, "0", "0s"). */
-function unloadAfter(keepAlive: unknown): boolean {
+export function unloadAfter(keepAlive: unknown): boolean {
   return keepAlive === 0 ||
     (typeof keepAlive === "string" && /^0+(\.0*)?(ms|s|m|h)?$/.test(keepAlive));
 }
@@ -677,155 +677,6 @@ export async function handleChat(
   );
 }
 
-/** Loads a model that answers embeddings: a language model or an encoder (400 for others). */
-export async function loadEmbedder(
-  parts: ServerParts,
-  ctx: RequestContext,
-  model: unknown,
-): Promise<
-  { entry: ModelVersion; loaded: LoadedLlm | LoadedEncoder; loadMs: number }
-> {
-  const entry = await resolveModel(parts, model);
-  if (entry.kind !== "encoder") return loadLlm(parts, ctx, model);
-  ctx.log.model = entry.name;
-  ctx.log.version = entry.version;
-  const t0 = performance.now();
-  const { loaded } = await parts.cache.get(entry);
-  return {
-    entry,
-    loaded: loaded as LoadedEncoder,
-    loadMs: performance.now() - t0,
-  };
-}
-
-/**
- * Embeds inputs with a loaded model (an encoder pools as its
- * sentence-transformers configuration says; a language model averages its
- * last hidden states); 400 for inputs it cannot take.
- */
-export async function embedInputs(
-  loaded: LoadedLlm | LoadedEncoder | Transformer,
-  inputs: (string | number[])[],
-  options: { normalize: boolean; truncate: boolean },
-): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
-  if ("kind" in loaded && loaded.kind === "encoder") {
-    return embedInputsNow(loaded, inputs, options);
-  }
-  const tok = ("kind" in loaded ? loaded.model : loaded).tokenizer;
-  const prefetch = tok && !("kind" in loaded && loaded.pipeline)
-    ? inputs.filter((x): x is string => typeof x === "string").map((text) => ({
-      text,
-      options: { addSpecial: false, addBos: tok.addBos },
-    }))
-    : [];
-  return await offloadEncode(
-    tok,
-    () => embedInputsNow(loaded, inputs, options),
-    prefetch,
-  );
-}
-
-function embedInputsNow(
-  loaded: LoadedLlm | LoadedEncoder | Transformer,
-  inputs: (string | number[])[],
-  options: { normalize: boolean; truncate: boolean },
-): { embeddings: Float32Array[]; promptTokens: number } {
-  try {
-    if ("kind" in loaded && loaded.kind === "encoder") {
-      const { encoder, pipeline } = loaded.model;
-      return embedSentences(encoder, pipeline, inputs, {
-        truncate: options.truncate,
-        normalize: options.normalize && pipeline.normalize,
-      });
-    }
-    if ("kind" in loaded && loaded.pipeline) {
-      return embedSentences(loaded.model, loaded.pipeline, inputs, {
-        truncate: options.truncate,
-        normalize: options.normalize && loaded.pipeline.normalize,
-      });
-    }
-    const model = "kind" in loaded ? loaded.model : loaded;
-    return embed(model, inputs, options);
-  } catch (e) {
-    if (e instanceof RangeError || e instanceof TypeError) {
-      throw new HttpError(400, e.message);
-    }
-    throw e;
-  }
-}
-
-/** Keeps the first `n` values of each vector and scales them back to unit length. */
-export function shorten(v: Float32Array, n: number | undefined): Float32Array {
-  if (n === undefined || n >= v.length) return v;
-  const out = v.slice(0, n);
-  let s = 0;
-  for (const x of out) s += x * x;
-  const norm = Math.sqrt(s);
-  if (norm > 0) { for (let i = 0; i < n; i++) out[i] /= norm; }
-  return out;
-}
-
-/** `POST /api/embed`: `input` (text or a list) → normalized vectors. */
-async function handleEmbed(
-  req: Request,
-  parts: ServerParts,
-  ctx: RequestContext,
-): Promise<Response> {
-  const body = await readJsonObject(req, parts.maxBodyBytes);
-  const input = body.input ?? [];
-  const list = typeof input === "string" ? [input] : input;
-  if (!Array.isArray(list) || !list.every((x) => typeof x === "string")) {
-    throw new HttpError(400, '"input" must be a string or a list of strings');
-  }
-  const dims = body.dimensions;
-  if (dims !== undefined && (!isInt(dims) || dims < 1)) {
-    throw new HttpError(400, '"dimensions" must be a positive integer');
-  }
-  const { entry, loaded, loadMs } = await loadEmbedder(parts, ctx, body.model);
-  const t0 = performance.now();
-  const r = list.length === 0
-    ? { embeddings: [], promptTokens: 0 }
-    : await embedInputs(loaded, list as string[], {
-      normalize: true,
-      truncate: body.truncate !== false,
-    });
-  ctx.log.prompt_tokens = r.promptTokens;
-  loaded.lastUsed = Date.now();
-  if (unloadAfter(body.keep_alive)) parts.cache.evictPath(entry.path);
-  return jsonResponse({
-    model: String(body.model),
-    embeddings: r.embeddings.map((v) =>
-      Array.from(shorten(v, dims as number | undefined))
-    ),
-    total_duration: nanos(performance.now() - ctx.started),
-    load_duration: nanos(loadMs),
-    prompt_eval_count: r.promptTokens,
-    prompt_eval_duration: nanos(performance.now() - t0),
-  });
-}
-
-/** `POST /api/embeddings` (the older API): `prompt` → one vector, not normalized. */
-async function handleEmbeddings(
-  req: Request,
-  parts: ServerParts,
-  ctx: RequestContext,
-): Promise<Response> {
-  const body = await readJsonObject(req, parts.maxBodyBytes);
-  const prompt = body.prompt ?? "";
-  if (typeof prompt !== "string") {
-    throw new HttpError(400, '"prompt" must be a string');
-  }
-  const { loaded } = await loadEmbedder(parts, ctx, body.model);
-  if (prompt === "") return jsonResponse({ embedding: [] });
-  const r = await embedInputs(loaded, [prompt], {
-    normalize: false,
-    truncate: true,
-  });
-  ctx.log.prompt_tokens = r.promptTokens;
-  loaded.lastUsed = Date.now();
-  return jsonResponse({ embedding: Array.from(r.embeddings[0]) });
-}
-
 async function tagJson(v: ModelVersion, tag: string) {
   return {
     name: tag,
@@ -914,14 +765,7 @@ export function ollamaRoutes(parts: ServerParts): Route[] {
       pattern: "/api/chat",
       methods: { POST: ({ req, ctx }) => handleChat(req, parts, ctx) },
     },
-    {
-      pattern: "/api/embed",
-      methods: { POST: ({ req, ctx }) => handleEmbed(req, parts, ctx) },
-    },
-    {
-      pattern: "/api/embeddings",
-      methods: { POST: ({ req, ctx }) => handleEmbeddings(req, parts, ctx) },
-    },
+    ...ollamaEmbedRoutes(parts),
     {
       pattern: "/api/show",
       methods: { POST: ({ req, ctx }) => handleShow(req, parts, ctx) },
