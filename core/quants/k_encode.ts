@@ -16,6 +16,7 @@ import {
   makeQkx2Quants,
   makeQxQuants,
 } from "./_k_search.ts";
+import { k4SearchWasm, K_WASM_CHUNK } from "./_k_wasm.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
 import { readHalf, writeHalf } from "./f16.ts";
 
@@ -233,40 +234,51 @@ function quantizeK4Scales(
     sm: Int32Array;
     xm: Float32Array;
   },
+  pre?: K4Searched,
 ): void {
   const { L, Laux, weights, mins, scales, sm, xm } = t;
   let maxScale = 0;
   let maxMin = 0;
-  for (let j = 0; j < 8; j++) {
-    let sumX2 = 0;
-    for (let l = 0; l < 32; l++) {
-      const v = x[s + 32 * j + l];
-      sumX2 = fround(sumX2 + fround(v * v));
+  if (pre && pre.ok) {
+    // the search already ran in WebAssembly (same bits)
+    const b = pre.next++;
+    for (let j = 0; j < 8; j++) {
+      scales[j] = pre.scales[b * 8 + j];
+      mins[j] = pre.mins[b * 8 + j];
+      if (scales[j] > maxScale) maxScale = scales[j];
+      if (mins[j] > maxMin) maxMin = mins[j];
     }
-    const avX = fround(Math.sqrt(fround(sumX2 / 32)));
-    for (let l = 0; l < 32; l++) {
-      weights[l] = avX + Math.abs(x[s + 32 * j + l]);
-    }
-    scales[j] = makeQkx2Quants(
-      32,
-      nmax,
-      x,
-      s + 32 * j,
-      weights,
-      L,
-      32 * j,
-      mins,
-      j,
-      Laux,
-      xm,
-      rmin,
-      rdelta,
-      nstep,
-      false,
-    );
-    if (scales[j] > maxScale) maxScale = scales[j];
-    if (mins[j] > maxMin) maxMin = mins[j];
-  }
+    L.set(pre.L.subarray(b * 256, b * 256 + 256));
+  } else {for (let j = 0; j < 8; j++) {
+      let sumX2 = 0;
+      for (let l = 0; l < 32; l++) {
+        const v = x[s + 32 * j + l];
+        sumX2 = fround(sumX2 + fround(v * v));
+      }
+      const avX = fround(Math.sqrt(fround(sumX2 / 32)));
+      for (let l = 0; l < 32; l++) {
+        weights[l] = avX + Math.abs(x[s + 32 * j + l]);
+      }
+      scales[j] = makeQkx2Quants(
+        32,
+        nmax,
+        x,
+        s + 32 * j,
+        weights,
+        L,
+        32 * j,
+        mins,
+        j,
+        Laux,
+        xm,
+        rmin,
+        rdelta,
+        nstep,
+        false,
+      );
+      if (scales[j] > maxScale) maxScale = scales[j];
+      if (mins[j] > maxMin) maxMin = mins[j];
+    }}
   const invScale = maxScale > 0 ? fround(63 / maxScale) : 0;
   const invMin = maxMin > 0 ? fround(63 / maxMin) : 0;
   for (let j = 0; j < 8; j++) {
@@ -288,6 +300,51 @@ function quantizeK4Scales(
       L[32 * j + ii] = Math.max(0, Math.min(nmax, l));
     }
   }
+}
+
+/** Scale searches of a chunk of blocks done ahead by `_k_wasm.ts`. */
+interface K4Searched {
+  ok: boolean;
+  next: number;
+  scales: Float32Array;
+  mins: Float32Array;
+  L: Int32Array;
+}
+
+function k4Searched(): K4Searched {
+  return {
+    ok: false,
+    next: 0,
+    scales: new Float32Array(K_WASM_CHUNK * 8),
+    mins: new Float32Array(K_WASM_CHUNK * 8),
+    L: new Int32Array(K_WASM_CHUNK * 256),
+  };
+}
+
+/** Runs the WebAssembly search for the chunk starting at block `i`. */
+function searchChunk(
+  x: Float32Array,
+  i: number,
+  nb: number,
+  pre: K4Searched,
+  nmax: number,
+  rmin: number,
+  nstep: number,
+): void {
+  if (i % K_WASM_CHUNK !== 0) return;
+  pre.next = 0;
+  pre.ok = k4SearchWasm(
+    x,
+    i * 256,
+    Math.min(K_WASM_CHUNK, nb - i),
+    nmax,
+    rmin,
+    F_0_1,
+    nstep,
+    pre.scales,
+    pre.mins,
+    pre.L,
+  );
 }
 
 function k4Scratch() {
@@ -323,8 +380,10 @@ export function quantizeQ4_K(x: Float32Array): Uint8Array {
   const out = new Uint8Array(nb * 144);
   const t = k4Scratch();
   const L = t.L;
+  const pre = k4Searched();
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 144) {
-    quantizeK4Scales(x, s, out, o, 15, -1, F_0_1, 20, t);
+    searchChunk(x, i, nb, pre, 15, -1, 20);
+    quantizeK4Scales(x, s, out, o, 15, -1, F_0_1, 20, t, pre);
     for (let j = 0, q = o + 16; j < 256; j += 64, q += 32) {
       for (let l = 0; l < 32; l++) out[q + l] = L[j + l] | (L[j + l + 32] << 4);
     }
@@ -353,8 +412,10 @@ export function quantizeQ5_K(x: Float32Array): Uint8Array {
   const out = new Uint8Array(nb * 176);
   const t = k4Scratch();
   const L = t.L;
+  const pre = k4Searched();
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 176) {
-    quantizeK4Scales(x, s, out, o, 31, -0.5, F_0_1, 15, t);
+    searchChunk(x, i, nb, pre, 31, -0.5, 15);
+    quantizeK4Scales(x, s, out, o, 31, -0.5, F_0_1, 15, t, pre);
     const qh = o + 16;
     let ql = o + 48;
     let m1 = 1;

@@ -1,0 +1,180 @@
+/**
+ * The WebAssembly scale search of the Q4_K and Q5_K encoders: runs ggml's
+ * `make_qkx2_quants` for four sub-blocks at once (one per SIMD lane, each
+ * lane the same F32 operations in the same order as C), bit-identical to
+ * `makeQkx2Quants` of `_k_search.ts`. The module (`_k_wasm_bytes.ts`) is
+ * generated from `kernels/wasm/_kernels_quantize_k.ts`. Where WebAssembly
+ * SIMD is missing, {@link k4SearchWasm} returns false and the callers use
+ * the scalar code.
+ *
+ * @module
+ */
+
+import { makeQkx2Quants } from "./_k_search.ts";
+import { K_QUANT_WASM_BASE64 } from "./_k_wasm_bytes.ts";
+
+/** Blocks searched per WebAssembly call. */
+export const K_WASM_CHUNK = 64;
+
+const fround = Math.fround;
+const GROUP_BYTES = 32 * 16; // one group: 32 values × 4 lanes × 4 bytes
+const PX = 0;
+const PW = PX + K_WASM_CHUNK * 2 * GROUP_BYTES;
+const PL = PW + K_WASM_CHUNK * 2 * GROUP_BYTES;
+const PO = PL + K_WASM_CHUNK * 2 * GROUP_BYTES;
+const PS = PO + K_WASM_CHUNK * 2 * 48;
+const END = PS + 2 * GROUP_BYTES;
+
+interface Engine {
+  f32: Float32Array;
+  i32: Int32Array;
+  qkx2: (...args: number[]) => void;
+}
+
+let engine: Engine | null | undefined;
+
+/**
+ * Switch for tests and benchmarks: with `enabled` false the encoders use
+ * the scalar search.
+ *
+ * @example
+ * ```ts
+ * import { kWasmState } from "./_k_wasm.ts";
+ * kWasmState.enabled = true;
+ * ```
+ */
+export const kWasmState: { enabled: boolean } = { enabled: true };
+
+function start(): Engine | null {
+  if (engine !== undefined) return engine;
+  try {
+    const bin = atob(K_QUANT_WASM_BASE64);
+    const bytes = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    const memory = new WebAssembly.Memory({
+      initial: Math.ceil(END / 65536),
+      maximum: 16,
+    });
+    const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), {
+      env: { memory },
+    });
+    engine = {
+      f32: new Float32Array(memory.buffer),
+      i32: new Int32Array(memory.buffer),
+      qkx2: inst.exports.qkx2 as (...args: number[]) => void,
+    };
+  } catch {
+    engine = null;
+  }
+  return engine;
+}
+
+/**
+ * Runs the Q4_K / Q5_K scale search of `nb` blocks starting at `x[s]`
+ * (weights `avX + |x|` per 32-value sub-block, as ggml's
+ * `quantize_row_q4_K_ref` builds them): scales, negated mins and codes
+ * per sub-block, the same bits as `makeQkx2Quants`.
+ *
+ * @param x The values.
+ * @param s First value of the first block.
+ * @param nb Blocks (at most {@link K_WASM_CHUNK}).
+ * @param nmax Largest code (15 or 31).
+ * @param rmin First candidate's offset.
+ * @param rdelta Step between candidates (an F32 value).
+ * @param nstep Candidate steps.
+ * @param scales Receives 8 scales per block.
+ * @param mins Receives 8 negated mins per block.
+ * @param L Receives 256 codes per block.
+ * @returns False when WebAssembly is unavailable (nothing written).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { k4SearchWasm } from "./_k_wasm.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const sc = new Float32Array(8), mn = new Float32Array(8);
+ * const L = new Int32Array(256);
+ * if (k4SearchWasm(x, 0, 1, 15, -1, Math.fround(0.1), 20, sc, mn, L)) {
+ *   assert(sc[0] > 0);
+ * }
+ * ```
+ */
+export function k4SearchWasm(
+  x: Float32Array,
+  s: number,
+  nb: number,
+  nmax: number,
+  rmin: number,
+  rdelta: number,
+  nstep: number,
+  scales: Float32Array,
+  mins: Float32Array,
+  L: Int32Array,
+): boolean {
+  const e = kWasmState.enabled ? start() : null;
+  if (!e) return false;
+  const { f32, i32 } = e;
+  const wx = PW >> 2;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 8; j++) {
+      const base = s + 256 * b + 32 * j;
+      let sumX2 = 0;
+      for (let l = 0; l < 32; l++) {
+        const v = x[base + l];
+        sumX2 = fround(sumX2 + fround(v * v));
+      }
+      const avX = fround(Math.sqrt(fround(sumX2 / 32)));
+      // group (2b + j/4), lane j%4: value l at 4·l
+      let o = (b * 2 + (j >> 2)) * 128 + (j & 3);
+      for (let l = 0; l < 32; l++, o += 4) {
+        const v = x[base + l];
+        f32[o] = v;
+        f32[wx + o] = avX + Math.abs(v);
+      }
+    }
+  }
+  e.qkx2(PX, PW, PL, PO, 2 * nb, 32, nmax, rmin, rdelta, nstep, PS);
+  const lx = PL >> 2;
+  const ox = PO >> 2;
+  let weights: Float32Array | undefined;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 8; j++) {
+      const g = b * 2 + (j >> 2);
+      const k = j & 3;
+      const r = ox + g * 12;
+      if (i32[r + 8 + k] !== 0) {
+        // all values equal: the scalar code's early exit
+        weights ??= new Float32Array(32);
+        let o = g * 128 + k;
+        for (let l = 0; l < 32; l++, o += 4) weights[l] = f32[wx + o];
+        const mi = new Float32Array(1);
+        scales[b * 8 + j] = makeQkx2Quants(
+          32,
+          nmax,
+          x,
+          s + 256 * b + 32 * j,
+          weights,
+          L,
+          256 * b + 32 * j,
+          mi,
+          0,
+          new Int32Array(32),
+          new Float32Array(32),
+          rmin,
+          rdelta,
+          nstep,
+          false,
+        );
+        mins[b * 8 + j] = mi[0];
+        continue;
+      }
+      scales[b * 8 + j] = f32[r + k];
+      mins[b * 8 + j] = f32[r + 4 + k];
+      let o = lx + g * 128 + k;
+      for (let l = 0, d = 256 * b + 32 * j; l < 32; l++, o += 4) {
+        L[d + l] = i32[o];
+      }
+    }
+  }
+  return true;
+}

@@ -1,0 +1,360 @@
+/**
+ * The scale search of ggml's K-quant encoders (`make_qkx2_quants` with
+ * squared errors, the part of Q4_K and Q5_K that takes nearly all the time)
+ * as WebAssembly SIMD: four sub-blocks side by side, one per f32 lane, so
+ * every lane runs exactly C's scalar sequence of F32 operations (same order,
+ * no fused multiply-add) and the result is bit-identical to
+ * `core/quants/_k_search.ts`. Emitted into `core/quants/_k_wasm_bytes.ts`
+ * by `tools/build_quant_wasm.ts` (core modules import nothing outside
+ * core/).
+ *
+ * Layout of one group (four sub-blocks of `n` values, lane k = sub-block k):
+ * x at `px + 16·i`, weights at `pw + 16·i`, the codes written at
+ * `pl + 16·i` (i32), and 48 bytes at `po`: the scale, the negated min, and
+ * a lane mask of sub-blocks whose values are all equal (those the caller
+ * redoes with the scalar code). Groups follow each other with strides
+ * `16·n` (x, weights, codes) and 48 (results).
+ *
+ * @module
+ */
+
+import {
+  f32,
+  f32x4,
+  forLoop,
+  get,
+  i32,
+  i32x4,
+  if_,
+  ModuleBuilder,
+  set,
+  T,
+  v128,
+} from "./_asm.ts";
+import { encodeBase64 } from "@std/encoding";
+
+/**
+ * Builds the quantizer module (imports `env.memory`, not shared).
+ *
+ * @returns The module bytes.
+ *
+ * @example
+ * ```ts ignore
+ * import { buildQuantizeKModule } from "./_kernels_quantize_k.ts";
+ * WebAssembly.validate(buildQuantizeKModule());
+ * ```
+ */
+export function buildQuantizeKModule(): Uint8Array {
+  const m = new ModuleBuilder({ shared: false, minPages: 1, maxPages: 16 });
+  const f = m.func("qkx2", [
+    ["px", T.i32],
+    ["pw", T.i32],
+    ["pl", T.i32],
+    ["po", T.i32],
+    ["groups", T.i32],
+    ["n", T.i32],
+    ["nmax", T.i32],
+    ["rmin", T.f32],
+    ["rdelta", T.f32],
+    ["nstep", T.i32],
+    ["scratch", T.i32],
+  ]);
+  const p = f.params;
+  const [g, i, is, a, e] = f.locals(T.i32, 5);
+  const [mn, mx, sumW, sumX, iscale, scale, best, sumL, sumL2, sumXL] = f
+    .locals(T.v128, 10);
+  const [xi, wi, lv, lf, wl, dd, ts, tm, cur, acc] = f.locals(T.v128, 10);
+  const [nmaxV, nmaxF, zero, magic, range] = f.locals(T.v128, 5);
+  const [step] = f.locals(T.f32, 1);
+  const xm = get(p.scratch); // n vectors of x − min
+  const laux = (o: number) => i32.add(get(p.scratch), i32.const(o)); // after xm
+  const bytes = i32.shl(get(p.n), i32.const(4));
+  const at = (base: typeof p.px) => i32.add(get(base), get(a));
+  // nearest_int: the bits of v + 12582912, then clamped to [0, nmax]
+  const codeOf = (v: ReturnType<typeof get>) =>
+    i32x4.min_s(
+      i32x4.max_s(
+        i32x4.sub(
+          v128.and(
+            f32x4.add(v, get(magic)),
+            i32x4.splat(i32.const(0x7fffff)),
+          ),
+          i32x4.splat(i32.const(0x400000)),
+        ),
+        get(zero),
+      ),
+      get(nmaxV),
+    );
+  f.body(
+    set(nmaxV, i32x4.splat(get(p.nmax))),
+    set(nmaxF, f32x4.splat(f32.convert_i32_s(get(p.nmax)))),
+    set(zero, v128.const(new Array(16).fill(0))),
+    set(magic, f32x4.splat(f32.const(12582912))),
+    forLoop(
+      "group",
+      g,
+      i32.const(0),
+      get(p.groups),
+      i32.const(1),
+      // min, max, Σw, Σw·x in C's order
+      set(a, i32.const(0)),
+      set(mn, v128.load(at(p.px))),
+      set(mx, get(mn)),
+      set(sumW, v128.load(at(p.pw))),
+      set(sumX, f32x4.mul(get(sumW), get(mn))),
+      forLoop(
+        "init",
+        i,
+        i32.const(1),
+        get(p.n),
+        i32.const(1),
+        set(a, i32.shl(get(i), i32.const(4))),
+        set(xi, v128.load(at(p.px))),
+        set(wi, v128.load(at(p.pw))),
+        set(mn, v128.bitselect(get(xi), get(mn), f32x4.lt(get(xi), get(mn)))),
+        set(mx, v128.bitselect(get(xi), get(mx), f32x4.gt(get(xi), get(mx)))),
+        set(sumW, f32x4.add(get(sumW), get(wi))),
+        set(sumX, f32x4.add(get(sumX), f32x4.mul(get(wi), get(xi)))),
+      ),
+      set(mn, v128.bitselect(get(zero), get(mn), f32x4.gt(get(mn), get(zero)))),
+      v128.store(i32.add(get(p.po), i32.const(32)), f32x4.eq(get(mx), get(mn))),
+      set(range, f32x4.sub(get(mx), get(mn))),
+      set(iscale, f32x4.div(get(nmaxF), get(range))),
+      set(scale, f32x4.div(f32x4.splat(f32.const(1)), get(iscale))),
+      set(best, get(zero)),
+      forLoop(
+        "first",
+        i,
+        i32.const(0),
+        get(p.n),
+        i32.const(1),
+        set(a, i32.shl(get(i), i32.const(4))),
+        set(xi, v128.load(at(p.px))),
+        set(lf, f32x4.sub(get(xi), get(mn))),
+        v128.store(i32.add(xm, get(a)), get(lf)),
+        set(lv, codeOf(f32x4.mul(get(iscale), get(lf)))),
+        v128.store(at(p.pl), get(lv)),
+        set(
+          dd,
+          f32x4.sub(
+            f32x4.add(
+              f32x4.mul(get(scale), f32x4.convert_i32x4_s(get(lv))),
+              get(mn),
+            ),
+            get(xi),
+          ),
+        ),
+        set(
+          best,
+          f32x4.add(
+            get(best),
+            f32x4.mul(
+              v128.load(at(p.pw)),
+              f32x4.mul(get(dd), get(dd)),
+            ),
+          ),
+        ),
+      ),
+      if_(i32.ge_s(get(p.nstep), i32.const(1)), [
+        set(e, i32.const(0)),
+        forLoop(
+          "search",
+          is,
+          i32.const(0),
+          i32.add(get(p.nstep), i32.const(1)),
+          i32.const(1),
+          // (rmin + rdelta·is) + nmax, then / (max − min) per lane
+          set(
+            step,
+            f32.add(
+              f32.add(
+                get(p.rmin),
+                f32.mul(get(p.rdelta), f32.convert_i32_s(get(is))),
+              ),
+              f32.convert_i32_s(get(p.nmax)),
+            ),
+          ),
+          set(
+            iscale,
+            f32x4.div(f32x4.splat(get(step)), f32x4.sub(get(mx), get(mn))),
+          ),
+          set(sumL, get(zero)),
+          set(sumL2, get(zero)),
+          set(sumXL, get(zero)),
+          forLoop(
+            "cand",
+            i,
+            i32.const(0),
+            get(p.n),
+            i32.const(1),
+            set(a, i32.shl(get(i), i32.const(4))),
+            set(
+              lv,
+              codeOf(f32x4.mul(get(iscale), v128.load(i32.add(xm, get(a))))),
+            ),
+            v128.store(i32.add(laux(0), i32.add(bytes, get(a))), get(lv)),
+            set(lf, f32x4.convert_i32x4_s(get(lv))),
+            set(wl, f32x4.mul(v128.load(at(p.pw)), get(lf))),
+            set(sumL, f32x4.add(get(sumL), get(wl))),
+            set(sumL2, f32x4.add(get(sumL2), f32x4.mul(get(wl), get(lf)))),
+            set(
+              sumXL,
+              f32x4.add(get(sumXL), f32x4.mul(get(wl), v128.load(at(p.px)))),
+            ),
+          ),
+          // D = Σw·ΣL² − (ΣL)²
+          set(
+            dd,
+            f32x4.sub(
+              f32x4.mul(get(sumW), get(sumL2)),
+              f32x4.mul(get(sumL), get(sumL)),
+            ),
+          ),
+          set(
+            ts,
+            f32x4.div(
+              f32x4.sub(
+                f32x4.mul(get(sumW), get(sumXL)),
+                f32x4.mul(get(sumX), get(sumL)),
+              ),
+              get(dd),
+            ),
+          ),
+          set(
+            tm,
+            f32x4.div(
+              f32x4.sub(
+                f32x4.mul(get(sumL2), get(sumX)),
+                f32x4.mul(get(sumL), get(sumXL)),
+              ),
+              get(dd),
+            ),
+          ),
+          set(acc, f32x4.gt(get(tm), get(zero))),
+          set(
+            ts,
+            v128.bitselect(
+              f32x4.div(get(sumXL), get(sumL2)),
+              get(ts),
+              get(acc),
+            ),
+          ),
+          set(tm, v128.bitselect(get(zero), get(tm), get(acc))),
+          set(cur, get(zero)),
+          forLoop(
+            "err",
+            i,
+            i32.const(0),
+            get(p.n),
+            i32.const(1),
+            set(a, i32.shl(get(i), i32.const(4))),
+            set(
+              lf,
+              f32x4.sub(
+                f32x4.add(
+                  f32x4.mul(
+                    get(ts),
+                    f32x4.convert_i32x4_s(
+                      v128.load(i32.add(laux(0), i32.add(bytes, get(a)))),
+                    ),
+                  ),
+                  get(tm),
+                ),
+                v128.load(at(p.px)),
+              ),
+            ),
+            set(
+              cur,
+              f32x4.add(
+                get(cur),
+                f32x4.mul(v128.load(at(p.pw)), f32x4.mul(get(lf), get(lf))),
+              ),
+            ),
+          ),
+          set(
+            acc,
+            v128.and(
+              f32x4.gt(get(dd), get(zero)),
+              f32x4.lt(get(cur), get(best)),
+            ),
+          ),
+          if_(i32x4_any(get(acc)), [
+            forLoop(
+              "take",
+              i,
+              i32.const(0),
+              get(p.n),
+              i32.const(1),
+              set(a, i32.shl(get(i), i32.const(4))),
+              v128.store(
+                at(p.pl),
+                v128.bitselect(
+                  v128.load(i32.add(laux(0), i32.add(bytes, get(a)))),
+                  v128.load(at(p.pl)),
+                  get(acc),
+                ),
+              ),
+            ),
+            set(best, v128.bitselect(get(cur), get(best), get(acc))),
+            set(scale, v128.bitselect(get(ts), get(scale), get(acc))),
+            set(mn, v128.bitselect(get(tm), get(mn), get(acc))),
+            forLoop(
+              "xm",
+              i,
+              i32.const(0),
+              get(p.n),
+              i32.const(1),
+              set(a, i32.shl(get(i), i32.const(4))),
+              v128.store(
+                i32.add(xm, get(a)),
+                f32x4.sub(v128.load(at(p.px)), get(mn)),
+              ),
+            ),
+          ]),
+        ),
+      ]),
+      v128.store(get(p.po), get(scale)),
+      v128.store(i32.add(get(p.po), i32.const(16)), f32x4.neg(get(mn))),
+      set(p.px, i32.add(get(p.px), bytes)),
+      set(p.pw, i32.add(get(p.pw), bytes)),
+      set(p.pl, i32.add(get(p.pl), bytes)),
+      set(p.po, i32.add(get(p.po), i32.const(48))),
+    ),
+  );
+  return m.encode();
+}
+
+/** `v128.any_true`. */
+function i32x4_any(a: ReturnType<typeof get>): ReturnType<typeof get> {
+  return (w) => {
+    a(w);
+    w.byte(0xfd);
+    w.u32(0x53);
+  };
+}
+
+/**
+ * The text of `core/quants/_k_wasm_bytes.ts`: the module as base64.
+ *
+ * @returns TypeScript source exporting `K_QUANT_WASM_BASE64`.
+ *
+ * @example
+ * ```ts ignore
+ * import { renderQuantizeKBytesFile } from "./_kernels_quantize_k.ts";
+ * renderQuantizeKBytesFile().includes("K_QUANT_WASM_BASE64");
+ * ```
+ */
+export function renderQuantizeKBytesFile(): string {
+  const b64 = encodeBase64(buildQuantizeKModule());
+  const lines: string[] = [];
+  for (let i = 0; i < b64.length; i += 76) {
+    lines.push(`  "${b64.slice(i, i + 76)}"`);
+  }
+  return `// Generated by \`deno task build:quant-wasm\` from kernels/wasm/_kernels_quantize_k.ts. Do not edit.
+// deno-fmt-ignore-file
+
+/** The K-quant scale-search module (base64). */
+export const K_QUANT_WASM_BASE64: string =
+${lines.join(" +\n")};
+`;
+}
