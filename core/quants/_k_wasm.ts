@@ -10,7 +10,7 @@
  * @module
  */
 
-import { makeQkx2Quants } from "./_k_search.ts";
+import { F_0_1, GROUP_MAX_EPS, makeQkx2Quants } from "./_k_search.ts";
 import { K_QUANT_WASM_BASE64 } from "./_k_wasm_bytes.ts";
 
 /** Blocks searched per WebAssembly call. */
@@ -22,13 +22,14 @@ const PX = 0;
 const PW = PX + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PL = PW + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PO = PL + K_WASM_CHUNK * 2 * GROUP_BYTES;
-const PS = PO + K_WASM_CHUNK * 2 * 48;
+const PS = PO + K_WASM_CHUNK * 4 * 32; // Q4_K: 2 groups × 48 bytes, Q6_K: 4 × 32
 const END = PS + 2 * GROUP_BYTES;
 
 interface Engine {
   f32: Float32Array;
   i32: Int32Array;
   qkx2: (...args: number[]) => void;
+  qx: (...args: number[]) => void;
 }
 
 let engine: Engine | null | undefined;
@@ -62,6 +63,7 @@ function start(): Engine | null {
       f32: new Float32Array(memory.buffer),
       i32: new Int32Array(memory.buffer),
       qkx2: inst.exports.qkx2 as (...args: number[]) => void,
+      qx: inst.exports.qx as (...args: number[]) => void,
     };
   } catch {
     engine = null;
@@ -174,6 +176,67 @@ export function k4SearchWasm(
       for (let l = 0, d = 256 * b + 32 * j; l < 32; l++, o += 4) {
         L[d + l] = i32[o];
       }
+    }
+  }
+  return true;
+}
+
+/**
+ * Runs the Q6_K scale search (ggml's `make_qx_quants` with `nmax` 32 on
+ * each 16-value sub-block) of `nb` blocks starting at `x[s]`: the same bits
+ * as `makeQxQuants`.
+ *
+ * @param x The values.
+ * @param s First value of the first block.
+ * @param nb Blocks (at most {@link K_WASM_CHUNK}).
+ * @param scales Receives 16 scales per block.
+ * @param L Receives 256 codes (in `[0, 64)`) per block.
+ * @returns False when WebAssembly is unavailable (nothing written).
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { q6SearchWasm } from "./_k_wasm.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const sc = new Float32Array(16);
+ * if (q6SearchWasm(x, 0, 1, sc, new Int32Array(256))) assert(sc[0] !== 0);
+ * ```
+ */
+export function q6SearchWasm(
+  x: Float32Array,
+  s: number,
+  nb: number,
+  scales: Float32Array,
+  L: Int32Array,
+): boolean {
+  const e = kWasmState.enabled ? start() : null;
+  if (!e) return false;
+  const { f32, i32 } = e;
+  // group (4b + j/4), lane j%4: value l at 4·l (16 values a group)
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 16; j++) {
+      const base = s + 256 * b + 16 * j;
+      let o = (b * 4 + (j >> 2)) * 64 + (j & 3);
+      for (let l = 0; l < 16; l++, o += 4) f32[o] = x[base + l];
+    }
+  }
+  e.qx(PX, PL, PO, 4 * nb, 16, 32, GROUP_MAX_EPS, F_0_1, PS);
+  const lx = PL >> 2;
+  const ox = PO >> 2;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 16; j++) {
+      const g = b * 4 + (j >> 2);
+      const k = j & 3;
+      const d = 256 * b + 16 * j;
+      if (i32[ox + g * 8 + 4 + k] !== 0) {
+        // all below GROUP_MAX_EPS: zero codes, zero scale
+        scales[b * 16 + j] = 0;
+        L.fill(0, d, d + 16);
+        continue;
+      }
+      scales[b * 16 + j] = f32[ox + g * 8 + k];
+      let o = lx + g * 64 + k;
+      for (let l = 0; l < 16; l++, o += 4) L[d + l] = i32[o];
     }
   }
   return true;

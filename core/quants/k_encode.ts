@@ -16,7 +16,7 @@ import {
   makeQkx2Quants,
   makeQxQuants,
 } from "./_k_search.ts";
-import { k4SearchWasm, K_WASM_CHUNK } from "./_k_wasm.ts";
+import { k4SearchWasm, K_WASM_CHUNK, q6SearchWasm } from "./_k_wasm.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
 import { readHalf, writeHalf } from "./f16.ts";
 
@@ -463,11 +463,22 @@ export function quantizeQ6_K(x: Float32Array): Uint8Array {
   const out = new Uint8Array(nb * 210);
   const L = new Int32Array(256);
   const scales = new Float32Array(16);
+  // the searches of a chunk of blocks, done ahead in WebAssembly
+  const preScales = new Float32Array(K_WASM_CHUNK * 16);
+  const preL = new Int32Array(K_WASM_CHUNK * 256);
+  let pre = false;
   for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 210) {
+    const c = i % K_WASM_CHUNK;
+    if (c === 0) {
+      pre = q6SearchWasm(x, s, Math.min(K_WASM_CHUNK, nb - i), preScales, preL);
+    }
+    if (pre) L.set(preL.subarray(c * 256, c * 256 + 256));
     let maxScale = 0;
     let maxAbsScale = 0;
     for (let ib = 0; ib < 16; ib++) {
-      const scale = makeQxQuants(16, 32, x, s + 16 * ib, L, 16 * ib);
+      const scale = pre
+        ? preScales[c * 16 + ib]
+        : makeQxQuants(16, 32, x, s + 16 * ib, L, 16 * ib);
       scales[ib] = scale;
       const a = Math.abs(scale);
       if (a > maxAbsScale) {

@@ -27,6 +27,7 @@ import {
   i32x4,
   if_,
   ModuleBuilder,
+  seq,
   set,
   T,
   v128,
@@ -278,7 +279,7 @@ export function buildQuantizeKModule(): Uint8Array {
               f32x4.lt(get(cur), get(best)),
             ),
           ),
-          if_(i32x4_any(get(acc)), [
+          if_(anyTrue(get(acc)), [
             forLoop(
               "take",
               i,
@@ -321,11 +322,204 @@ export function buildQuantizeKModule(): Uint8Array {
       set(p.po, i32.add(get(p.po), i32.const(48))),
     ),
   );
+  buildQx(m);
   return m.encode();
 }
 
+/**
+ * `qx`: ggml's `make_qx_quants` (rmse_type 1, weights x², the Q6_K search)
+ * for four sub-blocks of `n` values per group. Writes the codes plus `nmax`
+ * at `pl`, and 32 bytes at `po`: the scale and a lane mask of sub-blocks
+ * whose largest magnitude is below `eps` (redone by the caller).
+ */
+function buildQx(m: ModuleBuilder): void {
+  const f = m.func("qx", [
+    ["px", T.i32],
+    ["pl", T.i32],
+    ["po", T.i32],
+    ["groups", T.i32],
+    ["n", T.i32],
+    ["nmax", T.i32],
+    ["eps", T.f32],
+    ["tenth", T.f32],
+    ["scratch", T.i32],
+  ]);
+  const p = f.params;
+  const [g, i, is, a] = f.locals(T.i32, 4);
+  const [amax, mx, iscale, scale, best, slx, sl2, xi, lv, lf, w, acc] = f
+    .locals(T.v128, 12);
+  const [lo, hi, off, magic] = f.locals(T.v128, 4);
+  const bytes = i32.shl(get(p.n), i32.const(4));
+  const at = (base: typeof p.px) => i32.add(get(base), get(a));
+  const laux = i32.add(get(p.scratch), get(a));
+  // one pass: codes at `store`, Σ(w·x)·l and Σ(w·l)·l in C's order
+  const pass = (label: string, store: ReturnType<typeof get>) =>
+    seq(
+      set(slx, v128.const(new Array(16).fill(0))),
+      set(sl2, v128.const(new Array(16).fill(0))),
+      forLoop(
+        label,
+        i,
+        i32.const(0),
+        get(p.n),
+        i32.const(1),
+        set(a, i32.shl(get(i), i32.const(4))),
+        set(xi, v128.load(at(p.px))),
+        set(
+          lv,
+          i32x4.min_s(
+            i32x4.max_s(
+              i32x4.sub(
+                v128.and(
+                  f32x4.add(f32x4.mul(get(iscale), get(xi)), get(magic)),
+                  i32x4.splat(i32.const(0x7fffff)),
+                ),
+                i32x4.splat(i32.const(0x400000)),
+              ),
+              get(lo),
+            ),
+            get(hi),
+          ),
+        ),
+        v128.store(store, i32x4.add(get(lv), get(off))),
+        set(lf, f32x4.convert_i32x4_s(get(lv))),
+        set(w, f32x4.mul(get(xi), get(xi))),
+        set(
+          slx,
+          f32x4.add(get(slx), f32x4.mul(f32x4.mul(get(w), get(xi)), get(lf))),
+        ),
+        set(
+          sl2,
+          f32x4.add(get(sl2), f32x4.mul(f32x4.mul(get(w), get(lf)), get(lf))),
+        ),
+      ),
+    );
+  const zero = v128.const(new Array(16).fill(0));
+  f.body(
+    set(off, i32x4.splat(get(p.nmax))),
+    set(lo, i32x4.splat(i32.sub(i32.const(0), get(p.nmax)))),
+    set(hi, i32x4.splat(i32.sub(get(p.nmax), i32.const(1)))),
+    set(magic, f32x4.splat(f32.const(12582912))),
+    forLoop(
+      "group",
+      g,
+      i32.const(0),
+      get(p.groups),
+      i32.const(1),
+      set(amax, zero),
+      set(mx, zero),
+      forLoop(
+        "amax",
+        i,
+        i32.const(0),
+        get(p.n),
+        i32.const(1),
+        set(a, i32.shl(get(i), i32.const(4))),
+        set(xi, v128.load(at(p.px))),
+        set(lf, f32x4.abs(get(xi))),
+        set(acc, f32x4.gt(get(lf), get(amax))),
+        set(amax, v128.bitselect(get(lf), get(amax), get(acc))),
+        set(mx, v128.bitselect(get(xi), get(mx), get(acc))),
+      ),
+      v128.store(
+        i32.add(get(p.po), i32.const(16)),
+        f32x4.lt(get(amax), f32x4.splat(get(p.eps))),
+      ),
+      set(
+        iscale,
+        f32x4.div(
+          f32x4.splat(f32.neg(f32.convert_i32_s(get(p.nmax)))),
+          get(mx),
+        ),
+      ),
+      pass("first", at(p.pl)),
+      // scale = Σl² ? Σlx/Σl² : 0
+      set(
+        scale,
+        v128.and(
+          f32x4.div(get(slx), get(sl2)),
+          v128.not(f32x4.eq(get(sl2), zero)),
+        ),
+      ),
+      set(best, f32x4.mul(get(scale), get(slx))),
+      forLoop(
+        "search",
+        is,
+        i32.const(-9),
+        i32.const(10),
+        i32.const(1),
+        if_(get(is), [
+          set(
+            iscale,
+            f32x4.div(
+              f32x4.splat(
+                f32.neg(
+                  f32.add(
+                    f32.convert_i32_s(get(p.nmax)),
+                    f32.mul(get(p.tenth), f32.convert_i32_s(get(is))),
+                  ),
+                ),
+              ),
+              get(mx),
+            ),
+          ),
+          pass("cand", laux),
+          set(
+            acc,
+            v128.and(
+              f32x4.gt(get(sl2), zero),
+              f32x4.gt(
+                f32x4.mul(get(slx), get(slx)),
+                f32x4.mul(get(best), get(sl2)),
+              ),
+            ),
+          ),
+          if_(anyTrue(get(acc)), [
+            forLoop(
+              "take",
+              i,
+              i32.const(0),
+              get(p.n),
+              i32.const(1),
+              set(a, i32.shl(get(i), i32.const(4))),
+              v128.store(
+                at(p.pl),
+                v128.bitselect(
+                  v128.load(laux),
+                  v128.load(at(p.pl)),
+                  get(acc),
+                ),
+              ),
+            ),
+            set(
+              scale,
+              v128.bitselect(
+                f32x4.div(get(slx), get(sl2)),
+                get(scale),
+                get(acc),
+              ),
+            ),
+            set(
+              best,
+              v128.bitselect(
+                f32x4.mul(get(scale), get(slx)),
+                get(best),
+                get(acc),
+              ),
+            ),
+          ]),
+        ]),
+      ),
+      v128.store(get(p.po), get(scale)),
+      set(p.px, i32.add(get(p.px), bytes)),
+      set(p.pl, i32.add(get(p.pl), bytes)),
+      set(p.po, i32.add(get(p.po), i32.const(32))),
+    ),
+  );
+}
+
 /** `v128.any_true`. */
-function i32x4_any(a: ReturnType<typeof get>): ReturnType<typeof get> {
+function anyTrue(a: ReturnType<typeof get>): ReturnType<typeof get> {
   return (w) => {
     a(w);
     w.byte(0xfd);

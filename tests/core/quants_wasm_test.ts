@@ -8,7 +8,11 @@
 import { assertEquals } from "@std/assert";
 import { k4SearchWasm, kWasmState } from "../../core/quants/_k_wasm.ts";
 import { K_QUANT_WASM_BASE64 } from "../../core/quants/_k_wasm_bytes.ts";
-import { quantizeQ4_K, quantizeQ5_K } from "../../core/quants/k_encode.ts";
+import {
+  quantizeQ4_K,
+  quantizeQ5_K,
+  quantizeQ6_K,
+} from "../../core/quants/k_encode.ts";
 import { renderQuantizeKBytesFile } from "../../kernels/wasm/_kernels_quantize_k.ts";
 
 function input(blocks: number, seed: number): Float32Array {
@@ -26,7 +30,7 @@ function input(blocks: number, seed: number): Float32Array {
   return x;
 }
 
-Deno.test("quants wasm: Q4_K and Q5_K search gives the scalar code's bytes", () => {
+Deno.test("quants wasm: Q4_K, Q5_K and Q6_K searches give the scalar code's bytes", () => {
   // the WebAssembly path really runs here (not a silent fallback)
   const probe = new Float32Array(256).map((_, i) => Math.sin(i));
   const z = () => new Float32Array(8);
@@ -37,7 +41,7 @@ Deno.test("quants wasm: Q4_K and Q5_K search gives the scalar code's bytes", () 
   // 150 blocks: two full chunks of 64 and a partial one
   for (const seed of [1, 7]) {
     const x = input(150, seed);
-    for (const f of [quantizeQ4_K, quantizeQ5_K]) {
+    for (const f of [quantizeQ4_K, quantizeQ5_K, quantizeQ6_K]) {
       kWasmState.enabled = false;
       let scalar: Uint8Array;
       try {
