@@ -23,7 +23,7 @@ const PW = PX + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PL = PW + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PO = PL + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PS = PO + K_WASM_CHUNK * 4 * 32; // Q4_K: 2 groups × 48 bytes, Q6_K: 4 × 32
-const END = PS + 2 * GROUP_BYTES;
+const END = PS + 6 * GROUP_BYTES; // qkx2 scratch: x − min and codes of a pair
 
 interface Engine {
   f32: Float32Array;

@@ -47,7 +47,7 @@ import { encodeBase64 } from "@std/encoding";
  */
 export function buildQuantizeKModule(): Uint8Array {
   const m = new ModuleBuilder({ shared: false, minPages: 1, maxPages: 16 });
-  const f = m.func("qkx2", [
+  const f = m.func("qkx2_single", [
     ["px", T.i32],
     ["pw", T.i32],
     ["pl", T.i32],
@@ -322,6 +322,7 @@ export function buildQuantizeKModule(): Uint8Array {
       set(p.po, i32.add(get(p.po), i32.const(48))),
     ),
   );
+  buildQkx2(m);
   buildQx(m);
   return m.encode();
 }
@@ -514,6 +515,351 @@ function buildQx(m: ModuleBuilder): void {
       set(p.px, i32.add(get(p.px), bytes)),
       set(p.pl, i32.add(get(p.pl), bytes)),
       set(p.po, i32.add(get(p.po), i32.const(32))),
+    ),
+  );
+}
+
+/**
+ * `qkx2`: two groups (the eight sub-blocks of a 256-block) interleaved in
+ * every loop, so the two groups' sequential F32 sums overlap in the
+ * pipeline; each lane still runs C's operations in C's order.
+ */
+function buildQkx2(m: ModuleBuilder): void {
+  const f = m.func("qkx2", [
+    ["px", T.i32],
+    ["pw", T.i32],
+    ["pl", T.i32],
+    ["po", T.i32],
+    ["groups", T.i32],
+    ["n", T.i32],
+    ["nmax", T.i32],
+    ["rmin", T.f32],
+    ["rdelta", T.f32],
+    ["nstep", T.i32],
+    ["scratch", T.i32],
+  ]);
+  const p = f.params;
+  const G = [0, 1];
+  const [g, i, is, a, bytes] = f.locals(T.i32, 5);
+  const V = () => G.map(() => f.local(T.v128));
+  const mn = V(), mx = V(), sumW = V(), sumX = V(), iscale = V();
+  const scale = V(), best = V(), sumL = V(), sumL2 = V(), sumXL = V();
+  const lv = V(), lf = V(), wl = V(), dd = V(), ts = V(), tm = V();
+  const cur = V(), acc = V();
+  const [nmaxV, nmaxF, zero, magic] = f.locals(T.v128, 4);
+  const [step] = f.locals(T.f32, 1);
+  // group k of the pair: its vectors follow group 0's by n·16 bytes
+  const at = (base: typeof p.px, k: number) =>
+    i32.add(i32.add(get(base), get(a)), k ? get(bytes) : i32.const(0));
+  const xmAt = (k: number) =>
+    i32.add(
+      i32.add(get(p.scratch), get(a)),
+      k ? get(bytes) : i32.const(0),
+    );
+  const lauxAt = (k: number) =>
+    i32.add(
+      i32.add(get(p.scratch), get(a)),
+      i32.shl(get(bytes), i32.const(k ? 2 : 1)),
+    );
+  const codeOf = (v: ReturnType<typeof get>) =>
+    i32x4.min_s(
+      i32x4.max_s(
+        i32x4.sub(
+          v128.and(
+            f32x4.add(v, get(magic)),
+            i32x4.splat(i32.const(0x7fffff)),
+          ),
+          i32x4.splat(i32.const(0x400000)),
+        ),
+        get(zero),
+      ),
+      get(nmaxV),
+    );
+  const each = (fn: (k: number) => ReturnType<typeof get>[]) =>
+    G.flatMap((k) => fn(k));
+  const over = (label: string, from: number, body: ReturnType<typeof get>[]) =>
+    forLoop(
+      label,
+      i,
+      i32.const(from),
+      get(p.n),
+      i32.const(1),
+      set(a, i32.shl(get(i), i32.const(4))),
+      ...body,
+    );
+  f.body(
+    set(bytes, i32.shl(get(p.n), i32.const(4))),
+    set(nmaxV, i32x4.splat(get(p.nmax))),
+    set(nmaxF, f32x4.splat(f32.convert_i32_s(get(p.nmax)))),
+    set(zero, v128.const(new Array(16).fill(0))),
+    set(magic, f32x4.splat(f32.const(12582912))),
+    forLoop(
+      "pair",
+      g,
+      i32.const(0),
+      get(p.groups),
+      i32.const(2),
+      set(a, i32.const(0)),
+      ...each((k) => [
+        set(mn[k], v128.load(at(p.px, k))),
+        set(mx[k], get(mn[k])),
+        set(sumW[k], v128.load(at(p.pw, k))),
+        set(sumX[k], f32x4.mul(get(sumW[k]), get(mn[k]))),
+      ]),
+      over(
+        "init",
+        1,
+        each((k) => [
+          set(lf[k], v128.load(at(p.px, k))),
+          set(wl[k], v128.load(at(p.pw, k))),
+          set(
+            mn[k],
+            v128.bitselect(
+              get(lf[k]),
+              get(mn[k]),
+              f32x4.lt(get(lf[k]), get(mn[k])),
+            ),
+          ),
+          set(
+            mx[k],
+            v128.bitselect(
+              get(lf[k]),
+              get(mx[k]),
+              f32x4.gt(get(lf[k]), get(mx[k])),
+            ),
+          ),
+          set(sumW[k], f32x4.add(get(sumW[k]), get(wl[k]))),
+          set(
+            sumX[k],
+            f32x4.add(get(sumX[k]), f32x4.mul(get(wl[k]), get(lf[k]))),
+          ),
+        ]),
+      ),
+      ...each((k) => [
+        set(
+          mn[k],
+          v128.bitselect(
+            get(zero),
+            get(mn[k]),
+            f32x4.gt(get(mn[k]), get(zero)),
+          ),
+        ),
+        v128.store(
+          i32.add(get(p.po), i32.const(48 * k + 32)),
+          f32x4.eq(get(mx[k]), get(mn[k])),
+        ),
+        set(
+          iscale[k],
+          f32x4.div(get(nmaxF), f32x4.sub(get(mx[k]), get(mn[k]))),
+        ),
+        set(scale[k], f32x4.div(f32x4.splat(f32.const(1)), get(iscale[k]))),
+        set(best[k], get(zero)),
+      ]),
+      over(
+        "first",
+        0,
+        each((k) => [
+          set(wl[k], v128.load(at(p.px, k))),
+          set(lf[k], f32x4.sub(get(wl[k]), get(mn[k]))),
+          v128.store(xmAt(k), get(lf[k])),
+          set(lv[k], codeOf(f32x4.mul(get(iscale[k]), get(lf[k])))),
+          v128.store(at(p.pl, k), get(lv[k])),
+          set(
+            dd[k],
+            f32x4.sub(
+              f32x4.add(
+                f32x4.mul(get(scale[k]), f32x4.convert_i32x4_s(get(lv[k]))),
+                get(mn[k]),
+              ),
+              get(wl[k]),
+            ),
+          ),
+          set(
+            best[k],
+            f32x4.add(
+              get(best[k]),
+              f32x4.mul(
+                v128.load(at(p.pw, k)),
+                f32x4.mul(get(dd[k]), get(dd[k])),
+              ),
+            ),
+          ),
+        ]),
+      ),
+      if_(i32.ge_s(get(p.nstep), i32.const(1)), [
+        forLoop(
+          "search",
+          is,
+          i32.const(0),
+          i32.add(get(p.nstep), i32.const(1)),
+          i32.const(1),
+          // (rmin + rdelta·is) + nmax, then / (max − min) per lane
+          set(
+            step,
+            f32.add(
+              f32.add(
+                get(p.rmin),
+                f32.mul(get(p.rdelta), f32.convert_i32_s(get(is))),
+              ),
+              f32.convert_i32_s(get(p.nmax)),
+            ),
+          ),
+          ...each((k) => [
+            set(
+              iscale[k],
+              f32x4.div(
+                f32x4.splat(get(step)),
+                f32x4.sub(get(mx[k]), get(mn[k])),
+              ),
+            ),
+            set(sumL[k], get(zero)),
+            set(sumL2[k], get(zero)),
+            set(sumXL[k], get(zero)),
+          ]),
+          over(
+            "cand",
+            0,
+            each((k) => [
+              set(
+                lv[k],
+                codeOf(f32x4.mul(get(iscale[k]), v128.load(xmAt(k)))),
+              ),
+              v128.store(lauxAt(k), get(lv[k])),
+              set(lf[k], f32x4.convert_i32x4_s(get(lv[k]))),
+              set(wl[k], f32x4.mul(v128.load(at(p.pw, k)), get(lf[k]))),
+              set(sumL[k], f32x4.add(get(sumL[k]), get(wl[k]))),
+              set(
+                sumL2[k],
+                f32x4.add(get(sumL2[k]), f32x4.mul(get(wl[k]), get(lf[k]))),
+              ),
+              set(
+                sumXL[k],
+                f32x4.add(
+                  get(sumXL[k]),
+                  f32x4.mul(get(wl[k]), v128.load(at(p.px, k))),
+                ),
+              ),
+            ]),
+          ),
+          ...each((k) => [
+            // D = Σw·ΣL² − (ΣL)²
+            set(
+              dd[k],
+              f32x4.sub(
+                f32x4.mul(get(sumW[k]), get(sumL2[k])),
+                f32x4.mul(get(sumL[k]), get(sumL[k])),
+              ),
+            ),
+            set(
+              ts[k],
+              f32x4.div(
+                f32x4.sub(
+                  f32x4.mul(get(sumW[k]), get(sumXL[k])),
+                  f32x4.mul(get(sumX[k]), get(sumL[k])),
+                ),
+                get(dd[k]),
+              ),
+            ),
+            set(
+              tm[k],
+              f32x4.div(
+                f32x4.sub(
+                  f32x4.mul(get(sumL2[k]), get(sumX[k])),
+                  f32x4.mul(get(sumL[k]), get(sumXL[k])),
+                ),
+                get(dd[k]),
+              ),
+            ),
+            set(acc[k], f32x4.gt(get(tm[k]), get(zero))),
+            set(
+              ts[k],
+              v128.bitselect(
+                f32x4.div(get(sumXL[k]), get(sumL2[k])),
+                get(ts[k]),
+                get(acc[k]),
+              ),
+            ),
+            set(tm[k], v128.bitselect(get(zero), get(tm[k]), get(acc[k]))),
+            set(cur[k], get(zero)),
+          ]),
+          over(
+            "err",
+            0,
+            each((k) => [
+              set(
+                lf[k],
+                f32x4.sub(
+                  f32x4.add(
+                    f32x4.mul(
+                      get(ts[k]),
+                      f32x4.convert_i32x4_s(v128.load(lauxAt(k))),
+                    ),
+                    get(tm[k]),
+                  ),
+                  v128.load(at(p.px, k)),
+                ),
+              ),
+              set(
+                cur[k],
+                f32x4.add(
+                  get(cur[k]),
+                  f32x4.mul(
+                    v128.load(at(p.pw, k)),
+                    f32x4.mul(get(lf[k]), get(lf[k])),
+                  ),
+                ),
+              ),
+            ]),
+          ),
+          ...each((k) => [
+            set(
+              acc[k],
+              v128.and(
+                f32x4.gt(get(dd[k]), get(zero)),
+                f32x4.lt(get(cur[k]), get(best[k])),
+              ),
+            ),
+            if_(anyTrue(get(acc[k])), [
+              over("take", 0, [
+                v128.store(
+                  at(p.pl, k),
+                  v128.bitselect(
+                    v128.load(lauxAt(k)),
+                    v128.load(at(p.pl, k)),
+                    get(acc[k]),
+                  ),
+                ),
+              ]),
+              set(
+                best[k],
+                v128.bitselect(get(cur[k]), get(best[k]), get(acc[k])),
+              ),
+              set(
+                scale[k],
+                v128.bitselect(get(ts[k]), get(scale[k]), get(acc[k])),
+              ),
+              set(mn[k], v128.bitselect(get(tm[k]), get(mn[k]), get(acc[k]))),
+              over("xm", 0, [
+                v128.store(
+                  xmAt(k),
+                  f32x4.sub(v128.load(at(p.px, k)), get(mn[k])),
+                ),
+              ]),
+            ]),
+          ]),
+        ),
+      ]),
+      ...each((k) => [
+        v128.store(i32.add(get(p.po), i32.const(48 * k)), get(scale[k])),
+        v128.store(
+          i32.add(get(p.po), i32.const(48 * k + 16)),
+          f32x4.neg(get(mn[k])),
+        ),
+      ]),
+      set(p.px, i32.add(get(p.px), i32.shl(get(bytes), i32.const(1)))),
+      set(p.pw, i32.add(get(p.pw), i32.shl(get(bytes), i32.const(1)))),
+      set(p.pl, i32.add(get(p.pl), i32.shl(get(bytes), i32.const(1)))),
+      set(p.po, i32.add(get(p.po), i32.const(96))),
     ),
   );
 }
