@@ -30,6 +30,7 @@ interface Engine {
   i32: Int32Array;
   qkx2: (...args: number[]) => void;
   qx: (...args: number[]) => void;
+  requant: (...args: number[]) => void;
 }
 
 let engine: Engine | null | undefined;
@@ -64,6 +65,7 @@ function start(): Engine | null {
       i32: new Int32Array(memory.buffer),
       qkx2: inst.exports.qkx2 as (...args: number[]) => void,
       qx: inst.exports.qx as (...args: number[]) => void,
+      requant: inst.exports.requant as (...args: number[]) => void,
     };
   } catch {
     engine = null;
@@ -86,7 +88,8 @@ function start(): Engine | null {
  * @param nstep Candidate steps.
  * @param scales Receives 8 scales per block.
  * @param mins Receives 8 negated mins per block.
- * @param L Receives 256 codes per block.
+ * @param L Receives 256 codes per block when given (the codes also stay in
+ *   the module's memory for {@link k4RequantWasm}).
  * @returns False when WebAssembly is unavailable (nothing written).
  *
  * @example
@@ -111,7 +114,7 @@ export function k4SearchWasm(
   nstep: number,
   scales: Float32Array,
   mins: Float32Array,
-  L: Int32Array,
+  L?: Int32Array,
 ): boolean {
   const e = kWasmState.enabled ? start() : null;
   if (!e) return false;
@@ -150,14 +153,15 @@ export function k4SearchWasm(
         let o = g * 128 + k;
         for (let l = 0; l < 32; l++, o += 4) weights[l] = f32[wx + o];
         const mi = new Float32Array(1);
+        const codes = new Int32Array(32);
         scales[b * 8 + j] = makeQkx2Quants(
           32,
           nmax,
           x,
           s + 256 * b + 32 * j,
           weights,
-          L,
-          256 * b + 32 * j,
+          codes,
+          0,
           mi,
           0,
           new Int32Array(32),
@@ -168,10 +172,13 @@ export function k4SearchWasm(
           false,
         );
         mins[b * 8 + j] = mi[0];
-        continue;
+        o = lx + g * 128 + k;
+        for (let l = 0; l < 32; l++, o += 4) i32[o] = codes[l];
+      } else {
+        scales[b * 8 + j] = f32[r + k];
+        mins[b * 8 + j] = f32[r + 4 + k];
       }
-      scales[b * 8 + j] = f32[r + k];
-      mins[b * 8 + j] = f32[r + 4 + k];
+      if (!L) continue;
       let o = lx + g * 128 + k;
       for (let l = 0, d = 256 * b + 32 * j; l < 32; l++, o += 4) {
         L[d + l] = i32[o];
@@ -240,4 +247,58 @@ export function q6SearchWasm(
     }
   }
   return true;
+}
+
+/**
+ * The final Q4_K / Q5_K codes of the blocks of the last
+ * {@link k4SearchWasm} call: `nearest_int((x + dm) / d)` clamped to
+ * `[0, nmax]` with `d = dd[16b + j]` and `dm = dd[16b + 8 + j]` per
+ * sub-block; where `d` is 0 the search's codes stay, as in ggml.
+ *
+ * @param nb Blocks (as in the search call).
+ * @param nmax Largest code.
+ * @param dd `d` and `dm` of each sub-block, 16 per block.
+ * @param L Receives 256 codes per block.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { k4RequantWasm, k4SearchWasm } from "./_k_wasm.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const sc = new Float32Array(8), mn = new Float32Array(8);
+ * if (k4SearchWasm(x, 0, 1, 15, -1, Math.fround(0.1), 20, sc, mn)) {
+ *   const dd = new Float32Array(16).fill(0.1, 0, 8).fill(1, 8);
+ *   const L = new Int32Array(256);
+ *   k4RequantWasm(1, 15, dd, L);
+ *   assert(L[0] === 10); // (sin 0 + 1) / 0.1
+ * }
+ * ```
+ */
+export function k4RequantWasm(
+  nb: number,
+  nmax: number,
+  dd: Float32Array,
+  L: Int32Array,
+): void {
+  const e = start()!;
+  const { f32, i32 } = e;
+  const px = PO >> 2;
+  // d then dm of group g (lane k) at 8·g + k and 8·g + 4 + k
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 8; j++) {
+      const o = px + (2 * b + (j >> 2)) * 8 + (j & 3);
+      f32[o] = dd[16 * b + j];
+      f32[o + 4] = dd[16 * b + 8 + j];
+    }
+  }
+  e.requant(PX, PL, PO, 2 * nb, 32, nmax);
+  const lx = PL >> 2;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 8; j++) {
+      let o = lx + (2 * b + (j >> 2)) * 128 + (j & 3);
+      for (let l = 0, d = 256 * b + 32 * j; l < 32; l++, o += 4) {
+        L[d + l] = i32[o];
+      }
+    }
+  }
 }

@@ -16,7 +16,12 @@ import {
   makeQkx2Quants,
   makeQxQuants,
 } from "./_k_search.ts";
-import { k4SearchWasm, K_WASM_CHUNK, q6SearchWasm } from "./_k_wasm.ts";
+import {
+  k4RequantWasm,
+  k4SearchWasm,
+  K_WASM_CHUNK,
+  q6SearchWasm,
+} from "./_k_wasm.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
 import { readHalf, writeHalf } from "./f16.ts";
 
@@ -233,57 +238,79 @@ function quantizeK4Scales(
     scales: Float32Array;
     sm: Int32Array;
     xm: Float32Array;
+    dd: Float32Array;
   },
-  pre?: K4Searched,
 ): void {
   const { L, Laux, weights, mins, scales, sm, xm } = t;
+  for (let j = 0; j < 8; j++) {
+    let sumX2 = 0;
+    for (let l = 0; l < 32; l++) {
+      const v = x[s + 32 * j + l];
+      sumX2 = fround(sumX2 + fround(v * v));
+    }
+    const avX = fround(Math.sqrt(fround(sumX2 / 32)));
+    for (let l = 0; l < 32; l++) {
+      weights[l] = avX + Math.abs(x[s + 32 * j + l]);
+    }
+    scales[j] = makeQkx2Quants(
+      32,
+      nmax,
+      x,
+      s + 32 * j,
+      weights,
+      L,
+      32 * j,
+      mins,
+      j,
+      Laux,
+      xm,
+      rmin,
+      rdelta,
+      nstep,
+      false,
+    );
+  }
+  k4Header(out, o, scales, 0, mins, sm, t.dd, 0);
+  for (let j = 0; j < 8; j++) {
+    const d = t.dd[j];
+    if (!d) continue;
+    const dm = t.dd[8 + j];
+    for (let ii = 0; ii < 32; ii++) {
+      const l = nearestInt(fround(fround(x[s + 32 * j + ii] + dm) / d));
+      L[32 * j + ii] = Math.max(0, Math.min(nmax, l));
+    }
+  }
+}
+
+/**
+ * The header of a Q4_K / Q5_K block from its sub-block scales and mins
+ * (`scales[so..so+8)`, `mins[so..so+8)`): the 6-bit scales and mins, d and
+ * dmin; each sub-block's `d` and `dm` go to `dd[db + j]`, `dd[db + 8 + j]`.
+ */
+function k4Header(
+  out: Uint8Array,
+  o: number,
+  scales: Float32Array,
+  so: number,
+  mins: Float32Array,
+  sm: Int32Array,
+  dd: Float32Array,
+  db: number,
+): void {
   let maxScale = 0;
   let maxMin = 0;
-  if (pre && pre.ok) {
-    // the search already ran in WebAssembly (same bits)
-    const b = pre.next++;
-    for (let j = 0; j < 8; j++) {
-      scales[j] = pre.scales[b * 8 + j];
-      mins[j] = pre.mins[b * 8 + j];
-      if (scales[j] > maxScale) maxScale = scales[j];
-      if (mins[j] > maxMin) maxMin = mins[j];
-    }
-    L.set(pre.L.subarray(b * 256, b * 256 + 256));
-  } else {for (let j = 0; j < 8; j++) {
-      let sumX2 = 0;
-      for (let l = 0; l < 32; l++) {
-        const v = x[s + 32 * j + l];
-        sumX2 = fround(sumX2 + fround(v * v));
-      }
-      const avX = fround(Math.sqrt(fround(sumX2 / 32)));
-      for (let l = 0; l < 32; l++) {
-        weights[l] = avX + Math.abs(x[s + 32 * j + l]);
-      }
-      scales[j] = makeQkx2Quants(
-        32,
-        nmax,
-        x,
-        s + 32 * j,
-        weights,
-        L,
-        32 * j,
-        mins,
-        j,
-        Laux,
-        xm,
-        rmin,
-        rdelta,
-        nstep,
-        false,
-      );
-      if (scales[j] > maxScale) maxScale = scales[j];
-      if (mins[j] > maxMin) maxMin = mins[j];
-    }}
+  for (let j = so; j < so + 8; j++) {
+    if (scales[j] > maxScale) maxScale = scales[j];
+    if (mins[j] > maxMin) maxMin = mins[j];
+  }
   const invScale = maxScale > 0 ? fround(63 / maxScale) : 0;
   const invMin = maxMin > 0 ? fround(63 / maxMin) : 0;
   for (let j = 0; j < 8; j++) {
-    const ls = Math.min(63, nearestInt(fround(invScale * scales[j])) & 255);
-    const lm = Math.min(63, nearestInt(fround(invMin * mins[j])) & 255);
+    const ls = Math.min(
+      63,
+      nearestInt(fround(invScale * scales[so + j])) & 255,
+    );
+    const lm = Math.min(63, nearestInt(fround(invMin * mins[so + j])) & 255);
     packScalesK4(out, o + 4, j, ls, lm);
   }
   writeHalf(out, o, fround(maxScale / 63));
@@ -292,59 +319,49 @@ function quantizeK4Scales(
   const mAll = readHalf(out, o + 2);
   for (let j = 0; j < 8; j++) {
     scaleMinK4(j, out, o + 4, sm);
-    const d = fround(dAll * sm[0]);
-    if (!d) continue;
-    const dm = fround(mAll * sm[1]);
-    for (let ii = 0; ii < 32; ii++) {
-      const l = nearestInt(fround(fround(x[s + 32 * j + ii] + dm) / d));
-      L[32 * j + ii] = Math.max(0, Math.min(nmax, l));
-    }
+    dd[db + j] = fround(dAll * sm[0]);
+    dd[db + 8 + j] = fround(mAll * sm[1]);
   }
 }
 
-/** Scale searches of a chunk of blocks done ahead by `_k_wasm.ts`. */
-interface K4Searched {
-  ok: boolean;
-  next: number;
-  scales: Float32Array;
-  mins: Float32Array;
-  L: Int32Array;
-}
-
-function k4Searched(): K4Searched {
-  return {
-    ok: false,
-    next: 0,
-    scales: new Float32Array(K_WASM_CHUNK * 8),
-    mins: new Float32Array(K_WASM_CHUNK * 8),
-    L: new Int32Array(K_WASM_CHUNK * 256),
-  };
-}
-
-/** Runs the WebAssembly search for the chunk starting at block `i`. */
-function searchChunk(
+/**
+ * Q4_K / Q5_K blocks: the scale searches and final codes in WebAssembly
+ * (`_k_wasm.ts`, same bits) a chunk of blocks at a time, else the scalar
+ * code; `pack` stores one block's 256 codes `L[lo..lo+256)` at `o`.
+ */
+function encodeK4(
   x: Float32Array,
-  i: number,
   nb: number,
-  pre: K4Searched,
+  out: Uint8Array,
+  blockBytes: number,
   nmax: number,
   rmin: number,
   nstep: number,
+  pack: (o: number, L: Int32Array, lo: number) => void,
 ): void {
-  if (i % K_WASM_CHUNK !== 0) return;
-  pre.next = 0;
-  pre.ok = k4SearchWasm(
-    x,
-    i * 256,
-    Math.min(K_WASM_CHUNK, nb - i),
-    nmax,
-    rmin,
-    F_0_1,
-    nstep,
-    pre.scales,
-    pre.mins,
-    pre.L,
-  );
+  const t = k4Scratch();
+  const scales = new Float32Array(K_WASM_CHUNK * 8);
+  const mins = new Float32Array(K_WASM_CHUNK * 8);
+  const dd = new Float32Array(K_WASM_CHUNK * 16);
+  const L = new Int32Array(K_WASM_CHUNK * 256);
+  for (let i0 = 0; i0 < nb; i0 += K_WASM_CHUNK) {
+    const n = Math.min(K_WASM_CHUNK, nb - i0);
+    const s = i0 * 256;
+    if (k4SearchWasm(x, s, n, nmax, rmin, F_0_1, nstep, scales, mins)) {
+      for (let b = 0; b < n; b++) {
+        const o = (i0 + b) * blockBytes;
+        k4Header(out, o, scales, 8 * b, mins, t.sm, dd, 16 * b);
+      }
+      k4RequantWasm(n, nmax, dd, L);
+      for (let b = 0; b < n; b++) pack((i0 + b) * blockBytes, L, 256 * b);
+    } else {
+      for (let b = 0; b < n; b++) {
+        const o = (i0 + b) * blockBytes;
+        quantizeK4Scales(x, s + 256 * b, out, o, nmax, rmin, F_0_1, nstep, t);
+        pack(o, t.L, 0);
+      }
+    }
+  }
 }
 
 function k4Scratch() {
@@ -356,6 +373,7 @@ function k4Scratch() {
     scales: new Float32Array(8),
     sm: new Int32Array(2),
     xm: new Float32Array(32),
+    dd: new Float32Array(16),
   };
 }
 
@@ -378,16 +396,11 @@ function k4Scratch() {
 export function quantizeQ4_K(x: Float32Array): Uint8Array {
   const nb = checkValues(Q4_K, x);
   const out = new Uint8Array(nb * 144);
-  const t = k4Scratch();
-  const L = t.L;
-  const pre = k4Searched();
-  for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 144) {
-    searchChunk(x, i, nb, pre, 15, -1, 20);
-    quantizeK4Scales(x, s, out, o, 15, -1, F_0_1, 20, t, pre);
-    for (let j = 0, q = o + 16; j < 256; j += 64, q += 32) {
+  encodeK4(x, nb, out, 144, 15, -1, 20, (o, L, lo) => {
+    for (let j = lo, q = o + 16; j < lo + 256; j += 64, q += 32) {
       for (let l = 0; l < 32; l++) out[q + l] = L[j + l] | (L[j + l + 32] << 4);
     }
-  }
+  });
   return out;
 }
 
@@ -410,17 +423,12 @@ export function quantizeQ4_K(x: Float32Array): Uint8Array {
 export function quantizeQ5_K(x: Float32Array): Uint8Array {
   const nb = checkValues(Q5_K, x);
   const out = new Uint8Array(nb * 176);
-  const t = k4Scratch();
-  const L = t.L;
-  const pre = k4Searched();
-  for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 176) {
-    searchChunk(x, i, nb, pre, 31, -0.5, 15);
-    quantizeK4Scales(x, s, out, o, 31, -0.5, F_0_1, 15, t, pre);
+  encodeK4(x, nb, out, 176, 31, -0.5, 15, (o, L, lo) => {
     const qh = o + 16;
     let ql = o + 48;
     let m1 = 1;
     let m2 = 2;
-    for (let n = 0; n < 256; n += 64) {
+    for (let n = lo; n < lo + 256; n += 64) {
       for (let j = 0; j < 32; j++) {
         let l1 = L[n + j];
         if (l1 > 15) {
@@ -438,7 +446,7 @@ export function quantizeQ5_K(x: Float32Array): Uint8Array {
       m2 <<= 2;
       ql += 32;
     }
-  }
+  });
   return out;
 }
 

@@ -324,6 +324,7 @@ export function buildQuantizeKModule(): Uint8Array {
   );
   buildQkx2(m);
   buildQx(m);
+  buildRequant(m);
   return m.encode();
 }
 
@@ -860,6 +861,81 @@ function buildQkx2(m: ModuleBuilder): void {
       set(p.pw, i32.add(get(p.pw), i32.shl(get(bytes), i32.const(1)))),
       set(p.pl, i32.add(get(p.pl), i32.shl(get(bytes), i32.const(1)))),
       set(p.po, i32.add(get(p.po), i32.const(96))),
+    ),
+  );
+}
+
+/**
+ * `requant`: the final codes of Q4_K / Q5_K, `nearest_int((x + dm) / d)`
+ * clamped to `[0, nmax]`, per group with `d` at `pd` and `dm` at `pd + 16`
+ * (one lane per sub-block); lanes with `d == 0` keep the search's codes.
+ */
+function buildRequant(m: ModuleBuilder): void {
+  const f = m.func("requant", [
+    ["px", T.i32],
+    ["pl", T.i32],
+    ["pd", T.i32],
+    ["groups", T.i32],
+    ["n", T.i32],
+    ["nmax", T.i32],
+  ]);
+  const p = f.params;
+  const [g, i, a, bytes] = f.locals(T.i32, 4);
+  const [d, dm, keep, zero, magic, nmaxV] = f.locals(T.v128, 6);
+  f.body(
+    set(bytes, i32.shl(get(p.n), i32.const(4))),
+    set(zero, v128.const(new Array(16).fill(0))),
+    set(magic, f32x4.splat(f32.const(12582912))),
+    set(nmaxV, i32x4.splat(get(p.nmax))),
+    forLoop(
+      "group",
+      g,
+      i32.const(0),
+      get(p.groups),
+      i32.const(1),
+      set(d, v128.load(get(p.pd))),
+      set(dm, v128.load(get(p.pd), 16)),
+      set(keep, f32x4.eq(get(d), get(zero))),
+      forLoop(
+        "value",
+        i,
+        i32.const(0),
+        get(p.n),
+        i32.const(1),
+        set(a, i32.shl(get(i), i32.const(4))),
+        v128.store(
+          i32.add(get(p.pl), get(a)),
+          v128.bitselect(
+            v128.load(i32.add(get(p.pl), get(a))),
+            i32x4.min_s(
+              i32x4.max_s(
+                i32x4.sub(
+                  v128.and(
+                    f32x4.add(
+                      f32x4.div(
+                        f32x4.add(
+                          v128.load(i32.add(get(p.px), get(a))),
+                          get(dm),
+                        ),
+                        get(d),
+                      ),
+                      get(magic),
+                    ),
+                    i32x4.splat(i32.const(0x7fffff)),
+                  ),
+                  i32x4.splat(i32.const(0x400000)),
+                ),
+                get(zero),
+              ),
+              get(nmaxV),
+            ),
+            get(keep),
+          ),
+        ),
+      ),
+      set(p.px, i32.add(get(p.px), get(bytes))),
+      set(p.pl, i32.add(get(p.pl), get(bytes))),
+      set(p.pd, i32.add(get(p.pd), i32.const(32))),
     ),
   );
 }

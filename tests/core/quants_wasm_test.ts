@@ -27,6 +27,11 @@ function input(blocks: number, seed: number): Float32Array {
   x.fill(0, 256 * 5, 256 * 6); // a zero block
   x.fill(-1.5, 256 * 9 + 64, 256 * 9 + 96); // negative, all equal
   for (let i = 0; i < 256; i++) x[256 * 11 + i] = i % 2 ? 3 : -3; // two levels
+  // a sub-block far below the others: its 6-bit scale rounds to 0 (d = 0)
+  for (let i = 256 * 13; i < 256 * 13 + 32; i++) x[i] *= 1e-7;
+  for (let i = 256 * 14 + 64; i < 256 * 14 + 96; i++) {
+    x[i] = Math.abs(x[i]) * 1e-7;
+  }
   return x;
 }
 
