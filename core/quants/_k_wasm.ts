@@ -197,7 +197,8 @@ export function k4SearchWasm(
  * @param s First value of the first block.
  * @param nb Blocks (at most {@link K_WASM_CHUNK}).
  * @param scales Receives 16 scales per block.
- * @param L Receives 256 codes (in `[0, 64)`) per block.
+ * @param L Receives 256 codes (in `[0, 64)`) per block when given (they
+ *   also stay in the module's memory for {@link q6RequantWasm}).
  * @returns False when WebAssembly is unavailable (nothing written).
  *
  * @example
@@ -214,7 +215,7 @@ export function q6SearchWasm(
   s: number,
   nb: number,
   scales: Float32Array,
-  L: Int32Array,
+  L?: Int32Array,
 ): boolean {
   const e = kWasmState.enabled ? start() : null;
   if (!e) return false;
@@ -235,14 +236,16 @@ export function q6SearchWasm(
       const g = b * 4 + (j >> 2);
       const k = j & 3;
       const d = 256 * b + 16 * j;
+      let o = lx + g * 64 + k;
       if (i32[ox + g * 8 + 4 + k] !== 0) {
         // all below GROUP_MAX_EPS: zero codes, zero scale
         scales[b * 16 + j] = 0;
-        L.fill(0, d, d + 16);
-        continue;
+        for (let l = 0; l < 16; l++, o += 4) i32[o] = 0;
+        o = lx + g * 64 + k;
+      } else {
+        scales[b * 16 + j] = f32[ox + g * 8 + k];
       }
-      scales[b * 16 + j] = f32[ox + g * 8 + k];
-      let o = lx + g * 64 + k;
+      if (!L) continue;
       for (let l = 0; l < 16; l++, o += 4) L[d + l] = i32[o];
     }
   }
@@ -291,12 +294,61 @@ export function k4RequantWasm(
       f32[o + 4] = dd[16 * b + 8 + j];
     }
   }
-  e.requant(PX, PL, PO, 2 * nb, 32, nmax);
+  e.requant(PX, PL, PO, 2 * nb, 32, 0, nmax, 0);
   const lx = PL >> 2;
   for (let b = 0; b < nb; b++) {
     for (let j = 0; j < 8; j++) {
       let o = lx + (2 * b + (j >> 2)) * 128 + (j & 3);
       for (let l = 0, d = 256 * b + 32 * j; l < 32; l++, o += 4) {
+        L[d + l] = i32[o];
+      }
+    }
+  }
+}
+
+/**
+ * The final Q6_K codes of the blocks of the last {@link q6SearchWasm}
+ * call: `nearest_int(x / d)` clamped to `[-32, 31]`, plus 32, with
+ * `d = dd[16b + j]` per sub-block; where `d` is 0 the search's codes stay.
+ *
+ * @param nb Blocks (as in the search call).
+ * @param dd `d` of each sub-block, 16 per block.
+ * @param L Receives 256 codes per block.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { q6RequantWasm, q6SearchWasm } from "./_k_wasm.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * if (q6SearchWasm(x, 0, 1, new Float32Array(16))) {
+ *   const L = new Int32Array(256);
+ *   q6RequantWasm(1, new Float32Array(16).fill(0.5), L);
+ *   assert(L[1] === 34); // round(sin 1 / 0.5) + 32
+ * }
+ * ```
+ */
+export function q6RequantWasm(
+  nb: number,
+  dd: Float32Array,
+  L: Int32Array,
+): void {
+  const e = start()!;
+  const { f32, i32 } = e;
+  const px = PO >> 2;
+  // d of group g (lane k) at 8·g + k, dm (zero) at 8·g + 4 + k
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 16; j++) {
+      const o = px + (4 * b + (j >> 2)) * 8 + (j & 3);
+      f32[o] = dd[16 * b + j];
+      f32[o + 4] = 0;
+    }
+  }
+  e.requant(PX, PL, PO, 4 * nb, 16, -32, 31, 32);
+  const lx = PL >> 2;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 16; j++) {
+      let o = lx + (4 * b + (j >> 2)) * 64 + (j & 3);
+      for (let l = 0, d = 256 * b + 16 * j; l < 16; l++, o += 4) {
         L[d + l] = i32[o];
       }
     }

@@ -20,6 +20,7 @@ import {
   k4RequantWasm,
   k4SearchWasm,
   K_WASM_CHUNK,
+  q6RequantWasm,
   q6SearchWasm,
 } from "./_k_wasm.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
@@ -469,67 +470,100 @@ export function quantizeQ5_K(x: Float32Array): Uint8Array {
 export function quantizeQ6_K(x: Float32Array): Uint8Array {
   const nb = checkValues(Q6_K, x);
   const out = new Uint8Array(nb * 210);
-  const L = new Int32Array(256);
-  const scales = new Float32Array(16);
-  // the searches of a chunk of blocks, done ahead in WebAssembly
-  const preScales = new Float32Array(K_WASM_CHUNK * 16);
-  const preL = new Int32Array(K_WASM_CHUNK * 256);
-  let pre = false;
-  for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 210) {
-    const c = i % K_WASM_CHUNK;
-    if (c === 0) {
-      pre = q6SearchWasm(x, s, Math.min(K_WASM_CHUNK, nb - i), preScales, preL);
-    }
-    if (pre) L.set(preL.subarray(c * 256, c * 256 + 256));
-    let maxScale = 0;
-    let maxAbsScale = 0;
-    for (let ib = 0; ib < 16; ib++) {
-      const scale = pre
-        ? preScales[c * 16 + ib]
-        : makeQxQuants(16, 32, x, s + 16 * ib, L, 16 * ib);
-      scales[ib] = scale;
-      const a = Math.abs(scale);
-      if (a > maxAbsScale) {
-        maxAbsScale = a;
-        maxScale = scale;
+  const L = new Int32Array(K_WASM_CHUNK * 256);
+  const scales = new Float32Array(K_WASM_CHUNK * 16);
+  const dd = new Float32Array(K_WASM_CHUNK * 16);
+  const kept = new Uint8Array(K_WASM_CHUNK);
+  for (let i0 = 0; i0 < nb; i0 += K_WASM_CHUNK) {
+    const n = Math.min(K_WASM_CHUNK, nb - i0);
+    const s = i0 * 256;
+    if (q6SearchWasm(x, s, n, scales)) {
+      // searches, then the final codes, in WebAssembly (same bits)
+      for (let b = 0; b < n; b++) {
+        kept[b] = q6Header(out, (i0 + b) * 210, scales, 16 * b, dd) ? 1 : 0;
       }
-    }
-    if (maxAbsScale < GROUP_MAX_EPS) {
-      writeHalf(out, o + 208, 0);
+      q6RequantWasm(n, dd, L);
+      for (let b = 0; b < n; b++) {
+        if (kept[b]) packQ6(out, (i0 + b) * 210, L, 256 * b);
+      }
       continue;
     }
-    const iscale = fround(-128 / maxScale);
-    writeHalf(out, o + 208, fround(1 / iscale));
-    for (let ib = 0; ib < 16; ib++) {
-      out[o + 192 + ib] =
-        Math.min(127, nearestInt(fround(iscale * scales[ib]))) &
-        255;
-    }
-    const dAll = readHalf(out, o + 208);
-    for (let j = 0; j < 16; j++) {
-      const d = fround(dAll * ((out[o + 192 + j] << 24) >> 24));
-      if (!d) continue;
-      for (let ii = 0; ii < 16; ii++) {
-        const l = nearestInt(fround(x[s + 16 * j + ii] / d));
-        L[16 * j + ii] = Math.max(-32, Math.min(31, l)) + 32;
+    for (let b = 0; b < n; b++) {
+      const sb = s + 256 * b, o = (i0 + b) * 210;
+      for (let ib = 0; ib < 16; ib++) {
+        scales[ib] = makeQxQuants(16, 32, x, sb + 16 * ib, L, 16 * ib);
       }
-    }
-    for (
-      let j = 0, ql = o, qh = o + 128;
-      j < 256;
-      j += 128, ql += 64, qh += 32
-    ) {
-      for (let l = 0; l < 32; l++) {
-        const q1 = L[j + l] & 0xf;
-        const q2 = L[j + l + 32] & 0xf;
-        const q3 = L[j + l + 64] & 0xf;
-        const q4 = L[j + l + 96] & 0xf;
-        out[ql + l] = q1 | (q3 << 4);
-        out[ql + l + 32] = q2 | (q4 << 4);
-        out[qh + l] = (L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
-          ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6);
+      if (!q6Header(out, o, scales, 0, dd)) continue;
+      for (let j = 0; j < 16; j++) {
+        const d = dd[j];
+        if (!d) continue;
+        for (let ii = 0; ii < 16; ii++) {
+          const l = nearestInt(fround(x[sb + 16 * j + ii] / d));
+          L[16 * j + ii] = Math.max(-32, Math.min(31, l)) + 32;
+        }
       }
+      packQ6(out, o, L, 0);
     }
   }
   return out;
+}
+
+/**
+ * A Q6_K block's scales and d from its 16 sub-block scales
+ * (`scales[so..so+16)`); each sub-block's `d` goes to `dd[so + j]`.
+ * Returns false for a block whose scales are all below `GROUP_MAX_EPS`
+ * (d 0, codes left zero, as in ggml).
+ */
+function q6Header(
+  out: Uint8Array,
+  o: number,
+  scales: Float32Array,
+  so: number,
+  dd: Float32Array,
+): boolean {
+  let maxScale = 0;
+  let maxAbsScale = 0;
+  for (let ib = so; ib < so + 16; ib++) {
+    const a = Math.abs(scales[ib]);
+    if (a > maxAbsScale) {
+      maxAbsScale = a;
+      maxScale = scales[ib];
+    }
+  }
+  if (maxAbsScale < GROUP_MAX_EPS) {
+    writeHalf(out, o + 208, 0);
+    dd.fill(0, so, so + 16);
+    return false;
+  }
+  const iscale = fround(-128 / maxScale);
+  writeHalf(out, o + 208, fround(1 / iscale));
+  for (let ib = 0; ib < 16; ib++) {
+    out[o + 192 + ib] =
+      Math.min(127, nearestInt(fround(iscale * scales[so + ib]))) & 255;
+  }
+  const dAll = readHalf(out, o + 208);
+  for (let j = 0; j < 16; j++) {
+    dd[so + j] = fround(dAll * ((out[o + 192 + j] << 24) >> 24));
+  }
+  return true;
+}
+
+/** Packs a Q6_K block's 256 codes `L[lo..lo+256)` into the low and high bits at `o`. */
+function packQ6(out: Uint8Array, o: number, L: Int32Array, lo: number): void {
+  for (
+    let j = lo, ql = o, qh = o + 128;
+    j < lo + 256;
+    j += 128, ql += 64, qh += 32
+  ) {
+    for (let l = 0; l < 32; l++) {
+      const q1 = L[j + l] & 0xf;
+      const q2 = L[j + l + 32] & 0xf;
+      const q3 = L[j + l + 64] & 0xf;
+      const q4 = L[j + l + 96] & 0xf;
+      out[ql + l] = q1 | (q3 << 4);
+      out[ql + l + 32] = q2 | (q4 << 4);
+      out[qh + l] = (L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+        ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6);
+    }
+  }
 }

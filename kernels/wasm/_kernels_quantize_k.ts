@@ -866,8 +866,8 @@ function buildQkx2(m: ModuleBuilder): void {
 }
 
 /**
- * `requant`: the final codes of Q4_K / Q5_K, `nearest_int((x + dm) / d)`
- * clamped to `[0, nmax]`, per group with `d` at `pd` and `dm` at `pd + 16`
+ * `requant`: the final codes of Q4_K / Q5_K / Q6_K,
+ * `nearest_int((x + dm) / d)` clamped to `[lo, hi]`, plus `off`,, per group with `d` at `pd` and `dm` at `pd + 16`
  * (one lane per sub-block); lanes with `d == 0` keep the search's codes.
  */
 function buildRequant(m: ModuleBuilder): void {
@@ -877,16 +877,20 @@ function buildRequant(m: ModuleBuilder): void {
     ["pd", T.i32],
     ["groups", T.i32],
     ["n", T.i32],
-    ["nmax", T.i32],
+    ["lo", T.i32],
+    ["hi", T.i32],
+    ["off", T.i32],
   ]);
   const p = f.params;
   const [g, i, a, bytes] = f.locals(T.i32, 4);
-  const [d, dm, keep, zero, magic, nmaxV] = f.locals(T.v128, 6);
+  const [d, dm, keep, zero, magic, loV, hiV, offV] = f.locals(T.v128, 8);
   f.body(
     set(bytes, i32.shl(get(p.n), i32.const(4))),
     set(zero, v128.const(new Array(16).fill(0))),
     set(magic, f32x4.splat(f32.const(12582912))),
-    set(nmaxV, i32x4.splat(get(p.nmax))),
+    set(loV, i32x4.splat(get(p.lo))),
+    set(hiV, i32x4.splat(get(p.hi))),
+    set(offV, i32x4.splat(get(p.off))),
     forLoop(
       "group",
       g,
@@ -907,27 +911,30 @@ function buildRequant(m: ModuleBuilder): void {
           i32.add(get(p.pl), get(a)),
           v128.bitselect(
             v128.load(i32.add(get(p.pl), get(a))),
-            i32x4.min_s(
-              i32x4.max_s(
-                i32x4.sub(
-                  v128.and(
-                    f32x4.add(
-                      f32x4.div(
-                        f32x4.add(
-                          v128.load(i32.add(get(p.px), get(a))),
-                          get(dm),
+            i32x4.add(
+              get(offV),
+              i32x4.min_s(
+                i32x4.max_s(
+                  i32x4.sub(
+                    v128.and(
+                      f32x4.add(
+                        f32x4.div(
+                          f32x4.add(
+                            v128.load(i32.add(get(p.px), get(a))),
+                            get(dm),
+                          ),
+                          get(d),
                         ),
-                        get(d),
+                        get(magic),
                       ),
-                      get(magic),
+                      i32x4.splat(i32.const(0x7fffff)),
                     ),
-                    i32x4.splat(i32.const(0x7fffff)),
+                    i32x4.splat(i32.const(0x400000)),
                   ),
-                  i32x4.splat(i32.const(0x400000)),
+                  get(loV),
                 ),
-                get(zero),
+                get(hiV),
               ),
-              get(nmaxV),
             ),
             get(keep),
           ),
