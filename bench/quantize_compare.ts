@@ -2,11 +2,13 @@
 // threads) beside llama-quantize (1 and 2 threads) on the same F16 input,
 // rounds alternating; prints MB/s of F16 input (medians) and the ratios.
 //
-//   LLAMA_CPP_BIN=/path/to/bin deno run -A bench/quantize_compare.ts [--layers 8] [--rounds 3]
+//   LLAMA_CPP_BIN=/path/to/bin deno run -A bench/quantize_compare.ts [--rounds 3]
+//     [--embd 2048 --ff 5632 --layers 2 --vocab 8192]
 //
 // The input is the synthetic gqa4 Llama of tests/vectors/gen/synthetic_llama.ts
-// (256 wide, 8 layers, about 6 MB of F16). Without LLAMA_CPP_BIN only our
-// numbers are printed.
+// (by default 256 wide, 8 layers, about 6 MB of F16; the flags give it real
+// widths: 2048/5632, 2 layers and 8192 tokens is about 250 MB). Without
+// LLAMA_CPP_BIN only our numbers are printed.
 
 import { parseArgs } from "@std/cli";
 import { memorySource } from "../core/sources.ts";
@@ -14,10 +16,20 @@ import { readGguf, writeGgufBytes } from "../formats/gguf/mod.ts";
 import { createQuantPool } from "../io/quant_pool.ts";
 import { syntheticLlama } from "../tests/vectors/gen/synthetic_llama.ts";
 
-const args = parseArgs(Deno.args, { string: ["rounds"] });
+const args = parseArgs(Deno.args, {
+  string: ["rounds", "embd", "ff", "layers", "vocab"],
+});
 const rounds = Number(args.rounds ?? 3);
 const bin = Deno.env.get("LLAMA_CPP_BIN");
-const bytes = await syntheticLlama("gqa4");
+const shape = Object.fromEntries(
+  (["embd", "ff", "layers", "vocab"] as const).filter((k) => args[k]).map((
+    k,
+  ) => [k, Number(args[k])]),
+);
+if (shape.embd) {
+  Object.assign(shape, { heads: shape.embd / 64, kvHeads: shape.embd / 256 });
+}
+const bytes = await syntheticLlama("gqa4", shape);
 const dir = await Deno.makeTempDir();
 const input = `${dir}/in.gguf`;
 await Deno.writeFile(input, bytes);

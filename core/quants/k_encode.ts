@@ -16,6 +16,13 @@ import {
   makeQkx2Quants,
   makeQxQuants,
 } from "./_k_search.ts";
+import {
+  k4RequantWasm,
+  k4SearchWasm,
+  K_WASM_CHUNK,
+  q6RequantWasm,
+  q6SearchWasm,
+} from "./_k_wasm.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
 import { readHalf, writeHalf } from "./f16.ts";
 
@@ -232,11 +239,10 @@ function quantizeK4Scales(
     scales: Float32Array;
     sm: Int32Array;
     xm: Float32Array;
+    dd: Float32Array;
   },
 ): void {
   const { L, Laux, weights, mins, scales, sm, xm } = t;
-  let maxScale = 0;
-  let maxMin = 0;
   for (let j = 0; j < 8; j++) {
     let sumX2 = 0;
     for (let l = 0; l < 32; l++) {
@@ -264,14 +270,48 @@ function quantizeK4Scales(
       nstep,
       false,
     );
+  }
+  k4Header(out, o, scales, 0, mins, sm, t.dd, 0);
+  for (let j = 0; j < 8; j++) {
+    const d = t.dd[j];
+    if (!d) continue;
+    const dm = t.dd[8 + j];
+    for (let ii = 0; ii < 32; ii++) {
+      const l = nearestInt(fround(fround(x[s + 32 * j + ii] + dm) / d));
+      L[32 * j + ii] = Math.max(0, Math.min(nmax, l));
+    }
+  }
+}
+
+/**
+ * The header of a Q4_K / Q5_K block from its sub-block scales and mins
+ * (`scales[so..so+8)`, `mins[so..so+8)`): the 6-bit scales and mins, d and
+ * dmin; each sub-block's `d` and `dm` go to `dd[db + j]`, `dd[db + 8 + j]`.
+ */
+function k4Header(
+  out: Uint8Array,
+  o: number,
+  scales: Float32Array,
+  so: number,
+  mins: Float32Array,
+  sm: Int32Array,
+  dd: Float32Array,
+  db: number,
+): void {
+  let maxScale = 0;
+  let maxMin = 0;
+  for (let j = so; j < so + 8; j++) {
     if (scales[j] > maxScale) maxScale = scales[j];
     if (mins[j] > maxMin) maxMin = mins[j];
   }
   const invScale = maxScale > 0 ? fround(63 / maxScale) : 0;
   const invMin = maxMin > 0 ? fround(63 / maxMin) : 0;
   for (let j = 0; j < 8; j++) {
-    const ls = Math.min(63, nearestInt(fround(invScale * scales[j])) & 255);
-    const lm = Math.min(63, nearestInt(fround(invMin * mins[j])) & 255);
+    const ls = Math.min(
+      63,
+      nearestInt(fround(invScale * scales[so + j])) & 255,
+    );
+    const lm = Math.min(63, nearestInt(fround(invMin * mins[so + j])) & 255);
     packScalesK4(out, o + 4, j, ls, lm);
   }
   writeHalf(out, o, fround(maxScale / 63));
@@ -280,12 +320,47 @@ function quantizeK4Scales(
   const mAll = readHalf(out, o + 2);
   for (let j = 0; j < 8; j++) {
     scaleMinK4(j, out, o + 4, sm);
-    const d = fround(dAll * sm[0]);
-    if (!d) continue;
-    const dm = fround(mAll * sm[1]);
-    for (let ii = 0; ii < 32; ii++) {
-      const l = nearestInt(fround(fround(x[s + 32 * j + ii] + dm) / d));
-      L[32 * j + ii] = Math.max(0, Math.min(nmax, l));
+    dd[db + j] = fround(dAll * sm[0]);
+    dd[db + 8 + j] = fround(mAll * sm[1]);
+  }
+}
+
+/**
+ * Q4_K / Q5_K blocks: the scale searches and final codes in WebAssembly
+ * (`_k_wasm.ts`, same bits) a chunk of blocks at a time, else the scalar
+ * code; `pack` stores one block's 256 codes `L[lo..lo+256)` at `o`.
+ */
+function encodeK4(
+  x: Float32Array,
+  nb: number,
+  out: Uint8Array,
+  blockBytes: number,
+  nmax: number,
+  rmin: number,
+  nstep: number,
+  pack: (o: number, L: Int32Array, lo: number) => void,
+): void {
+  const t = k4Scratch();
+  const scales = new Float32Array(K_WASM_CHUNK * 8);
+  const mins = new Float32Array(K_WASM_CHUNK * 8);
+  const dd = new Float32Array(K_WASM_CHUNK * 16);
+  const L = new Int32Array(K_WASM_CHUNK * 256);
+  for (let i0 = 0; i0 < nb; i0 += K_WASM_CHUNK) {
+    const n = Math.min(K_WASM_CHUNK, nb - i0);
+    const s = i0 * 256;
+    if (k4SearchWasm(x, s, n, nmax, rmin, F_0_1, nstep, scales, mins)) {
+      for (let b = 0; b < n; b++) {
+        const o = (i0 + b) * blockBytes;
+        k4Header(out, o, scales, 8 * b, mins, t.sm, dd, 16 * b);
+      }
+      k4RequantWasm(n, nmax, dd, L);
+      for (let b = 0; b < n; b++) pack((i0 + b) * blockBytes, L, 256 * b);
+    } else {
+      for (let b = 0; b < n; b++) {
+        const o = (i0 + b) * blockBytes;
+        quantizeK4Scales(x, s + 256 * b, out, o, nmax, rmin, F_0_1, nstep, t);
+        pack(o, t.L, 0);
+      }
     }
   }
 }
@@ -299,6 +374,7 @@ function k4Scratch() {
     scales: new Float32Array(8),
     sm: new Int32Array(2),
     xm: new Float32Array(32),
+    dd: new Float32Array(16),
   };
 }
 
@@ -321,14 +397,11 @@ function k4Scratch() {
 export function quantizeQ4_K(x: Float32Array): Uint8Array {
   const nb = checkValues(Q4_K, x);
   const out = new Uint8Array(nb * 144);
-  const t = k4Scratch();
-  const L = t.L;
-  for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 144) {
-    quantizeK4Scales(x, s, out, o, 15, -1, F_0_1, 20, t);
-    for (let j = 0, q = o + 16; j < 256; j += 64, q += 32) {
+  encodeK4(x, nb, out, 144, 15, -1, 20, (o, L, lo) => {
+    for (let j = lo, q = o + 16; j < lo + 256; j += 64, q += 32) {
       for (let l = 0; l < 32; l++) out[q + l] = L[j + l] | (L[j + l + 32] << 4);
     }
-  }
+  });
   return out;
 }
 
@@ -351,15 +424,12 @@ export function quantizeQ4_K(x: Float32Array): Uint8Array {
 export function quantizeQ5_K(x: Float32Array): Uint8Array {
   const nb = checkValues(Q5_K, x);
   const out = new Uint8Array(nb * 176);
-  const t = k4Scratch();
-  const L = t.L;
-  for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 176) {
-    quantizeK4Scales(x, s, out, o, 31, -0.5, F_0_1, 15, t);
+  encodeK4(x, nb, out, 176, 31, -0.5, 15, (o, L, lo) => {
     const qh = o + 16;
     let ql = o + 48;
     let m1 = 1;
     let m2 = 2;
-    for (let n = 0; n < 256; n += 64) {
+    for (let n = lo; n < lo + 256; n += 64) {
       for (let j = 0; j < 32; j++) {
         let l1 = L[n + j];
         if (l1 > 15) {
@@ -377,7 +447,7 @@ export function quantizeQ5_K(x: Float32Array): Uint8Array {
       m2 <<= 2;
       ql += 32;
     }
-  }
+  });
   return out;
 }
 
@@ -400,56 +470,100 @@ export function quantizeQ5_K(x: Float32Array): Uint8Array {
 export function quantizeQ6_K(x: Float32Array): Uint8Array {
   const nb = checkValues(Q6_K, x);
   const out = new Uint8Array(nb * 210);
-  const L = new Int32Array(256);
-  const scales = new Float32Array(16);
-  for (let i = 0, s = 0, o = 0; i < nb; i++, s += 256, o += 210) {
-    let maxScale = 0;
-    let maxAbsScale = 0;
-    for (let ib = 0; ib < 16; ib++) {
-      const scale = makeQxQuants(16, 32, x, s + 16 * ib, L, 16 * ib);
-      scales[ib] = scale;
-      const a = Math.abs(scale);
-      if (a > maxAbsScale) {
-        maxAbsScale = a;
-        maxScale = scale;
+  const L = new Int32Array(K_WASM_CHUNK * 256);
+  const scales = new Float32Array(K_WASM_CHUNK * 16);
+  const dd = new Float32Array(K_WASM_CHUNK * 16);
+  const kept = new Uint8Array(K_WASM_CHUNK);
+  for (let i0 = 0; i0 < nb; i0 += K_WASM_CHUNK) {
+    const n = Math.min(K_WASM_CHUNK, nb - i0);
+    const s = i0 * 256;
+    if (q6SearchWasm(x, s, n, scales)) {
+      // searches, then the final codes, in WebAssembly (same bits)
+      for (let b = 0; b < n; b++) {
+        kept[b] = q6Header(out, (i0 + b) * 210, scales, 16 * b, dd) ? 1 : 0;
       }
-    }
-    if (maxAbsScale < GROUP_MAX_EPS) {
-      writeHalf(out, o + 208, 0);
+      q6RequantWasm(n, dd, L);
+      for (let b = 0; b < n; b++) {
+        if (kept[b]) packQ6(out, (i0 + b) * 210, L, 256 * b);
+      }
       continue;
     }
-    const iscale = fround(-128 / maxScale);
-    writeHalf(out, o + 208, fround(1 / iscale));
-    for (let ib = 0; ib < 16; ib++) {
-      out[o + 192 + ib] =
-        Math.min(127, nearestInt(fround(iscale * scales[ib]))) &
-        255;
-    }
-    const dAll = readHalf(out, o + 208);
-    for (let j = 0; j < 16; j++) {
-      const d = fround(dAll * ((out[o + 192 + j] << 24) >> 24));
-      if (!d) continue;
-      for (let ii = 0; ii < 16; ii++) {
-        const l = nearestInt(fround(x[s + 16 * j + ii] / d));
-        L[16 * j + ii] = Math.max(-32, Math.min(31, l)) + 32;
+    for (let b = 0; b < n; b++) {
+      const sb = s + 256 * b, o = (i0 + b) * 210;
+      for (let ib = 0; ib < 16; ib++) {
+        scales[ib] = makeQxQuants(16, 32, x, sb + 16 * ib, L, 16 * ib);
       }
-    }
-    for (
-      let j = 0, ql = o, qh = o + 128;
-      j < 256;
-      j += 128, ql += 64, qh += 32
-    ) {
-      for (let l = 0; l < 32; l++) {
-        const q1 = L[j + l] & 0xf;
-        const q2 = L[j + l + 32] & 0xf;
-        const q3 = L[j + l + 64] & 0xf;
-        const q4 = L[j + l + 96] & 0xf;
-        out[ql + l] = q1 | (q3 << 4);
-        out[ql + l + 32] = q2 | (q4 << 4);
-        out[qh + l] = (L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
-          ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6);
+      if (!q6Header(out, o, scales, 0, dd)) continue;
+      for (let j = 0; j < 16; j++) {
+        const d = dd[j];
+        if (!d) continue;
+        for (let ii = 0; ii < 16; ii++) {
+          const l = nearestInt(fround(x[sb + 16 * j + ii] / d));
+          L[16 * j + ii] = Math.max(-32, Math.min(31, l)) + 32;
+        }
       }
+      packQ6(out, o, L, 0);
     }
   }
   return out;
+}
+
+/**
+ * A Q6_K block's scales and d from its 16 sub-block scales
+ * (`scales[so..so+16)`); each sub-block's `d` goes to `dd[so + j]`.
+ * Returns false for a block whose scales are all below `GROUP_MAX_EPS`
+ * (d 0, codes left zero, as in ggml).
+ */
+function q6Header(
+  out: Uint8Array,
+  o: number,
+  scales: Float32Array,
+  so: number,
+  dd: Float32Array,
+): boolean {
+  let maxScale = 0;
+  let maxAbsScale = 0;
+  for (let ib = so; ib < so + 16; ib++) {
+    const a = Math.abs(scales[ib]);
+    if (a > maxAbsScale) {
+      maxAbsScale = a;
+      maxScale = scales[ib];
+    }
+  }
+  if (maxAbsScale < GROUP_MAX_EPS) {
+    writeHalf(out, o + 208, 0);
+    dd.fill(0, so, so + 16);
+    return false;
+  }
+  const iscale = fround(-128 / maxScale);
+  writeHalf(out, o + 208, fround(1 / iscale));
+  for (let ib = 0; ib < 16; ib++) {
+    out[o + 192 + ib] =
+      Math.min(127, nearestInt(fround(iscale * scales[so + ib]))) & 255;
+  }
+  const dAll = readHalf(out, o + 208);
+  for (let j = 0; j < 16; j++) {
+    dd[so + j] = fround(dAll * ((out[o + 192 + j] << 24) >> 24));
+  }
+  return true;
+}
+
+/** Packs a Q6_K block's 256 codes `L[lo..lo+256)` into the low and high bits at `o`. */
+function packQ6(out: Uint8Array, o: number, L: Int32Array, lo: number): void {
+  for (
+    let j = lo, ql = o, qh = o + 128;
+    j < lo + 256;
+    j += 128, ql += 64, qh += 32
+  ) {
+    for (let l = 0; l < 32; l++) {
+      const q1 = L[j + l] & 0xf;
+      const q2 = L[j + l + 32] & 0xf;
+      const q3 = L[j + l + 64] & 0xf;
+      const q4 = L[j + l + 96] & 0xf;
+      out[ql + l] = q1 | (q3 << 4);
+      out[ql + l + 32] = q2 | (q4 << 4);
+      out[qh + l] = (L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+        ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6);
+    }
+  }
 }

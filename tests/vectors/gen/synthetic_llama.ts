@@ -69,8 +69,12 @@ function f16(name: string, shape: number[], data: Float32Array): Tensor {
  * The synthetic model's GGUF bytes: F16 matrices, F32 norms, a byte-level
  * SentencePiece-style vocabulary (`<unk>`, `<s>`, `</s>`, 256 byte tokens).
  */
-export async function syntheticLlama(variant: SyntheticVariant): Promise<Uint8Array> {
-  const s = syntheticShape(variant);
+export async function syntheticLlama(
+  variant: SyntheticVariant,
+  shape?: Partial<ReturnType<typeof syntheticShape>>,
+): Promise<Uint8Array> {
+  // `shape` overrides widths for benchmarks (bench/quantize_compare.ts)
+  const s = { ...syntheticShape(variant), ...shape };
   const head = s.embd / s.heads, kv = head * s.kvHeads;
   const tensors: Tensor[] = [];
   let seed = variant === "gqa4" ? 1000 : 2000;
