@@ -71,12 +71,6 @@ const LLAMA_CPP_DIFFERS: Record<string, string> = {
     "llama.cpp's starcoder2 graph has no sliding window (the checkpoint's window is 5 tokens)",
 };
 
-/** Cases llama.cpp is not run on, and why. */
-const LLAMA_CPP_NOT_RUN: Record<string, string> = {
-  "phi3-longrope-long":
-    "llama.cpp picks LongRoPE's factors once, from the context size at load (long when the context is longer than the original 8), not per sequence length as transformers does",
-};
-
 const GGUF_ARCH: Record<string, string> = {
   gemma: "gemma",
   gemma2: "gemma2",
@@ -187,10 +181,6 @@ for (const c of vectors.cases) {
   });
 
   Deno.test(`${c.name}: llama.cpp on our GGUF`, async (t) => {
-    if (LLAMA_CPP_NOT_RUN[c.name]) {
-      await t.step(`skipped: ${LLAMA_CPP_NOT_RUN[c.name]}`, () => {});
-      return;
-    }
     const ref = llamaCpp.cases.find((x) => x.name === c.name);
     if (!ref?.greedy || !ref.top) {
       throw new Error(`no llama.cpp vector for ${c.name}: ${ref?.error}`);
