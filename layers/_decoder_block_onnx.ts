@@ -2,7 +2,8 @@
  * ONNX lowering of `decoder_block` over a whole `[batch, seq, d_model]`
  * input (a prefill from position 0, no cache): norms (RMS or Layer),
  * fused or separate projections, q/k norms, partial rotary from stored
- * cos/sin tables, grouped-query scores with the block's scale and
+ * cos/sin tables (LongRoPE: the long ones when the sequence is longer than
+ * `rope_long_after`), grouped-query scores with the block's scale and
  * soft-capping, the causal / sliding-window mask, the gated or plain MLP,
  * sandwich norms and the parallel residual.
  *
@@ -103,7 +104,22 @@ export function decoderBlockOnnx(
         ]),
         ints(g, [1]),
       ]);
-    const cos = rows(table.cos), sin = rows(table.sin);
+    let cos = rows(table.cos), sin = rows(table.sin);
+    if (cfg.rope_long_factors && cfg.rope_long_after !== null) {
+      // LongRoPE: a sequence longer than rope_long_after runs the long
+      // factors at every position (a prefill from 0: its length decides).
+      const long = decoderRopeTable(
+        cfg,
+        decoderRopeFrequencies(cfg, true),
+        limit,
+      );
+      const isLong = g.op("Greater", [
+        seqLen,
+        ints(g, [cfg.rope_long_after]),
+      ]);
+      cos = g.op("Where", [isLong, rows(long.cos), cos]);
+      sin = g.op("Where", [isLong, rows(long.sin), sin]);
+    }
     const rope = (x: string) => {
       const a = sliceLast(g, x, 0, half), b = sliceLast(g, x, half, R);
       const ra = g.op("Sub", [g.op("Mul", [a, cos]), g.op("Mul", [b, sin])]);

@@ -91,6 +91,7 @@ import {
   choiceField,
   fieldError,
   numberField,
+  optPositiveInt,
   positiveInt,
 } from "./_fields.ts";
 import { decoderBlockOnnx } from "./_decoder_block_onnx.ts";
@@ -133,6 +134,16 @@ export interface DecoderBlockConfig extends AttentionConfig {
   rope_factors: number[] | null;
   /** Multiplier of the rotary cos/sin (LongRoPE's attention factor). */
   rope_attn_factor: number;
+  /**
+   * LongRoPE's long factors (`rotary_dim / 2` divisors), or null. A call
+   * whose sequence reaches past `rope_long_after` positions (its last
+   * position + 1, cache included) rotates its positions with these instead
+   * of `rope_factors`, as transformers' `longrope` does; keys already in
+   * the cache stay as they were rotated.
+   */
+  rope_long_factors: number[] | null;
+  /** The length past which `rope_long_factors` run (LongRoPE's original context). */
+  rope_long_after: number | null;
 }
 
 const BLOCK_FIELDS = [
@@ -152,14 +163,17 @@ const BLOCK_FIELDS = [
   "attn_softcap",
   "rope_factors",
   "rope_attn_factor",
+  "rope_long_factors",
+  "rope_long_after",
 ];
 
 function ropeFactorsField(
   o: Record<string, unknown>,
   path: string,
   rotary: number,
+  key = "rope_factors",
 ): number[] | null {
-  const v = o.rope_factors;
+  const v = o[key];
   if (v === undefined || v === null) return null;
   if (
     !Array.isArray(v) || v.length !== rotary / 2 ||
@@ -167,7 +181,7 @@ function ropeFactorsField(
   ) {
     throw fieldError(
       path,
-      "rope_factors",
+      key,
       `expected ${rotary / 2} numbers above 0 (rotary_dim / 2), got ${
         JSON.stringify(v)?.slice(0, 60)
       }`,
@@ -176,13 +190,31 @@ function ropeFactorsField(
   return [...v];
 }
 
-/** Rotary frequencies of a block: the rule's, divided by `rope_factors`. */
-export function decoderRopeFrequencies(cfg: DecoderBlockConfig): Float64Array {
+/**
+ * Rotary frequencies of a block: the rule's, divided by `rope_factors` (or,
+ * with `long`, by `rope_long_factors`).
+ */
+export function decoderRopeFrequencies(
+  cfg: DecoderBlockConfig,
+  long = false,
+): Float64Array {
   const f = ropeFrequencies(cfg.rotary_dim, cfg.rope_theta, cfg.rope_scaling);
-  if (cfg.rope_factors) {
-    for (let i = 0; i < f.length; i++) f[i] /= cfg.rope_factors[i];
+  const by = long && cfg.rope_long_factors
+    ? cfg.rope_long_factors
+    : cfg.rope_factors;
+  if (by) {
+    for (let i = 0; i < f.length; i++) f[i] /= by[i];
   }
   return f;
+}
+
+/** Whether a call ending at `length` positions runs the long factors. */
+export function decoderRopeIsLong(
+  cfg: DecoderBlockConfig,
+  length: number,
+): boolean {
+  return cfg.rope_long_factors !== null && cfg.rope_long_after !== null &&
+    length > cfg.rope_long_after;
 }
 
 /** A cos/sin table of a block (times `rope_attn_factor`). */
@@ -397,6 +429,15 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
       rope_attn_factor: numberField(o, "rope_attn_factor", path, 1, {
         above: 0,
       }),
+      rope_long_factors: ropeFactorsField(
+        o,
+        path,
+        rotary,
+        "rope_long_factors",
+      ),
+      rope_long_after: o.rope_long_after === null
+        ? null
+        : optPositiveInt(o, "rope_long_after", path) ?? null,
     };
   },
   inputSize: (cfg) => cfg.d_model,
@@ -419,6 +460,10 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
     attn_softcap: cfg.attn_softcap,
     rope_factors: cfg.rope_factors ? [...cfg.rope_factors] : null,
     rope_attn_factor: cfg.rope_attn_factor,
+    rope_long_factors: cfg.rope_long_factors
+      ? [...cfg.rope_long_factors]
+      : null,
+    rope_long_after: cfg.rope_long_after,
   }),
   params: specs,
   init(cfg, rng: Rng): Map<string, Float32Array> {
@@ -506,17 +551,23 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
       b: b("mlp.down_proj.bias", d, cfg.mlp_bias),
     };
     const R = cfg.rotary_dim;
-    const freq = R > 0 ? decoderRopeFrequencies(cfg) : undefined;
-    let table: RopeTable | undefined;
+    // cos/sin tables, short (or only) and LongRoPE's long one, each grown
+    // (doubling) when a call goes past it.
+    const freqs = R > 0
+      ? [decoderRopeFrequencies(cfg), decoderRopeFrequencies(cfg, true)]
+      : undefined;
+    const tables: (RopeTable | undefined)[] = [undefined, undefined];
     const tableFor = (positions: number): RopeTable => {
-      if (!table || table.length < positions) {
-        table = decoderRopeTable(
+      const k = decoderRopeIsLong(cfg, positions) ? 1 : 0;
+      const t = tables[k];
+      if (!t || t.length < positions) {
+        tables[k] = decoderRopeTable(
           cfg,
-          freq!,
-          Math.max(positions, 2 * (table?.length ?? 0), 64),
+          freqs![k],
+          Math.max(positions, 2 * (t?.length ?? 0), 64),
         );
       }
-      return table;
+      return tables[k]!;
     };
     const scale = cfg.attention_scale ?? 1 / Math.sqrt(D);
     const what = `decoder_block at "${weights.prefix}"`;

@@ -302,6 +302,24 @@ export function buildTransformer(
     return l;
   };
 
+  // Phi-3's LongRoPE: the first call that takes a cached sequence past the
+  // original context runs the whole sequence again (with the long factors),
+  // as transformers' Phi-3 generation drops its cache there; the keys
+  // cached with the short factors would be rotated for another model.
+  const longAfter = config.variant?.longrope?.original ?? null;
+  const crossesLongRope = (state: TransformerState, t: number): boolean =>
+    longAfter !== null && state.tokens.length > 0 &&
+    state.tokens.length <= longAfter && state.tokens.length + t > longAfter;
+  const restart = (state: TransformerState): number[] => {
+    const past = state.tokens.splice(0);
+    state.layers.splice(
+      0,
+      state.layers.length,
+      ...network.createState().layers,
+    );
+    return past;
+  };
+
   const forward = (
     ids: ArrayLike<number>,
     state?: TransformerState,
@@ -317,6 +335,13 @@ export function buildTransformer(
           state.layers?.length ?? 0
         } layer states, the model has ${layers.length}; use createState()`,
       );
+    }
+    if (state && crossesLongRope(state, t)) {
+      const past = restart(state);
+      const all = forward([...past, ...Array.from(ids)], state, opts);
+      if (!opts.allPositions) return all;
+      const width = all.length / (past.length + t);
+      return all.subarray(past.length * width);
     }
     const x = new Float32Array(t);
     for (let i = 0; i < t; i++) x[i] = ids[i];
@@ -337,8 +362,16 @@ export function buildTransformer(
       : logits.subarray(logits.length - vocab);
   };
 
-  const forwardBatch = (items: readonly BatchItem[]): Float32Array[] => {
-    if (items.length === 0) return [];
+  const forwardBatch = (given: readonly BatchItem[]): Float32Array[] => {
+    if (given.length === 0) return [];
+    const items = longAfter === null
+      ? given
+      : given.map((it) =>
+        it.state.layers?.length === layers.length &&
+          crossesLongRope(it.state, it.ids.length)
+          ? { ...it, ids: [...restart(it.state), ...Array.from(it.ids)] }
+          : it
+      );
     const seen = new Set<TransformerState>();
     let t = 0;
     for (const [i, it] of items.entries()) {

@@ -109,6 +109,8 @@ function blockJson(cfg: TransformerConfig, i: number): LayerConfig {
     attn_softcap: v.attnSoftcap,
     rope_factors: v.longrope ? [...v.longrope.short] : null,
     rope_attn_factor: v.longrope?.attnFactor ?? 1,
+    rope_long_factors: v.longrope ? [...v.longrope.long] : null,
+    rope_long_after: v.longrope?.original ?? null,
   };
 }
 

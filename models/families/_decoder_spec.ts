@@ -72,8 +72,7 @@ export interface DecoderVariant {
   layers: LayerAttention[];
   /**
    * Phi-3's LongRoPE: per-pair frequency divisors for contexts up to
-   * `original` (short) and beyond (long), and the cos/sin multiplier. The
-   * model runs with the short factors (the long ones are kept for GGUF).
+   * `original` (short) and beyond (long), and the cos/sin multiplier.
    */
   longrope?: LongRope;
 }
@@ -82,7 +81,7 @@ export interface DecoderVariant {
 export interface LongRope {
   /** Divisors used up to `original` positions. */
   short: number[];
-  /** Divisors for longer contexts (not run here). */
+  /** Divisors once a sequence is longer than `original`. */
   long: number[];
   /** `original_max_position_embeddings`. */
   original: number;

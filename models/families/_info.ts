@@ -48,7 +48,7 @@ export const DECODER_FAMILY_INFO: readonly DecoderFamilyInfo[] = [
     models: "Phi-3, Phi-3.5-mini, Phi-4-mini",
     ggufArchitecture: "phi3",
     specifics:
-      "fused qkv_proj and gate_up_proj (GGUF attn_qkv, ffn_up), optional sliding window and partial rotary, LongRoPE (longrope/su: short factors and attention factor; GGUF rope_factors_short/long)",
+      "fused qkv_proj and gate_up_proj (GGUF attn_qkv, ffn_up), optional sliding window and partial rotary, LongRoPE (longrope/su: short factors, long ones past the original context, attention factor; GGUF rope_factors_short/long)",
   },
   {
     modelType: "phi",

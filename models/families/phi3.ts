@@ -5,10 +5,9 @@
  * `partial_rotary_factor` says (Phi-4-mini), and LongRoPE (`longrope` /
  * `su`): frequencies divided by the short factors, cos/sin times the
  * attention factor (`√(1 + ln(max / original) / ln(original))` unless
- * given). The long factors, which transformers switches to once a sequence
- * passes `original_max_position_embeddings`, are kept (GGUF
- * `rope_factors_long`) but not run: contexts stay within the original
- * length.
+ * given); the long factors once a sequence passes
+ * `original_max_position_embeddings`, as transformers does (GGUF
+ * `rope_factors_long`; the switch is the block's `rope_long_after`).
  *
  * @module
  */

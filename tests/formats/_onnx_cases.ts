@@ -567,6 +567,20 @@ function DECODER_BLOCK_CASES(): OnnxCase[] {
       }),
       input: "sequence",
     },
+    ...[4, 8].map((after): OnnxCase => ({
+      name:
+        `decoder_block: Phi-3 LongRoPE, 5 positions, long factors after ${after}`,
+      config: block({
+        fused_qkv: true,
+        fused_gate_up: true,
+        rotary_dim: 4,
+        rope_factors: [1, 1.5],
+        rope_long_factors: [2.5, 9],
+        rope_long_after: after,
+        rope_attn_factor: 1.2,
+      }),
+      input: "sequence",
+    })),
     {
       name: "decoder_block: Phi-2 (parallel, LayerNorm, plain GELU, biases)",
       config: block({

@@ -6,7 +6,7 @@
 // tests/models/decoder_families_test.ts, their ONNX lowering against ONNX
 // Runtime in tests/formats/onnx_test.ts.
 
-import { assertEquals, assertThrows } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import { createRng } from "../../core/rng.ts";
 import { createScope } from "../../core/scope.ts";
 import { floatTensor, tensorFromF32 } from "../../core/tensor.ts";
@@ -112,6 +112,41 @@ for (const [name, extra] of Object.entries(VARIANTS)) {
     assertEquals([...y.subarray(80)], [...yb]);
   });
 }
+
+Deno.test("decoder_block: LongRoPE's long factors run once the sequence passes rope_long_after", () => {
+  const lr = {
+    rotary_dim: 4,
+    rope_factors: [1, 1.5],
+    rope_long_factors: [2.5, 9],
+    rope_attn_factor: 1.2,
+  };
+  const x = input(5, 4);
+  const run = (
+    extra: Record<string, unknown>,
+    rows = 5,
+  ) => [
+    ...block({ ...lr, ...extra }).forward(
+      floatTensor(x.slice(0, rows * 16), [rows, 16]),
+      {},
+    ).data,
+  ];
+  const shortOnly = run({}), longOnly = run({ rope_factors: [2.5, 9] });
+  assertEquals(run({ rope_long_after: 5 }), shortOnly, "5 positions, after 5");
+  assertEquals(run({ rope_long_after: 4 }), longOnly, "5 positions, after 4");
+  // cached positions keep their rotation: 4 rows, then a 5th with long factors
+  const layer = block({ ...lr, rope_long_after: 4 });
+  const state = {};
+  const first = layer.forward(floatTensor(x.slice(0, 64), [4, 16]), state);
+  assertEquals([...first.data], run({}, 4));
+  const fifth = layer.forward(floatTensor(x.slice(64), [1, 16]), state).data;
+  assert([...fifth].join() !== shortOnly.slice(64).join());
+  assert([...fifth].join() !== longOnly.slice(64).join());
+  assertThrows(
+    () => block({ ...lr, rope_long_factors: [1] }),
+    TypeError,
+    "layers[1].rope_long_factors",
+  );
+});
 
 Deno.test("decoder_block: bad fields are refused by name", () => {
   assertThrows(

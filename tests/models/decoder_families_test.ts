@@ -43,6 +43,8 @@ interface Case {
   vocab: number;
   logits: number[];
   greedy: number[];
+  text_ids: number[];
+  text_greedy: number[];
 }
 
 interface LlamaCppCase {
@@ -168,6 +170,32 @@ for (const c of vectors.cases) {
       c,
       "GGUF → HF",
     );
+  });
+
+  Deno.test(`${c.name}: greedy from a short prompt equals transformers`, async () => {
+    // phi3-longrope-long: 6 prompt tokens + 8 generated cross the original
+    // context (8), where transformers runs the whole sequence again with the
+    // long factors; the cached path must do the same
+    const m = await loadTransformer(join(REPO_ROOT, c.folder));
+    assertEquals(greedy(m, c.text_ids, 8), c.text_greedy);
+    // the same through forwardBatch (the server's continuous batching),
+    // beside another sequence
+    const a = m.createState(), b = m.createState();
+    let [la] = m.forwardBatch([
+      { ids: c.text_ids, state: a },
+      { ids: c.prompt, state: b },
+    ]);
+    const out: number[] = [];
+    for (let k = 0; k < 8; k++) {
+      let best = 0;
+      for (let i = 1; i < la.length; i++) if (la[i] > la[best]) best = i;
+      out.push(best);
+      [la] = m.forwardBatch([{ ids: [best], state: a }, {
+        ids: [3],
+        state: b,
+      }]);
+    }
+    assertEquals(out, c.text_greedy, "forwardBatch");
   });
 
   Deno.test(`${c.name}: llama.cpp on our GGUF`, async (t) => {

@@ -147,6 +147,19 @@ CASES = [
      T.Gemma3ForConditionalGeneration,
      dict(hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
           num_key_value_heads=2, head_dim=8, query_pre_attn_scalar=8, sliding_window=4)),
+    # phi3 LongRoPE past its original context (last, so the other cases keep
+    # their seeds): the 12-token prompt is longer than the original 8, so
+    # transformers runs the long factors at every position; the served text
+    # prompt (under 8 tokens) crosses 8 while generating, where transformers'
+    # Phi-3 generation recomputes the whole sequence with the long factors
+    ("phi3-longrope-long", T.Phi3Config, T.Phi3ForCausalLM,
+     dict(hidden_size=32, intermediate_size=44, num_hidden_layers=2, num_attention_heads=4,
+          num_key_value_heads=2, tie_word_embeddings=False, max_position_embeddings=64,
+          original_max_position_embeddings=8,
+          rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                           "short_factor": [1.0, 1.3, 2.1, 3.5],
+                           "long_factor": [1.2, 3.0, 7.5, 16.0],
+                           "original_max_position_embeddings": 8})),
 ]
 
 

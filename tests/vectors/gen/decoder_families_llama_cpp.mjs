@@ -12,6 +12,9 @@
 // transformers does), with the three most likely tokens and their
 // probabilities at each step. Writes
 // tests/vectors/decoder_families_llama_cpp.json.
+// With a second argument `q8_0` it runs the Q8_0 exports
+// (decoder_families_gguf.ts DIR Q8_0, `<case>.q8_0.gguf`) and writes
+// tests/vectors/decoder_families_llama_cpp_q8_0.json.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -21,13 +24,14 @@ const require = createRequire(import.meta.url);
 const { getLlama } = await import(require.resolve("node-llama-cpp"));
 const dir = process.argv[2];
 if (!dir) throw new Error("usage: node decoder_families_llama_cpp.mjs GGUF_DIR");
+const q8 = process.argv[3] === "q8_0";
 const vec = JSON.parse(readFileSync("tests/vectors/decoder_families.json", "utf8"));
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const cases = [];
 for (const c of vec.cases) {
   let model;
   try {
-    model = await llama.loadModel({ modelPath: join(dir, `${c.name}.gguf`) });
+    model = await llama.loadModel({ modelPath: join(dir, `${c.name}${q8 ? ".q8_0" : ""}.gguf`) });
   } catch (e) {
     console.log(c.name, "llama.cpp cannot load it:", e.message);
     cases.push({ name: c.name, error: String(e.message) });
@@ -57,7 +61,7 @@ for (const c of vec.cases) {
   await model.dispose();
 }
 writeFileSync(
-  "tests/vectors/decoder_families_llama_cpp.json",
+  `tests/vectors/decoder_families_llama_cpp${q8 ? "_q8_0" : ""}.json`,
   JSON.stringify({
     generator: "tests/vectors/gen/decoder_families_llama_cpp.mjs",
     library: `node-llama-cpp ${JSON.parse(
