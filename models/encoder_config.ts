@@ -400,6 +400,9 @@ export function encoderConfigToGguf(
     md[`${a}.rope.freq_base_swa`] = config.localRopeTheta;
     md[`${a}.attention.sliding_window`] = config.localWindow * 2;
     md["modelhost.encoder.global_every"] = config.globalEvery;
+    if (config.family === "modernbert") {
+      md[`${a}.attention.sliding_window_pattern`] = config.globalEvery;
+    }
     md["modelhost.encoder.norm_bias"] = config.normBias;
   }
   return md;
@@ -490,7 +493,10 @@ export function encoderConfigFromGguf(
     global_rope_theta: n(`${a}.rope.freq_base`, 160000),
     local_rope_theta: n(`${a}.rope.freq_base_swa`, 10000),
     local_attention: n(`${a}.attention.sliding_window`, 128),
-    global_attn_every_n_layers: n("modelhost.encoder.global_every", 3),
+    global_attn_every_n_layers: n(
+      "modelhost.encoder.global_every",
+      n(`${a}.attention.sliding_window_pattern`, 3),
+    ),
     norm_bias: get("modelhost.encoder.norm_bias", false),
     ...(md["modelhost.encoder.num_labels"] !== undefined
       ? {

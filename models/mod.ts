@@ -174,6 +174,7 @@ export {
   encoderTensorName,
   isGlobalLayer,
 } from "./encoder_config.ts";
+export { encoderGgufVocab } from "./encoder_vocab.ts";
 export {
   cosineSimilarity,
   embedSentences,
