@@ -17,7 +17,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const { getLlama } = await import(require.resolve("node-llama-cpp"));
 const dir = process.argv[2] ?? "/tmp/enc-gguf";
-const FOLDERS = ["bert-mean", "bert-cls", "nomic-bert-mean", "modernbert-mean"];
+const FOLDERS = ["bert-mean", "bert-cls", "nomic-bert-mean", "modernbert-mean", "roberta-mean"];
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const models = {};
