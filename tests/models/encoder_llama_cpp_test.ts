@@ -64,3 +64,49 @@ for (const [name, rows] of Object.entries(ref.models)) {
     }
   });
 }
+
+// GGUF files written by llama.cpp's own converter (convert_hf_to_gguf.py,
+// F16 weights) from the same folders, by
+// tests/vectors/gen/encoders_llama_convert.py: their tokens equal the
+// Hugging Face tokenizer's, their vectors sentence-transformers' (within
+// F16's rounding) and those of our own F16 export of the folder.
+const CONVERTED = ["bert-mean", "nomic-bert-mean", "modernbert-mean"];
+for (const name of CONVERTED) {
+  Deno.test(`encoder ${name}: llama.cpp's converter's GGUF loads and equals sentence-transformers`, async () => {
+    const exp = JSON.parse(
+      await Deno.readTextFile(`${DIR}encoders/${name}/expected.json`),
+    ) as { texts: string[]; ids: number[][]; embeddings: number[][] };
+    const m = await loadEncoderModel(
+      `${DIR}encoders_llama_convert/${name}.gguf`,
+    );
+    assertEquals(m.pipeline.pooling, "mean");
+    const tok = m.encoder.tokenizer!;
+    for (const [i, t] of exp.texts.entries()) {
+      assertEquals(tok.encode(t), exp.ids[i], `${name} text ${i}: ids`);
+    }
+    const got = embedSentences(m.encoder, m.pipeline, exp.texts).embeddings;
+    const out = await Deno.makeTempFile({ suffix: ".gguf" });
+    let ours: Float32Array[];
+    try {
+      await convertEncoderToGguf(`${DIR}encoders/${name}`, out, {
+        quantize: "F16",
+      });
+      const o = await loadEncoderModel(out);
+      ours = embedSentences(o.encoder, o.pipeline, exp.texts).embeddings;
+    } finally {
+      await Deno.remove(out);
+    }
+    for (const [i, v] of got.entries()) {
+      let worst = 0;
+      let same = 0;
+      for (let j = 0; j < v.length; j++) {
+        worst = Math.max(worst, Math.abs(v[j] - exp.embeddings[i][j]));
+        same = Math.max(same, Math.abs(v[j] - ours[i][j]));
+      }
+      // F16 weights: 1e-3 against F32 sentence-transformers
+      assert(worst <= 1e-3, `${name} text ${i}: max |diff| ${worst}`);
+      assert(cosineSimilarity(v, exp.embeddings[i]) >= 0.99999);
+      assert(same <= 1e-6, `${name} text ${i}: vs our F16 export ${same}`);
+    }
+  });
+}
