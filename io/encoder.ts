@@ -319,8 +319,10 @@ function ggufType(v: unknown): string {
 /**
  * Converts an encoder's Hugging Face folder to GGUF: llama.cpp's tensor
  * names and `bert` / `modern-bert` metadata (RoBERTa's position table
- * without its padding rows, as llama.cpp stores it), the folder's
- * `tokenizer.json` under `tokenizer.huggingface.json`, and the sentence
+ * without its padding rows, as llama.cpp stores it), the tokenizer as
+ * llama.cpp's `tokenizer.ggml.*` arrays (WordPiece as `bert`, byte-level
+ * BPE as `gpt2`; a Unigram one as `tokenizer.huggingface.json`), so
+ * llama.cpp runs the file, and the sentence
  * pipeline under `modelhost.sentence.*` (plus llama.cpp's
  * `<arch>.pooling_type`). Written atomically.
  *
