@@ -35,6 +35,7 @@ import { kmeansLayer } from "./kmeans.ts";
 import { parallelLayer } from "./parallel.ts";
 import { multiHeadAttentionLayer } from "./attention.ts";
 import { transformerBlockLayer } from "./transformer_block.ts";
+import { positionEmbeddingLayer } from "./position_embedding.ts";
 
 export * from "../core/network.ts";
 export {
@@ -54,6 +55,10 @@ export {
   type SoftmaxVariant,
 } from "./softmax.ts";
 export { type LayerNormConfig, layerNormLayer } from "./layer_norm.ts";
+export {
+  type PositionEmbeddingConfig,
+  positionEmbeddingLayer,
+} from "./position_embedding.ts";
 export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
 export {
   embedding,
@@ -126,4 +131,5 @@ export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   parallelLayer,
   multiHeadAttentionLayer,
   transformerBlockLayer,
+  positionEmbeddingLayer,
 ] as LayerPlugin<unknown>[];

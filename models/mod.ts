@@ -175,6 +175,7 @@ export {
   isGlobalLayer,
 } from "./encoder_config.ts";
 export { encoderGgufVocab } from "./encoder_vocab.ts";
+export { type EncoderNetwork, encoderNetwork } from "./encoder_network.ts";
 export {
   cosineSimilarity,
   embedSentences,
