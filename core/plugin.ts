@@ -133,6 +133,13 @@ export interface ForwardContext {
    * in a call of its own.
    */
   sequences?: readonly SequenceRows[];
+  /**
+   * A key-padding mask for a `[batch, seq, …]` input of rows padded to one
+   * length: `batch × seq` entries, row-major, 1 for a real token and 0 for
+   * padding. Attention hides padded keys from every query (a query that
+   * sees no key at all gets zeros); layers that work row by row ignore it.
+   */
+  attentionMask?: ArrayLike<number>;
 }
 
 /** One sequence's share of a batched call (see {@link ForwardContext.sequences}). */
@@ -375,6 +382,15 @@ export interface OnnxBuilder {
    * its stored dtype where ONNX holds it, followed by the nodes that widen it.
    */
   weight(weights: Scope, name: string, options?: OnnxWeightOptions): string;
+  /**
+   * A graph input shared by the layers that read it (attention's
+   * `attention_mask`): declared on the first request, the same name after.
+   */
+  sharedInput?(
+    name: string,
+    elemType: number,
+    dims: readonly (number | string)[],
+  ): string;
   /** The ONNX element type of a value, when the builder knows it (1 = FLOAT, 7 = INT64). */
   elemType(value: string): number | undefined;
   /** Lowers a child layer (a container's sub-layer) on `input`; returns its output. */

@@ -38,6 +38,7 @@ import {
   readSentencePipeline,
   type SentencePipeline,
 } from "../models/sentence.ts";
+import { encoderGgufVocab } from "../models/encoder_vocab.ts";
 import { keep } from "../models/transformer.ts";
 import { createTokenizer } from "../tokenizers/mod.ts";
 import type { TokenizerJson } from "../tokenizers/hf.ts";
@@ -246,7 +247,9 @@ export async function loadEncoderModel(path: string): Promise<EncoderModel> {
     const pipeline: SentencePipeline = {
       pooling: typeof pooling === "string"
         ? poolingMode(pooling, path)
-        : POOLING_FROM_LLAMA[Number(md["bert.pooling_type"] ?? 1)] ?? "mean",
+        : POOLING_FROM_LLAMA[
+          Number(md[`${md["general.architecture"]}.pooling_type`] ?? 1)
+        ] ?? "mean",
       normalize: md["modelhost.sentence.normalize"] !== false,
       prompts: typeof prompts === "string" ? JSON.parse(prompts) : {},
       defaultPrompt: typeof md["modelhost.sentence.default_prompt"] === "string"
@@ -316,8 +319,10 @@ function ggufType(v: unknown): string {
 /**
  * Converts an encoder's Hugging Face folder to GGUF: llama.cpp's tensor
  * names and `bert` / `modern-bert` metadata (RoBERTa's position table
- * without its padding rows, as llama.cpp stores it), the folder's
- * `tokenizer.json` under `tokenizer.huggingface.json`, and the sentence
+ * without its padding rows, as llama.cpp stores it), the tokenizer as
+ * llama.cpp's `tokenizer.ggml.*` arrays (WordPiece as `bert`, byte-level
+ * BPE as `gpt2`; a Unigram one as `tokenizer.huggingface.json`), so
+ * llama.cpp runs the file, and the sentence
  * pipeline under `modelhost.sentence.*` (plus llama.cpp's
  * `<arch>.pooling_type`). Written atomically.
  *
@@ -346,10 +351,23 @@ export async function convertEncoderToGguf(
   values["general.name"] = typeof hf._name_or_path === "string"
     ? hf._name_or_path
     : config.family;
-  const tj = await readJson(join(dir, "tokenizer.json"));
-  if (tj) values["tokenizer.huggingface.json"] = JSON.stringify(tj);
-  const tc = await readJson(join(dir, "tokenizer_config.json"));
-  if (tc) values["modelhost.tokenizer_config.json"] = JSON.stringify(tc);
+  const tj = await readJson(join(dir, "tokenizer.json")) as
+    | TokenizerJson
+    | undefined;
+  const tc = await readJson(join(dir, "tokenizer_config.json")) as
+    | Record<string, unknown>
+    | undefined;
+  // llama.cpp's own tokenizer arrays where it has a kind for the
+  // tokenizer (WordPiece, byte-level BPE); the Hugging Face file otherwise
+  const vocab = tj
+    ? encoderGgufVocab(tj, tc, config.vocabSize, config.typeVocabSize)
+    : undefined;
+  const vocabTypes: Record<string, string> = vocab?.types ?? {};
+  if (vocab) Object.assign(values, vocab.values);
+  else if (tj) {
+    values["tokenizer.huggingface.json"] = JSON.stringify(tj);
+    if (tc) values["modelhost.tokenizer_config.json"] = JSON.stringify(tc);
+  }
   const p = await readSentencePipeline((f) => readJson(join(dir, f))) ??
     DEFAULT_PIPELINE;
   const a = values["general.architecture"] as string;
@@ -365,7 +383,14 @@ export async function convertEncoderToGguf(
   const lp = config.numLabels > 0 ? 4 : POOLING_TO_LLAMA[p.pooling];
   if (lp !== undefined) values[`${a}.pooling_type`] = lp;
   const types: Record<string, string> = {};
-  for (const [k, v] of Object.entries(values)) types[k] = ggufType(v);
+  for (const [k, v] of Object.entries(values)) {
+    types[k] = vocabTypes[k] ?? ggufType(v);
+    // llama.cpp reads these as f32 (an integer base included)
+    if (/\.(layer_norm_epsilon|freq_base|freq_base_swa)$/.test(k)) {
+      types[k] = "FLOAT32";
+      values[k] = Math.fround(v as number);
+    }
+  }
   const file = await openSafetensors(dir);
   try {
     const index = file.models[0].tensors;

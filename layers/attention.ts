@@ -322,7 +322,21 @@ export function attentionOnnx(
     }
     scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
   }
-  const p = g.op("Softmax", [scores], { axis: -1 });
+  const masked = g.options.attentionMask === true;
+  if (masked) {
+    if (!g.sharedInput) {
+      throw g.refuse("attention", "multi_head_attention", "no graph inputs");
+    }
+    // [batch, seq] → [batch, 1, (1,) 1, seq]: padded keys hidden from all queries
+    const mask = g.sharedInput("attention_mask", 7, ["batch", "sequence"]);
+    const pad = g.op("Equal", [mask, g.constant("I64", [], [0])]);
+    const axes = group > 1 ? [1, 2, 3] : [1, 2];
+    const hidden = g.op("Unsqueeze", [pad, ints(g, axes)]);
+    scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
+  }
+  let p = g.op("Softmax", [scores], { axis: -1 });
+  // a query that sees no key: zeros (Softmax of all −∞ is NaN)
+  if (masked) p = g.op("Where", [g.op("IsNaN", [p]), scalar(g, 0), p]);
   let ctx = g.op("MatMul", [p, vh]);
   if (group > 1) ctx = g.op("Reshape", [ctx, ints(g, [0, H, -1, D])]);
   const merged = g.op("Reshape", [
@@ -508,6 +522,40 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       }
       return floatTensor(linear(heads, rows, o.w, o.b), [...x.shape]);
     };
+    /** A padded batch with a key-padding mask (no cache: positions from 0). */
+    const forwardMasked = (
+      x: FloatTensor,
+      batch: number,
+      seq: number,
+      mask: ArrayLike<number>,
+      state: LayerState | undefined,
+    ): FloatTensor => {
+      if (mask.length !== batch * seq) {
+        throw new TypeError(
+          `Cannot run ${what}: the attention mask has ${mask.length} entries for a [${batch}, ${seq}] batch`,
+        );
+      }
+      if (state) {
+        throw new TypeError(
+          `Cannot run ${what} with an attention mask and a KV cache (the mask is for whole padded batches)`,
+        );
+      }
+      const rows = batch * seq;
+      const [qs, ks, vs] = linearMany(
+        x.data,
+        rows,
+        [q.w, k.w, v.w],
+        [q.b, k.b, v.b],
+      );
+      normQk(qs, ks);
+      if (freq) {
+        const t = tableFor(seq);
+        applyRope(qs, batch, seq, cfg.num_heads, t, cfg.rope_style, 0);
+        applyRope(ks, batch, seq, cfg.num_kv_heads, t, cfg.rope_style, 0);
+      }
+      const heads = maskedAttention(qs, ks, vs, batch, seq, mask, cfg);
+      return floatTensor(linear(heads, rows, o.w, o.b), [...x.shape]);
+    };
     return {
       forward(
         x: FloatTensor,
@@ -516,6 +564,9 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       ): FloatTensor {
         if (context?.sequences) return forwardSequences(x, context.sequences);
         const { batch, seq } = sequenceShape(x, cfg.d_model, what);
+        if (context?.attentionMask) {
+          return forwardMasked(x, batch, seq, context.attentionMask, state);
+        }
         const rows = batch * seq;
         const [qs, ks, vs] = linearMany(
           x.data,
@@ -548,3 +599,63 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
  */
 export const multiHeadAttention: LayerPlugin<AttentionConfig> =
   multiHeadAttentionLayer;
+
+/**
+ * Scaled dot-product attention over a padded batch: `qs` `[batch, seq,
+ * heads, dim]`, `ks`/`vs` `[batch, seq, kv_heads, dim]`; key j of row b is
+ * visible to query i when `mask[b·seq + j]` is nonzero and, for causal
+ * attention, j ≤ i (within the sliding window). A query without a visible
+ * key gets zeros.
+ */
+function maskedAttention(
+  qs: Float32Array,
+  ks: Float32Array,
+  vs: Float32Array,
+  batch: number,
+  seq: number,
+  mask: ArrayLike<number>,
+  cfg: AttentionConfig,
+): Float32Array {
+  const H = cfg.num_heads, KV = cfg.num_kv_heads, D = cfg.head_dim;
+  const group = H / KV;
+  const scale = cfg.attention_scale ?? 1 / Math.sqrt(D);
+  const out = new Float32Array(batch * seq * H * D);
+  const w = new Float64Array(seq);
+  const acc = new Float64Array(D);
+  for (let b = 0; b < batch; b++) {
+    for (let i = 0; i < seq; i++) {
+      const last = cfg.causal ? i : seq - 1;
+      const first = cfg.causal && cfg.sliding_window !== null
+        ? Math.max(0, i - cfg.sliding_window + 1)
+        : 0;
+      for (let h = 0; h < H; h++) {
+        const qo = ((b * seq + i) * H + h) * D;
+        const kh = Math.floor(h / group);
+        let max = -Infinity;
+        for (let j = first; j <= last; j++) {
+          if (!mask[b * seq + j]) {
+            w[j] = -Infinity;
+            continue;
+          }
+          const ko = ((b * seq + j) * KV + kh) * D;
+          let dot = 0;
+          for (let d = 0; d < D; d++) dot += qs[qo + d] * ks[ko + d];
+          w[j] = dot * scale;
+          if (w[j] > max) max = w[j];
+        }
+        if (max === -Infinity) continue; // no visible key: zeros
+        let sum = 0;
+        acc.fill(0);
+        for (let j = first; j <= last; j++) {
+          if (w[j] === -Infinity) continue;
+          const e = Math.exp(w[j] - max);
+          sum += e;
+          const vo = ((b * seq + j) * KV + kh) * D;
+          for (let d = 0; d < D; d++) acc[d] += e * vs[vo + d];
+        }
+        for (let d = 0; d < D; d++) out[qo + d] = acc[d] / sum;
+      }
+    }
+  }
+  return out;
+}

@@ -37,6 +37,7 @@ import { multiHeadAttentionLayer } from "./attention.ts";
 import { transformerBlockLayer } from "./transformer_block.ts";
 import { decoderBlockLayer } from "./decoder_block.ts";
 import { decoderEmbeddingLayer } from "./decoder_embedding.ts";
+import { positionEmbeddingLayer } from "./position_embedding.ts";
 
 export * from "../core/network.ts";
 export {
@@ -65,6 +66,10 @@ export {
   type DecoderEmbeddingConfig,
   decoderEmbeddingLayer,
 } from "./decoder_embedding.ts";
+export {
+  type PositionEmbeddingConfig,
+  positionEmbeddingLayer,
+} from "./position_embedding.ts";
 export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
 export {
   embedding,
@@ -139,4 +144,5 @@ export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   transformerBlockLayer,
   decoderBlockLayer,
   decoderEmbeddingLayer,
+  positionEmbeddingLayer,
 ] as LayerPlugin<unknown>[];

@@ -400,6 +400,9 @@ export function encoderConfigToGguf(
     md[`${a}.rope.freq_base_swa`] = config.localRopeTheta;
     md[`${a}.attention.sliding_window`] = config.localWindow * 2;
     md["modelhost.encoder.global_every"] = config.globalEvery;
+    if (config.family === "modernbert") {
+      md[`${a}.attention.sliding_window_pattern`] = config.globalEvery;
+    }
     md["modelhost.encoder.norm_bias"] = config.normBias;
   }
   return md;
@@ -473,6 +476,18 @@ export function encoderConfigFromGguf(
       pad_token_id: n("modelhost.encoder.pad_token_id", 0),
     });
   }
+  // llama.cpp's converter stores ModernBERT's LayerNorm epsilon under the
+  // RMS key, and its activation as hidden_activation
+  const eps = n(
+    `${a}.attention.layer_norm_epsilon`,
+    md[`${a}.attention.layer_norm_epsilon`] === undefined
+      ? n(`${a}.attention.layer_norm_rms_epsilon`)
+      : undefined,
+  );
+  const act = get(
+    "modelhost.encoder.activation",
+    get(`${a}.hidden_activation`, "gelu"),
+  );
   const cfg = encoderConfigFromHf({
     model_type: fam,
     vocab_size: vocabRows,
@@ -483,14 +498,17 @@ export function encoderConfigFromGguf(
     max_position_embeddings: n(`${a}.context_length`),
     pad_token_id: 0,
     type_vocab_size: typeRows,
-    layer_norm_eps: n(`${a}.attention.layer_norm_epsilon`),
-    norm_eps: n(`${a}.attention.layer_norm_epsilon`),
-    hidden_act: get("modelhost.encoder.activation", "gelu"),
-    hidden_activation: get("modelhost.encoder.activation", "gelu"),
+    layer_norm_eps: eps,
+    norm_eps: eps,
+    hidden_act: act,
+    hidden_activation: act,
     global_rope_theta: n(`${a}.rope.freq_base`, 160000),
     local_rope_theta: n(`${a}.rope.freq_base_swa`, 10000),
     local_attention: n(`${a}.attention.sliding_window`, 128),
-    global_attn_every_n_layers: n("modelhost.encoder.global_every", 3),
+    global_attn_every_n_layers: n(
+      "modelhost.encoder.global_every",
+      n(`${a}.attention.sliding_window_pattern`, 3),
+    ),
     norm_bias: get("modelhost.encoder.norm_bias", false),
     ...(md["modelhost.encoder.num_labels"] !== undefined
       ? {

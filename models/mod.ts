@@ -180,6 +180,8 @@ export {
   encoderTensorName,
   isGlobalLayer,
 } from "./encoder_config.ts";
+export { encoderGgufVocab } from "./encoder_vocab.ts";
+export { type EncoderNetwork, encoderNetwork } from "./encoder_network.ts";
 export {
   cosineSimilarity,
   embedSentences,

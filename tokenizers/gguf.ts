@@ -351,9 +351,12 @@ export function tokenizerFromGguf(
       pad,
       sep,
       eog,
-      addBos: bool("tokenizer.ggml.add_bos_token") ?? true,
+      // llama.cpp's WordPiece adds [CLS] and [SEP] whatever the add_*
+      // flags say (its converter writes add_sep_token false and
+      // add_eos_token true for BERT folders)
+      addBos: true,
       addEos: false,
-      addSep: bool("tokenizer.ggml.add_sep_token") ?? true,
+      addSep: true,
       addSpacePrefix: true,
       chatTemplate,
       encodeText(text, out) {

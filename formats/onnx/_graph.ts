@@ -186,6 +186,16 @@ export class GraphBuilder implements OnnxBuilder {
     return name;
   }
 
+  /** A graph input declared on the first request (see {@link OnnxBuilder.sharedInput}). */
+  sharedInput(
+    name: string,
+    elemType: number,
+    dims: readonly (number | string)[],
+  ): string {
+    if (this.inputs.some((i) => i.name === name)) return name;
+    return this.addInput(name, elemType, [...dims]);
+  }
+
   /**
    * Declares `value` as a graph output called `name`, renaming the node
    * output (or adding an `Identity` when the value is an input or initializer).

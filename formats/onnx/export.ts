@@ -94,6 +94,12 @@ export interface OnnxExportOptions {
   gumbelMaxRows?: number;
   /** Attention layers: longest sequence the RoPE tables cover. @default {2048} */
   maxSequenceLength?: number;
+  /**
+   * Attention layers: add a graph input `attention_mask` `[batch, sequence]`
+   * (INT64, 1 for a real token, 0 for padding) hiding padded keys, for
+   * batches of rows of different lengths. @default {false}
+   */
+  attentionMask?: boolean;
   /** Name of the graph. @default {"modelhost"} */
   graphName?: string;
   /** Extra `metadata_props` (written sorted by key, after `modelhost.config`). */
@@ -129,6 +135,7 @@ export const onnxDefaults = {
   weightDtype: "keep",
   gumbelMaxRows: 256,
   maxSequenceLength: 2048,
+  attentionMask: false,
   graphName: "modelhost",
   externalData: "auto",
   externalDataThreshold: 1024,
@@ -204,6 +211,7 @@ function checkOptions(o: OnnxFilesOptions): Required<
       "maxSequenceLength",
       o.maxSequenceLength ?? onnxDefaults.maxSequenceLength,
     ),
+    attentionMask: o.attentionMask === true,
     graphName: o.graphName ?? onnxDefaults.graphName,
     externalData: ext,
     externalDataThreshold: o.externalDataThreshold ??

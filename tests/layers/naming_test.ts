@@ -27,6 +27,7 @@ Deno.test("layers: every built-in plugin is exported as <type>Layer", () => {
     "transformerBlockLayer",
     "decoderBlockLayer",
     "decoderEmbeddingLayer",
+    "positionEmbeddingLayer",
   ]);
   layers.LAYER_PLUGINS.forEach((p, i) => {
     assertStrictEquals(exported[names[i]], p, names[i]);
