@@ -46,6 +46,7 @@
 
 import type { Tensor } from "../../core/tensor.ts";
 import { getEngine } from "../wasm/_engine.ts";
+import { engineFor } from "../wasm/_shards.ts";
 import { checkLinearBias, checkLinearShapes } from "../_linear_checks.ts";
 import { linear, linearMany, linearRef } from "../linear.ts";
 import { isFastDType } from "../quant_ref.ts";
@@ -206,7 +207,7 @@ export function fastMatmulF32(
  * ```
  */
 export function forgetWeight(w: Tensor | Float32Array): void {
-  const e = getEngine();
+  const e = w instanceof Float32Array ? getEngine() : engineFor(w.bytes);
   if (!e) return;
   e.forget(w instanceof Float32Array ? w : w.bytes);
 }
