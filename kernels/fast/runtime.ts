@@ -93,7 +93,7 @@ export interface KernelInfo {
   memoryBytes: number;
   /**
    * WebAssembly memories in use: 1, or more when weights past the first
-   * memory's share (about 3.5 GiB) went into further ones (0 for `"js"`).
+   * memory's share (1.5 GiB) went into further ones (0 for `"js"`).
    */
   memories: number;
   /** Bytes of it holding resident weight copies. */

@@ -149,11 +149,6 @@ interface Block {
 export interface EngineOptions {
   /** Force the plain-SIMD module even when relaxed SIMD validates. */
   noRelaxed?: boolean;
-  /**
-   * Most bytes this engine's memory may grow to (default, and at most,
-   * 4 GiB); weight memories past the first (`_shards.ts`) use it in tests.
-   */
-  maxBytes?: number;
   /** A compiled kernel module to instantiate (shared so tiering is shared). */
   module?: WebAssembly.Module;
 }
@@ -181,7 +176,6 @@ export class Engine {
   #buffers = new Set<ArrayBufferLike>();
   #tick = 0;
   #used = 0;
-  #maxPages: number;
   #finalizer = new FinalizationRegistry<Resident>((r) => this.#release(r));
   /** The worker pool, when started. */
   pool: WorkerPool | undefined;
@@ -204,10 +198,6 @@ export class Engine {
       throw new Error("WebAssembly SIMD is not supported here");
     }
     const relaxed = !opts.noRelaxed && supports("relaxed");
-    this.#maxPages = Math.max(
-      RESERVED / PAGE + 16,
-      Math.min(MAX_PAGES, Math.floor((opts.maxBytes ?? Infinity) / PAGE)),
-    );
     this.backend = relaxed ? "wasm-relaxed-simd" : "wasm-simd";
     let bytes: Uint8Array = decodeBase64(
       relaxed ? RELAXED_BASE64 : SIMD_BASE64,
@@ -297,9 +287,7 @@ export class Engine {
       if (this.#grow(size)) continue;
       if (!this.#evictOne()) {
         throw new RangeError(
-          `Cannot allocate ${size} bytes of kernel memory: the WebAssembly memory is full at ${
-            this.#maxPages * PAGE
-          } bytes (${this.memory.buffer.byteLength} bytes in use)`,
+          `Cannot allocate ${size} bytes of kernel memory: the 4 GiB WebAssembly memory is full (${this.memory.buffer.byteLength} bytes in use)`,
         );
       }
     }
@@ -328,15 +316,6 @@ export class Engine {
     }
   }
 
-  /**
-   * Whether `n` more bytes fit below the memory's limit with `reserve`
-   * bytes to spare, counting what is allocated (not the free list's
-   * fragmentation), without evicting anything.
-   */
-  fits(n: number, reserve = 0): boolean {
-    return RESERVED + this.#used + n + reserve <= this.#maxPages * PAGE;
-  }
-
   /** Bytes allocated now (weights, copies, scratch). */
   usedBytes(): number {
     return this.#used;
@@ -344,7 +323,7 @@ export class Engine {
 
   #grow(size: number): boolean {
     const have = this.memory.buffer.byteLength;
-    const room = this.#maxPages - have / PAGE;
+    const room = MAX_PAGES - have / PAGE;
     const need = Math.ceil(size / PAGE);
     if (need > room) return false;
     // Grow by a quarter of the current size at least, to keep growth rare.

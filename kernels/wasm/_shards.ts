@@ -26,15 +26,21 @@
 import { Engine, getEngine } from "./_engine.ts";
 
 const MiB = 1 << 20;
-/** The hard limit of one 32-bit memory, less its reserved page. */
-const MEMORY_BYTES = 4 * 1024 * MiB - 65536;
+/**
+ * What weights may fill of one memory: 2 GiB, not the 4 GiB a 32-bit
+ * memory can address. The JavaScript side of the kernels indexes kernel
+ * memory with signed shifts (`ptr >> 2`), so scratch regions above 2 GiB
+ * (allocated after the weights, above them) would be misaddressed; keeping
+ * each memory under 2 GiB keeps every address positive.
+ */
+const MEMORY_BYTES = 2048 * MiB;
 
 /**
- * Bytes of weights placed in one memory before the next is used (default:
- * 4 GiB less 512 MiB, left in the first memory for KV caches, scratch and
- * packed F32 panels).
+ * Bytes of weights placed in one memory before the next is used (default
+ * 1.5 GiB: the first memory keeps 512 MiB under 2 GiB for KV caches,
+ * scratch and packed F32 panels; see {@link MEMORY_BYTES}).
  */
-export const DEFAULT_WEIGHT_BYTES: number = 4 * 1024 * MiB - 512 * MiB;
+export const DEFAULT_WEIGHT_BYTES: number = 1536 * MiB;
 
 /**
  * Knobs (tests force a small `weightBytesPerMemory` so that a small model
@@ -112,14 +118,18 @@ export function allocateWeightBytes(n: number): Uint8Array | null {
   if (!e || !e.shared) return null;
   if (n > MEMORY_BYTES - 64 * MiB) {
     throw new RangeError(
-      `Cannot place a weight of ${n} bytes in kernel memory: one 32-bit WebAssembly memory holds at most ${MEMORY_BYTES} bytes`,
+      `Cannot place a weight of ${n} bytes in kernel memory: one WebAssembly memory takes at most ${
+        MEMORY_BYTES - 64 * MiB
+      } bytes of weights`,
     );
   }
   const limit = shardState.weightBytesPerMemory;
   for (const s of [e, ...extra]) {
     const under = s.usedBytes() + n <= limit ||
       (s !== e && s.usedBytes() === 0);
-    if (under && s.fits(n, s === e ? 0 : 64 * MiB)) return s.bytes(n);
+    if (under && s.usedBytes() + n + 64 * MiB <= MEMORY_BYTES) {
+      return s.bytes(n);
+    }
   }
   const s = new Engine({
     noRelaxed: e.backend !== "wasm-relaxed-simd",
