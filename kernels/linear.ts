@@ -29,6 +29,7 @@ import {
   rowBytes,
 } from "./quant_ref.ts";
 import { commonEngine, engineFor } from "./wasm/_shards.ts";
+import { f32GemmBackendFor } from "./fast/backend.ts";
 
 /** Options of {@link linearRef}. */
 export interface LinearRefOptions {
@@ -247,6 +248,16 @@ export function linear(
     checkLinearShapes(x, rows, w);
     checkLinearBias(w.name, outF, bias);
     checkWeightBytes(w, w.dtype, outF, inF);
+    const native = w.dtype === "F32" && w.bytes.byteOffset % 4 === 0 &&
+      f32GemmBackendFor(rows, inF, outF);
+    if (native) {
+      const wf = new Float32Array(
+        w.bytes.buffer,
+        w.bytes.byteOffset,
+        outF * inF,
+      );
+      return native.gemm(x, rows, inF, wf, outF, bias);
+    }
     const e = rows > 0 && outF > 0 && inF > 0 ? engineFor(w.bytes) : null;
     return e
       ? engineLinear(e, x, rows, w, outF, inF, bias)
