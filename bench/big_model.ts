@@ -7,8 +7,10 @@
  * after the load, the kernel memories used and the speeds.
  *
  *   deno run -A bench/big_model.ts [--out /tmp/llama8b-q4_0.gguf]
- *     [--layers 32] [--prompt 8] [--tokens 4] [--threads 1] [--keep]
+ *     [--layers 32] [--prompt 8] [--tokens 4] [--threads 1] [--keep] [--peer]
  *
+ * `--peer` also decodes the same file with llama.cpp (node-llama-cpp, see
+ * bench/_peer.ts), rounds alternating with ours, and prints the ratio.
  * `--layers` writes fewer blocks of the same width (for the memory overhead
  * at smaller sizes). The file is deleted afterwards unless `--keep`. The
  * script refuses to start when the machine's available memory is under
@@ -26,11 +28,11 @@ import { fileSource, writeFileAtomic } from "../io/mod.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
 import { configureKernels, kernelInfo } from "../kernels/fast/mod.ts";
 import { hparams, type Shape, vocabulary } from "./_decode.ts";
-import { cpuLine } from "./_peer.ts";
+import { cpuLine, NlcPeer } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["out", "layers", "prompt", "tokens", "threads"],
-  boolean: ["keep"],
+  boolean: ["keep", "peer"],
   default: {
     out: "/tmp/llama8b-q4_0.gguf",
     layers: "32",
@@ -238,6 +240,43 @@ try {
       (Deno.memoryUsage().rss / GiB).toFixed(2)
     } GiB, ${kernelInfo().memories} memories`,
   );
+  if (args.peer) {
+    const peer = await NlcPeer.start();
+    if (!peer) console.log("llama.cpp: node-llama-cpp not found, skipped");
+    else {
+      await peer.load(args.out, Number(args.threads), 256, 64);
+      console.log(`llama.cpp CPU variant: ${peer.cpuVariant() || "?"}`);
+      const n = ids.length;
+      const oursDecode = () => {
+        const s2 = model.createState();
+        let l = model.forward(prompt.slice(0, 4), s2);
+        const t = performance.now();
+        for (let i = 0; i < n; i++) l = model.forward([argmax(l)], s2);
+        return performance.now() - t;
+      };
+      await peer.decode(prompt.slice(0, 4), n); // warm
+      const ratios: number[] = [], a: number[] = [], b: number[] = [];
+      for (let r = 0; r < 3; r++) {
+        const first = r % 2 === 0;
+        let x = 0, y = 0;
+        if (first) x = oursDecode();
+        y = (await peer.decode(prompt.slice(0, 4), n)).ms;
+        if (!first) x = oursDecode();
+        a.push(n * 1000 / x);
+        b.push(n * 1000 / y);
+        ratios.push(y / x);
+      }
+      await peer.close();
+      const mid = (v: number[]) => v.slice().sort((p, q) => p - q)[1];
+      console.log(
+        `decode ${n} tokens after 4, 3 alternating rounds: ours ${
+          mid(a).toFixed(2)
+        } tok/s, llama.cpp ${mid(b).toFixed(2)} tok/s, ratio ${
+          mid(ratios).toFixed(2)
+        }× (rounds ${ratios.map((r) => r.toFixed(2)).join(" ")})`,
+      );
+    }
+  }
 } finally {
   if (!args.keep) await Deno.remove(args.out).catch(() => {});
 }
