@@ -12,7 +12,16 @@ import {
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
 
-/** Libraries tried in order when no path is given. */
+/**
+ * Libraries tried in order when no path is given.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BLAS_LIBRARIES } from "@modelhost/modelhost/io";
+ * assert(BLAS_LIBRARIES[0] === "libopenblas.so.0");
+ * ```
+ */
 export const BLAS_LIBRARIES: readonly string[] = [
   "libopenblas.so.0",
   "/usr/lib/x86_64-linux-gnu/libopenblas.so.0",
