@@ -124,10 +124,12 @@ export function hparams(s: Shape, name: string): GgufMetadataEntry[] {
 /**
  * GGUF bytes of a SmolLM-135M-shaped Llama with seeded uniform weights
  * (±1/√fan_in; norms 1), llama.cpp tensor names, tied embeddings (no
- * `output.weight`), every matrix quantized to `quantize` by our writer.
+ * `output.weight`), every matrix quantized to `quantize` by our writer
+ * (`Q4_K_M`: llama-quantize's preset, mostly Q4_K with Q6_K for the tied
+ * output and some `attn_v` / `ffn_down` tensors).
  */
 export async function smolLmShapeGguf(
-  quantize: "Q8_0" | "Q4_0" | "Q4_K" | "F32" = "Q8_0",
+  quantize: "Q8_0" | "Q4_0" | "Q4_K" | "Q4_K_M" | "F32" = "Q8_0",
   seed = 1,
   s: Shape = SMOLLM_135M,
 ): Promise<Uint8Array> {
@@ -172,7 +174,11 @@ export async function smolLmShapeGguf(
     },
     {
       metadata,
-      ...(quantize === "F32" ? {} : { quantize }),
+      ...(quantize === "F32"
+        ? {}
+        : quantize === "Q4_K_M"
+        ? { preset: quantize }
+        : { quantize }),
     },
   );
 }

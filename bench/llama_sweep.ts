@@ -10,7 +10,7 @@
 // compares 16 greedy ids after the 128-token prompt on both sides.
 //
 //   NODE_PATH=/work/nlc/node_modules deno run -A bench/llama_sweep.ts \
-//     [--types Q8_0,Q4_0] [--widths 576,1024,2048] [--tokens 128] \
+//     [--types Q8_0,Q4_0,Q4_K_M] [--widths 576,1024,2048] [--tokens 128] \
 //     [--decode 32] [--rounds 5] [--threads 1]
 //
 // Widths: 576 is SmolLM-135M's shape (30 layers); 1024 has 12 layers and
@@ -94,7 +94,14 @@ for (const width of args.widths.split(",").map(Number)) {
     { length: T },
     (_, i) => 3 + 256 + ((i * 7919) % (s.vocab - 260)),
   );
-  for (const type of args.types.split(",") as ("Q8_0" | "Q4_0" | "Q4_K")[]) {
+  for (
+    const type of args.types.split(",") as (
+      | "Q8_0"
+      | "Q4_0"
+      | "Q4_K"
+      | "Q4_K_M"
+    )[]
+  ) {
     const path = `${
       Deno.env.get("TMPDIR") ?? "/tmp"
     }/modelhost-llama-${width}x${s.layers}-${type}.gguf`;

@@ -52,7 +52,7 @@ export interface SafetensorsFile extends ModelFile {
 export interface OpenSafetensorsOptions {
   /** Id of the model. @default {the file or index name without extensions, or the folder name} */
   id?: string;
-  /** Check tensors against `__metadata__["modelhost.sha256"]` on load. @default {true} */
+  /** Check tensors against `__metadata__["modelhost.sha256"]` on load, and dtypes, shapes and quantization fields against `modelhost.header_sha256` at open. @default {true} */
   verify?: boolean;
 }
 

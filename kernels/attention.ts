@@ -215,6 +215,8 @@ export interface AttendOptions {
   window?: number | null;
   /** Multiplier of the dot products. @default 1/√headDim */
   scale?: number;
+  /** Gemma 2's logit soft-capping: scores become `c·tanh(s / c)` (runs the reference path). */
+  softcap?: number | null;
 }
 
 interface AttendShape {
@@ -224,6 +226,7 @@ interface AttendShape {
   causal: boolean;
   window: number;
   scale: number;
+  softcap: number;
 }
 
 function attendShape(
@@ -254,7 +257,8 @@ function attendShape(
       } but the cache holds ${len}`,
     );
   }
-  return { heads, seq, start, causal, window, scale };
+  const softcap = opts.softcap ?? 0;
+  return { heads, seq, start, causal, window, scale, softcap };
 }
 
 /**
@@ -297,7 +301,7 @@ export function attend(
   const held = HELD.get(cache);
   const e = getEngine();
   if (
-    !held || held.e !== e || dim % 4 !== 0 || s.window > 0 ||
+    !held || held.e !== e || dim % 4 !== 0 || s.window > 0 || s.softcap > 0 ||
     (!s.causal && s.start + s.seq !== len) || s.seq === 0 ||
     cache.k.byteOffset !== held.k || cache.v.byteOffset !== held.v
   ) {
@@ -363,7 +367,7 @@ export function attendRef(
   opts: AttendOptions,
 ): Float32Array {
   const { batch, kvHeads, headDim: dim, length: len, capacity: cap } = cache;
-  const { heads, seq, start, causal, window, scale } = attendShape(
+  const { heads, seq, start, causal, window, scale, softcap } = attendShape(
     q,
     cache,
     opts,
@@ -387,6 +391,7 @@ export function attendRef(
           let dot = 0;
           for (let i = 0; i < dim; i++) dot += q[qo + i] * k[ko + i];
           dot *= scale;
+          if (softcap > 0) dot = softcap * Math.tanh(dot / softcap);
           scores[s] = dot;
           if (dot > max) max = dot;
         }

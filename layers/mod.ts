@@ -35,6 +35,8 @@ import { kmeansLayer } from "./kmeans.ts";
 import { parallelLayer } from "./parallel.ts";
 import { multiHeadAttentionLayer } from "./attention.ts";
 import { transformerBlockLayer } from "./transformer_block.ts";
+import { decoderBlockLayer } from "./decoder_block.ts";
+import { decoderEmbeddingLayer } from "./decoder_embedding.ts";
 
 export * from "../core/network.ts";
 export {
@@ -54,6 +56,15 @@ export {
   type SoftmaxVariant,
 } from "./softmax.ts";
 export { type LayerNormConfig, layerNormLayer } from "./layer_norm.ts";
+export {
+  type DecoderActivation,
+  type DecoderBlockConfig,
+  decoderBlockLayer,
+} from "./decoder_block.ts";
+export {
+  type DecoderEmbeddingConfig,
+  decoderEmbeddingLayer,
+} from "./decoder_embedding.ts";
 export { type RmsNormConfig, rmsNormLayer } from "./rms_norm.ts";
 export {
   embedding,
@@ -126,4 +137,6 @@ export const LAYER_PLUGINS: readonly LayerPlugin<unknown>[] = [
   parallelLayer,
   multiHeadAttentionLayer,
   transformerBlockLayer,
+  decoderBlockLayer,
+  decoderEmbeddingLayer,
 ] as LayerPlugin<unknown>[];

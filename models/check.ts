@@ -21,6 +21,7 @@ import { configFromGguf, GGUF_ARCHITECTURES } from "./gguf_config.ts";
 import { parseTensorName, tensorName } from "./names.ts";
 import { parseStackedExperts } from "./families/_experts.ts";
 import { blocksNamed, familyRename, planTensors } from "./_tensor_plan.ts";
+import { checkVariantTensors } from "./families/_decoder_check.ts";
 
 /**
  * Most transformer blocks a model may declare (the largest released Llama has 126).
@@ -245,6 +246,18 @@ export function checkTransformerTensors(
       ? "gguf"
       : "hf";
   checkConfigLimits(cfg, where, scheme);
+  if (cfg.variant) {
+    // A decoder_block family names its tensors its own way: its check maps
+    // every network tensor to those names (limits above bound its loops).
+    const infos = new Map(index.names().map((n) => [n, index.info(n)]));
+    const own = index.names().some((n) =>
+        n.startsWith("blk.") || n.startsWith("token_embd.")
+      )
+      ? "gguf"
+      : "hf";
+    checkVariantTensors(cfg, infos, own, where);
+    return;
+  }
   const k = keysFor(cfg, scheme);
   const rename = familyRename(cfg.family, scheme);
   const blocksSeen = blocksNamed(index, rename);

@@ -27,7 +27,20 @@
 
 import type { LayerConfig, NetworkConfig } from "../core/model.ts";
 import type { RopeScaling, RopeStyle } from "../kernels/rope.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
+import { ropeScalingFromHf } from "./_rope_scaling_hf.ts";
+import type {
+  DecoderFamily,
+  DecoderVariant,
+} from "./families/_decoder_spec.ts";
+import {
+  ALL_FAMILY_SPECS,
+  decoderFamilySpec,
+  FAMILY_SPECS,
+  variantNetwork,
+  variantToHf,
+} from "./families/mod.ts";
+
+export { ropeScalingFromHf };
 
 /** The architectures this module runs (Hugging Face `model_type` values). */
 export type TransformerFamily =
@@ -39,7 +52,8 @@ export type TransformerFamily =
   | "mixtral"
   | "olmo2"
   | "granite"
-  | "smollm3";
+  | "smollm3"
+  | DecoderFamily;
 
 /** One row of {@link FAMILIES}. */
 export interface FamilyInfo {
@@ -85,7 +99,7 @@ export const FAMILIES: readonly FamilyInfo[] = [
     specifics:
       "q/k/v projection biases; rotary on half-split pairs in GGUF too",
   },
-  ...[...FAMILY_SPECS.values()].map((s) => s.info),
+  ...ALL_FAMILY_SPECS.map((s) => s.info),
 ];
 
 /**
@@ -98,8 +112,11 @@ export const FAMILIES: readonly FamilyInfo[] = [
  * assert(SUPPORTED_MODEL_TYPES.includes("llama") && SUPPORTED_MODEL_TYPES.includes("mistral"));
  * ```
  */
-export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = FAMILIES
-  .map((f) => f.modelType);
+export const SUPPORTED_MODEL_TYPES: readonly TransformerFamily[] = [
+  ...FAMILIES.map((f) => f.modelType),
+  // multimodal Gemma 3 checkpoints: their language model runs as gemma3_text
+  "gemma3",
+];
 
 /** Hyperparameters of a Llama-family decoder. */
 export interface TransformerConfig {
@@ -170,6 +187,11 @@ export interface TransformerConfig {
     /** Hidden width of each expert. */
     intermediateSize: number;
   };
+  /**
+   * What a family beyond Llama changes (Gemma, Phi, GPT-2 …): such a
+   * config runs as `decoder_embedding → decoder_block … → norm → dense`.
+   */
+  variant?: DecoderVariant;
 }
 
 /** The parts of a Hugging Face `config.json` that {@link configFromHf} reads. */
@@ -241,64 +263,6 @@ function idList(v: unknown): number[] {
 }
 
 /**
- * The `rope_scaling` object of a config as the attention layers take it.
- *
- * @param raw The config's `rope_scaling` (null, `{type|rope_type: ...}`).
- * @param where Name of the config, for messages.
- * @returns The rule, or null for none.
- * @throws {TypeError} For a kind the layers do not implement (dynamic, yarn ...).
- *
- * @example
- * ```ts
- * import { assert } from "@std/assert";
- * import { ropeScalingFromHf } from "@modelhost/modelhost/models";
- * const s = ropeScalingFromHf({ rope_type: "linear", factor: 2 }, "config.json");
- * assert(s?.rope_type === "linear");
- * ```
- */
-export function ropeScalingFromHf(
-  raw: unknown,
-  where: string,
-): RopeScaling | null {
-  if (raw === undefined || raw === null) return null;
-  if (typeof raw !== "object" || Array.isArray(raw)) {
-    throw new TypeError(
-      `${where}: "rope_scaling" must be null or an object, got ${
-        describe(raw)
-      }`,
-    );
-  }
-  const o = raw as Json;
-  const kind = o.rope_type ?? o.type;
-  if (kind === "default") return null;
-  if (kind === "linear") {
-    return {
-      rope_type: "linear",
-      factor: num(o, "factor", `${where} rope_scaling`, NaN),
-    };
-  }
-  if (kind === "llama3") {
-    const w = `${where} rope_scaling`;
-    return {
-      rope_type: "llama3",
-      factor: num(o, "factor", w, NaN),
-      low_freq_factor: num(o, "low_freq_factor", w, NaN),
-      high_freq_factor: num(o, "high_freq_factor", w, NaN),
-      original_max_position_embeddings: int(
-        o,
-        "original_max_position_embeddings",
-        w,
-      ),
-    };
-  }
-  throw new TypeError(
-    `${where}: rope_scaling type ${
-      describe(kind)
-    } is not supported (supported: linear, llama3)`,
-  );
-}
-
-/**
  * Reads a Hugging Face `config.json`.
  *
  * @param json The parsed `config.json`.
@@ -328,6 +292,8 @@ export function configFromHf(
   }
   const o = json as Json;
   const type = o.model_type;
+  const decoderSpec = decoderFamilySpec(type);
+  if (decoderSpec) return decoderSpec.fromHf(o, where);
   if (!SUPPORTED_MODEL_TYPES.includes(type as TransformerFamily)) {
     throw new TypeError(
       `${where}: model_type ${describe(type)} is not supported; supported: ${
@@ -436,6 +402,7 @@ function ropeParametersScaling(p: unknown): unknown {
 export function configToHf(
   cfg: TransformerConfig,
 ): HfConfigJson & { architectures: string[] } {
+  if (cfg.variant) return variantToHf(cfg);
   const spec = FAMILY_SPECS.get(cfg.family);
   const arch = spec
     ? spec.hfArchitecture
@@ -502,6 +469,7 @@ export function configToHf(
  * ```
  */
 export function transformerNetwork(cfg: TransformerConfig): NetworkConfig {
+  if (cfg.variant) return variantNetwork(cfg);
   const block: LayerConfig = {
     type: "transformer_block",
     d_model: cfg.hiddenSize,

@@ -59,6 +59,15 @@ import {
   type HfConfigJson,
   type TransformerConfig,
 } from "./config.ts";
+import {
+  applyMove,
+  decoderFamilySpec,
+  FAMILY_SPECS,
+  ggufExtraValues,
+  ggufToHfMoves,
+  hfToGgufMoves,
+  type TensorMove,
+} from "./families/mod.ts";
 import { configFromGguf, configToGguf } from "./gguf_config.ts";
 import {
   type ParsedTensorName,
@@ -72,7 +81,6 @@ import {
   stackedExpertsName,
   stackExperts,
 } from "./families/_experts.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
 import {
   llama3RopeFactors,
   permuteToHalfSplit,
@@ -126,6 +134,38 @@ function byteLength(dtype: DTypeName, shape: number[]): number {
 }
 
 const GGUF_FLOATS = new Set<DTypeName>(["F32", "F16", "BF16"]);
+
+/** A family tensor move as a lazy tensor (1-D and changed values as F32). */
+function movePlan(
+  m: TensorMove,
+  src: TensorIndex,
+  floatTypes: Set<DTypeName>,
+): Planned {
+  const info = src.info(m.from);
+  const oneD = info.shape.length === 1;
+  const dtype: DTypeName = !oneD && !m.values && GGUF_FLOATS.has(info.dtype)
+    ? info.dtype
+    : "F32";
+  if (!oneD) floatTypes.add(dtype);
+  return {
+    info: {
+      name: m.to,
+      dtype,
+      shape: [...m.shape],
+      byteLength: byteLength(dtype, m.shape),
+    },
+    make: async () => {
+      let t = await src.load(m.from);
+      if (t.dtype !== dtype && !m.values) {
+        t = tensorFromF32(m.to, toFloat32(t), [...t.shape]);
+      }
+      const out = applyMove(m, t);
+      return out.dtype === dtype
+        ? out
+        : tensorFromF32(m.to, toFloat32(out), [...m.shape]);
+    },
+  };
+}
 
 function fileType(types: Set<DTypeName>): number | undefined {
   if (types.size !== 1) return undefined;
@@ -185,7 +225,25 @@ export function hfToGguf(
   const toGgufName = spec?.ggufNames?.toFamily ?? ((n: string) => n);
   const planned: Planned[] = [];
   const floatTypes = new Set<DTypeName>();
-  if (cfg.ropeScaling?.rope_type === "llama3") {
+  if (cfg.variant) {
+    for (const m of hfToGgufMoves(cfg, src)) {
+      planned.push(movePlan(m, src, floatTypes));
+    }
+    for (
+      const x of decoderFamilySpec(cfg.family)?.ggufExtraTensors?.(cfg) ?? []
+    ) {
+      planned.push({
+        info: {
+          name: x.name,
+          dtype: "F32",
+          shape: [x.values.length],
+          byteLength: x.values.byteLength,
+        },
+        make: () =>
+          Promise.resolve(tensorFromF32(x.name, x.values, [x.values.length])),
+      });
+    }
+  } else if (cfg.ropeScaling?.rope_type === "llama3") {
     const f = llama3RopeFactors(cfg.headDim, cfg.ropeTheta, cfg.ropeScaling);
     planned.push({
       info: {
@@ -201,7 +259,7 @@ export function hfToGguf(
   const found = new Map<string, { from: string; p: ParsedTensorName }>();
   // stacked experts: `${layer}.${role}` -> the source name of each expert
   const experts = new Map<string, string[]>();
-  for (const name of src.names()) {
+  for (const name of cfg.variant ? [] : src.names()) {
     const p = parseTensorName(fromFamily(name));
     if (!p || p.scheme !== "hf" || p.role === "rope_freqs") continue;
     if (p.layer !== undefined && p.layer >= cfg.numLayers) continue;
@@ -232,50 +290,57 @@ export function hfToGguf(
       }
     }
   };
-  want("embedding");
-  const post = cfg.normPlacement === "post";
-  for (let i = 0; i < cfg.numLayers; i++) {
-    if (!post) want("attn_norm", i);
-    for (const r of ["attn_q", "attn_k", "attn_v", "attn_o"] as const) {
-      want(r, i);
-    }
-    if (cfg.qkNorm) {
-      want("attn_q_norm", i);
-      want("attn_k_norm", i);
-    }
-    want("mlp_norm", i);
-    if (post) want("ffn_post_norm", i);
-    if (cfg.moe) {
-      want("moe_router", i);
-      for (const role of ["mlp_gate", "mlp_up", "mlp_down"] as const) {
-        const list = experts.get(`${i}.${role}`) ?? [];
-        for (let j = 0; j < cfg.moe.numExperts; j++) {
-          if (list[j] === undefined) {
-            throw new TypeError(
-              `Cannot convert to GGUF: the checkpoint has no ${
-                tensorName("hf", { role, layer: i, kind: "weight", expert: j })
-              }`,
-            );
-          }
-        }
-        stackedOrder.push({ layer: i, role });
+  if (!cfg.variant) {
+    want("embedding");
+    const post = cfg.normPlacement === "post";
+    for (let i = 0; i < cfg.numLayers; i++) {
+      if (!post) want("attn_norm", i);
+      for (const r of ["attn_q", "attn_k", "attn_v", "attn_o"] as const) {
+        want(r, i);
       }
-    } else {
-      for (const r of ["mlp_gate", "mlp_up", "mlp_down"] as const) want(r, i);
+      if (cfg.qkNorm) {
+        want("attn_q_norm", i);
+        want("attn_k_norm", i);
+      }
+      want("mlp_norm", i);
+      if (post) want("ffn_post_norm", i);
+      if (cfg.moe) {
+        want("moe_router", i);
+        for (const role of ["mlp_gate", "mlp_up", "mlp_down"] as const) {
+          const list = experts.get(`${i}.${role}`) ?? [];
+          for (let j = 0; j < cfg.moe.numExperts; j++) {
+            if (list[j] === undefined) {
+              throw new TypeError(
+                `Cannot convert to GGUF: the checkpoint has no ${
+                  tensorName("hf", {
+                    role,
+                    layer: i,
+                    kind: "weight",
+                    expert: j,
+                  })
+                }`,
+              );
+            }
+          }
+          stackedOrder.push({ layer: i, role });
+        }
+      } else {
+        for (const r of ["mlp_gate", "mlp_up", "mlp_down"] as const) want(r, i);
+      }
     }
-  }
-  want("final_norm");
-  if (!cfg.tieWordEmbeddings) want("lm_head");
-  else if (spec?.ggufNeedsOutput) {
-    // llama.cpp's loader of this family has no tied fallback: a copy
-    const emb = found.get(
-      tensorName("gguf", { role: "embedding", kind: "weight" }),
-    )!;
-    found.set("output.weight", {
-      from: emb.from,
-      p: { ...emb.p, role: "lm_head" },
-    });
-    order.push("output.weight");
+    want("final_norm");
+    if (!cfg.tieWordEmbeddings) want("lm_head");
+    else if (spec?.ggufNeedsOutput) {
+      // llama.cpp's loader of this family has no tied fallback: a copy
+      const emb = found.get(
+        tensorName("gguf", { role: "embedding", kind: "weight" }),
+      )!;
+      found.set("output.weight", {
+        from: emb.from,
+        p: { ...emb.p, role: "lm_head" },
+      });
+      order.push("output.weight");
+    }
   }
   const ggufDtype = (info: TensorInfo): DTypeName =>
     info.shape.length === 1 || !GGUF_FLOATS.has(info.dtype)
@@ -414,6 +479,7 @@ export async function ggufToHf(
     ? toFloat32(await src.load("rope_freqs.weight"))
     : undefined;
   const cfg: TransformerConfig = configFromGguf(m.metadata, src.names(), {
+    tensorValues: await ggufExtraValues(src),
     ropeFreqs,
     embeddingRows: src.has("token_embd.weight")
       ? src.info("token_embd.weight").shape[0]
@@ -424,7 +490,12 @@ export async function ggufToHf(
   const fromGgufName = spec?.ggufNames?.fromFamily ?? ((n: string) => n);
   const toHfName = spec?.hfNames?.toFamily ?? ((n: string) => n);
   const planned: Planned[] = [];
-  for (const name of src.names()) {
+  if (cfg.variant) {
+    for (const m of ggufToHfMoves(cfg, src)) {
+      planned.push(movePlan(m, src, new Set()));
+    }
+  }
+  for (const name of cfg.variant ? [] : src.names()) {
     const stacked = parseStackedExperts(name);
     if (stacked) {
       const info = src.info(name);

@@ -41,7 +41,12 @@ import {
   transformerNetwork,
 } from "./config.ts";
 import { parseStackedExperts } from "./families/_experts.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
+import { familyFromNames } from "./families/_decoder_detect.ts";
+import {
+  decoderFamilyByGguf,
+  decoderFamilySpec,
+  FAMILY_SPECS,
+} from "./families/mod.ts";
 import { configFromGguf } from "./gguf_config.ts";
 import {
   type NameScheme,
@@ -221,6 +226,41 @@ export function detectArchitecture(
   }
   const naming = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ??
     "unknown";
+  // The decoder_block families (Gemma, Phi, GPT-2 …): the family from the
+  // config, else from the names; hyperparameters only from a config.
+  const gguf = config && "general.architecture" in config;
+  const named = config && (gguf || "model_type" in config);
+  const variant = named
+    ? (gguf
+      ? decoderFamilyByGguf(config["general.architecture"])?.info.modelType
+      : decoderFamilySpec(config.model_type)?.info.modelType)
+    : familyFromNames(detected.map((t) => t.name));
+  if (variant) {
+    let cfg: TransformerConfig | undefined;
+    try {
+      if (gguf) {
+        cfg = configFromGguf(
+          config as Record<string, unknown>,
+          detected.map((t) => t.name),
+        );
+      } else if (named) cfg = configFromHf(config as HfConfigJson);
+      else {
+        notes.push(
+          `${variant} named from its tensor names; its hyperparameters need a config`,
+        );
+      }
+    } catch (e) {
+      notes.push((e as Error).message);
+    }
+    return {
+      family: variant,
+      naming,
+      tensors: detected,
+      ...(cfg ? { config: cfg, network: transformerNetwork(cfg) } : {}),
+      guessed,
+      notes,
+    };
+  }
   const unknown = detected.filter((t) => t.role === "unknown");
   if (unknown.length > 0) {
     notes.push(

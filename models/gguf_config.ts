@@ -31,7 +31,8 @@ import {
   type TransformerConfig,
   type TransformerFamily,
 } from "./config.ts";
-import { FAMILY_SPECS } from "./families/mod.ts";
+import { variantFromGguf, variantToGguf } from "./families/_decoder_gguf.ts";
+import { ALL_FAMILY_SPECS, FAMILY_SPECS } from "./families/mod.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
 
 /**
@@ -48,9 +49,9 @@ export const GGUF_ARCHITECTURES: readonly string[] = [
   "llama",
   "qwen2",
   ...new Set(
-    [...FAMILY_SPECS.values()].map((s) => s.info.ggufArchitecture).filter((
-      a,
-    ) => a !== "llama"),
+    ALL_FAMILY_SPECS.map((s) => s.info.ggufArchitecture).filter((a) =>
+      a !== "llama"
+    ),
   ),
 ];
 
@@ -82,6 +83,8 @@ export interface GgufConfigOptions {
   embeddingRows?: number;
   /** Where the metadata came from, for messages. @default "GGUF file" */
   name?: string;
+  /** Values of the non-network tensors a family reads (Phi-3's `rope_factors_*.weight`). */
+  tensorValues?: ReadonlyMap<string, Float32Array>;
 }
 
 function describe(v: unknown): string {
@@ -113,7 +116,7 @@ function describe(v: unknown): string {
  * import { assertThrows } from "@std/assert";
  * import { configFromGguf } from "@modelhost/modelhost/models";
  * assertThrows(
- *   () => configFromGguf({ "general.architecture": "gpt2" }, []),
+ *   () => configFromGguf({ "general.architecture": "mamba" }, []),
  *   TypeError,
  *   "supported: llama, qwen2",
  * );
@@ -125,6 +128,14 @@ export function configFromGguf(
   options: GgufConfigOptions = {},
 ): TransformerConfig {
   const where = options.name ?? "GGUF file";
+  const variant = variantFromGguf(
+    md,
+    tensorNames,
+    where,
+    options.embeddingRows,
+    options.tensorValues,
+  );
+  if (variant) return variant;
   const arch = md["general.architecture"];
   if (typeof arch !== "string" || !GGUF_ARCHITECTURES.includes(arch)) {
     throw new TypeError(
@@ -299,6 +310,7 @@ export function configToGguf(
   cfg: TransformerConfig,
   name = "model",
 ): GgufMetadata {
+  if (cfg.variant) return variantToGguf(cfg, name);
   const spec = FAMILY_SPECS.get(cfg.family);
   const arch = spec
     ? spec.info.ggufArchitecture

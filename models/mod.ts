@@ -41,6 +41,12 @@ export {
   type TransformerFamily,
   transformerNetwork,
 } from "./config.ts";
+export type {
+  DecoderFamily,
+  DecoderVariant,
+  LayerAttention,
+  LongRope,
+} from "./families/mod.ts";
 export {
   checkConfigLimits,
   checkModelBuilds,

@@ -75,6 +75,11 @@ import {
   type TransformerConfig,
   transformerNetwork,
 } from "./config.ts";
+import {
+  ggufExtraValues,
+  loadGgufTensors,
+  loadHfTensors,
+} from "./families/mod.ts";
 import { configFromGguf } from "./gguf_config.ts";
 import { splitExperts } from "./families/_experts.ts";
 import { familyRename, planTensors } from "./_tensor_plan.ts";
@@ -288,6 +293,14 @@ export function buildTransformer(
   const layers = network.layers;
   const normIndex = n + 1, headIndex = n + 2;
   const vocab = config.vocabSize, d = config.hiddenSize;
+  // Gemma 2's final soft-capping: c·tanh(logit / c).
+  const cap = config.variant?.finalSoftcap ?? null;
+  const softcap = (l: Float32Array): Float32Array => {
+    if (cap !== null) {
+      for (let i = 0; i < l.length; i++) l[i] = cap * Math.tanh(l[i] / cap);
+    }
+    return l;
+  };
 
   const forward = (
     ids: ArrayLike<number>,
@@ -307,7 +320,10 @@ export function buildTransformer(
     }
     const x = new Float32Array(t);
     for (let i = 0; i < t; i++) x[i] = ids[i];
-    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]));
+    let h: FloatTensor = layers[0].forward(
+      floatTensor(x, [1, t]),
+      state?.layers[0],
+    );
     for (let i = 1; i <= n; i++) h = layers[i].forward(h, state?.layers[i]);
     if (!opts.allPositions && t > 1) {
       h = floatTensor(h.data.slice((t - 1) * d), [1, 1, d]);
@@ -315,7 +331,7 @@ export function buildTransformer(
     h = layers[normIndex].forward(h);
     if (state) { for (let i = 0; i < t; i++) state.tokens.push(x[i]); }
     if (opts.output === "hidden") return h.data;
-    const logits = layers[headIndex].forward(h).data;
+    const logits = softcap(layers[headIndex].forward(h).data);
     return logits.length === vocab || opts.allPositions
       ? logits
       : logits.subarray(logits.length - vocab);
@@ -347,7 +363,12 @@ export function buildTransformer(
     for (const it of items) {
       for (let i = 0; i < it.ids.length; i++) x[at++] = it.ids[i];
     }
-    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]));
+    let h: FloatTensor = layers[0].forward(floatTensor(x, [1, t]), undefined, {
+      sequences: items.map((it) => ({
+        rows: it.ids.length,
+        state: it.state.layers[0],
+      })),
+    });
     h = floatTensor(h.data, [t, d]);
     for (let i = 1; i <= n; i++) {
       h = layers[i].forward(h, undefined, {
@@ -368,9 +389,11 @@ export function buildTransformer(
     for (const it of items) {
       for (let i = 0; i < it.ids.length; i++) it.state.tokens.push(x[at++]);
     }
-    const logits = layers[headIndex].forward(
-      layers[normIndex].forward(floatTensor(last, [1, items.length, d])),
-    ).data;
+    const logits = softcap(
+      layers[headIndex].forward(
+        layers[normIndex].forward(floatTensor(last, [1, items.length, d])),
+      ).data,
+    );
     return items.map((_, k) => logits.subarray(k * vocab, (k + 1) * vocab));
   };
 
@@ -564,13 +587,16 @@ export async function transformerFromFiles(
   const config = configFromHf(files.config);
   const index = singleModel(files.model, "Hugging Face checkpoint");
   checkTransformerTensors(config, index, options.name ?? "the checkpoint");
-  const tensors = await loadRenamed(
-    index,
-    config.numLayers,
-    (role) =>
-      role === "rope_freqs" || (config.tieWordEmbeddings && role === "lm_head"),
-    familyRename(config.family, "hf"),
-  );
+  const tensors = config.variant
+    ? await loadHfTensors(config, index, keep)
+    : await loadRenamed(
+      index,
+      config.numLayers,
+      (role) =>
+        role === "rope_freqs" ||
+        (config.tieWordEmbeddings && role === "lm_head"),
+      familyRename(config.family, "hf"),
+    );
   const tokenizer = options.tokenizer ??
     (files.tokenizer
       ? createTokenizer(files.tokenizer, {
@@ -622,18 +648,21 @@ export async function transformerFromGguf(
     ? toFloat32(await index.load("rope_freqs.weight"))
     : undefined;
   const config = configFromGguf(md, names, {
+    tensorValues: await ggufExtraValues(index),
     ropeFreqs,
     embeddingRows: index.has("token_embd.weight")
       ? index.info("token_embd.weight").shape[0]
       : undefined,
   });
   checkTransformerTensors(config, index, options.name ?? "the GGUF file");
-  const tensors = await loadRenamed(
-    index,
-    config.numLayers,
-    (role) => role === "rope_freqs",
-    familyRename(config.family, "gguf"),
-  );
+  const tensors = config.variant
+    ? await loadGgufTensors(config, index, keep)
+    : await loadRenamed(
+      index,
+      config.numLayers,
+      (role) => role === "rope_freqs",
+      familyRename(config.family, "gguf"),
+    );
   let tokenizer = options.tokenizer;
   if (!tokenizer && "tokenizer.ggml.model" in md) {
     tokenizer = createTokenizer(md, { name: "GGUF metadata" });

@@ -8,6 +8,7 @@ import type { Registry } from "../registry.ts";
 import { openModel } from "../io/open.ts";
 import { loadTransformer } from "../io/transformer.ts";
 import { limitPromptLength } from "./_prompt_limit.ts";
+import { registerTokenizerSource } from "./_offload_encode.ts";
 import {
   type EncoderModel,
   loadEncoderModel,
@@ -175,6 +176,7 @@ export class ModelCache {
     } else if (entry.kind === "llm") {
       const model = await loadTransformer(entry.path);
       limitPromptLength(model, label);
+      registerTokenizerSource(model.tokenizer, entry.path);
       const pipeline = (await Deno.stat(entry.path)).isDirectory
         ? await readSentencePipelineDir(entry.path)
         : undefined;

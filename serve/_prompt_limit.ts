@@ -4,6 +4,7 @@
 // The limit scales with the model's context: no prompt over it fits.
 
 import type { Transformer } from "../models/transformer.ts";
+import type { Tokenizer } from "../tokenizers/tokenizer.ts";
 import { HttpError } from "./_http.ts";
 
 /** Characters allowed per token of the model's context (tokens seldom span more than a few). */
@@ -30,13 +31,24 @@ export function limitPromptLength(model: Transformer, label: string): void {
   const context = model.config.maxPositionEmbeddings;
   const limit = promptCharLimit(context);
   const encode = tok.encode.bind(tok);
-  tok.encode = (text, options) => {
+  const check = (text: string): void => {
     if (text.length > limit) {
       throw new HttpError(
         413,
         `The prompt is ${text.length} characters; ${label} takes at most ${limit} (${MAX_PROMPT_CHARS_PER_TOKEN} per token of its ${context}-token context)`,
       );
     }
+  };
+  checks.set(tok, check);
+  tok.encode = (text, options) => {
+    check(text);
     return encode(text, options);
   };
+}
+
+const checks = new WeakMap<Tokenizer, (text: string) => void>();
+
+/** The 413 check of {@link limitPromptLength}, for text encoded elsewhere. */
+export function checkPromptLength(tok: Tokenizer, text: string): void {
+  checks.get(tok)?.(text);
 }

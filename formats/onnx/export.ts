@@ -54,7 +54,12 @@ const IR_VERSION: Record<number, number> = {
 };
 
 /** Layer types that take `[batch, sequence, features]`. */
-const SEQUENCE_LAYERS = ["multi_head_attention", "mha", "transformer_block"];
+const SEQUENCE_LAYERS = [
+  "multi_head_attention",
+  "mha",
+  "transformer_block",
+  "decoder_block",
+];
 
 /** Whether a config holds a sequence layer anywhere (nested layers too). */
 function hasSequenceLayer(v: unknown): boolean {
@@ -226,7 +231,8 @@ function buildGraph(
   });
   const scope = createScope(network.tensors);
   const first = spec.layers[0];
-  const ids = first.plugin.type === "embedding";
+  const ids = first.plugin.type === "embedding" ||
+    first.plugin.type === "decoder_embedding";
   const sequence = raw.sequence ?? hasSequenceLayer(network.config);
   let cur: string;
   let rank: number;

@@ -61,7 +61,8 @@
  * | `format` | `"pt"` by default, the value Hugging Face `transformers` expects |
  * | `modelhost.config` | the network config, JSON, so a network round-trips |
  * | `modelhost.quant` | JSON `{ tensor: { scale, zero_point?, axis?, block_size? } }`; `value = (code - zero_point) * scale`, scalars per tensor, arrays per channel along `axis` (default 0) or per block of `block_size` elements |
- * | `modelhost.sha256` | JSON `{ tensor: "<64 hex digits>" }`, the SHA-256 of each tensor's stored bytes, checked by {@link validateSafetensors} |
+ * | `modelhost.sha256` | JSON `{ tensor: "<64 hex digits>" }`, the SHA-256 of each tensor's stored bytes, checked by {@link validateSafetensors} and on load |
+ * | `modelhost.header_sha256` | 64 hex digits: SHA-256 of the compact JSON `{"quant": <modelhost.quant text or null>, "tensors": [[name, dtype, shape, byte sha256], ...]}` (tensors by name), so a dtype, shape or quantization edit is caught; checked on load and by {@link validateSafetensors} |
  * | `modelhost.provenance.git_commit`, `.dataset_sha256`, `.seed`, `.created_at`, `.<other>` | provenance, written from the `provenance` option |
  *
  * @example

@@ -84,7 +84,7 @@ const OPTIONS: readonly OptionSpec[] = [
     name: "verify",
     type: "boolean",
     description:
-      'check tensors against __metadata__["modelhost.sha256"] while reading',
+      'check tensors against __metadata__["modelhost.sha256"] and the header against "modelhost.header_sha256" while reading',
     default: true,
   },
   {

@@ -26,6 +26,7 @@ import {
   type SafetensorsHeader,
   type SafetensorsTensorEntry,
 } from "./_header.ts";
+import { digestTensorsOf, HEADER_SHA256_KEY, headerDigest } from "./_digest.ts";
 
 /**
  * `__metadata__` keys modelhost reads and writes.
@@ -44,6 +45,11 @@ export const SAFETENSORS_KEYS = {
   quant: "modelhost.quant",
   /** SHA-256 of each tensor's stored bytes: JSON `{ name: "<64 hex digits>" }`. */
   sha256: "modelhost.sha256",
+  /**
+   * SHA-256 over every tensor's name, dtype, shape and byte digest and the
+   * `modelhost.quant` text (64 hex digits; see `docs/formats/safetensors.md`).
+   */
+  headerSha256: HEADER_SHA256_KEY,
   /** Prefix of provenance keys (`modelhost.provenance.git_commit`, ...). */
   provenance: "modelhost.provenance.",
 } as const;
@@ -59,8 +65,11 @@ export interface SafetensorsReadOptions extends ReadOptions {
   id?: string;
   /**
    * Check each tensor's bytes against `__metadata__["modelhost.sha256"]`
-   * when it is loaded (files without that key read as before; a file whose
-   * map leaves a tensor out is refused). @default {true}
+   * when it is loaded, and, at open, every tensor's dtype and shape and the
+   * `modelhost.quant` text against `modelhost.header_sha256` (files without
+   * those keys read as before, a file with only the byte map has its bytes
+   * checked; a map that leaves a tensor out, or a header digest without a
+   * byte map, is refused). @default {true}
    */
   verify?: boolean;
 }
@@ -325,6 +334,45 @@ function digestsOf(part: Part): Map<string, string> {
   return out;
 }
 
+/**
+ * Checks `modelhost.header_sha256`, when recorded, against the file's
+ * tensors (names, dtypes, shapes, byte digests) and `modelhost.quant` text.
+ */
+async function checkHeaderDigest(
+  part: Part,
+  bytes: Map<string, string>,
+): Promise<void> {
+  const meta = part.header.metadata;
+  if (!meta || !Object.hasOwn(meta, SAFETENSORS_KEYS.headerSha256)) return;
+  const key =
+    `__metadata__["${SAFETENSORS_KEYS.headerSha256}"] of ${part.file}`;
+  const want = meta[SAFETENSORS_KEYS.headerSha256];
+  if (!HEX64.test(want)) {
+    throw new TypeError(
+      `Cannot verify ${key}: expected 64 lower-case hex digits, got ${
+        JSON.stringify(want.slice(0, 80))
+      } (pass verify: false to read without checking)`,
+    );
+  }
+  if (part.header.tensors.length > 0 && bytes.size === 0) {
+    throw new TypeError(
+      `Cannot verify ${key}: the file records a header digest but no __metadata__["${SAFETENSORS_KEYS.sha256}"] (a removed checksum; pass verify: false to read without checking)`,
+    );
+  }
+  const quant = Object.hasOwn(meta, SAFETENSORS_KEYS.quant)
+    ? meta[SAFETENSORS_KEYS.quant]
+    : undefined;
+  const got = await headerDigest(
+    digestTensorsOf(part.header.tensors, bytes),
+    quant,
+  );
+  if (got !== want) {
+    throw new RangeError(
+      `Checksum mismatch in the header of ${part.file}: ${key} records ${want}, the ${part.header.tensors.length} tensors' names, dtypes, shapes and byte digests with __metadata__["${SAFETENSORS_KEYS.quant}"] hash to ${got} (a relabelled dtype or shape, or edited quantization fields; pass verify: false to read without checking)`,
+    );
+  }
+}
+
 function indexOf(located: Map<string, Located>): TensorIndex {
   const missing = (name: string): RangeError => {
     const known = [...located.keys()];
@@ -386,6 +434,7 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
     const m = p.header.metadata;
     if (!m) continue;
     for (const [k, v] of Object.entries(m)) {
+      if (k === SAFETENSORS_KEYS.headerSha256) continue; // per shard, checked at open
       if (k === SAFETENSORS_KEYS.quant || k === SAFETENSORS_KEYS.sha256) {
         const parsed = parseJsonKey(m, k, p.file);
         if (!isPlainObject(parsed)) continue; // reported by the per-file checks
@@ -404,17 +453,18 @@ function mergeMetadata(parts: Part[]): Record<string, string> {
   return out;
 }
 
-function buildModel(
+async function buildModel(
   id: string,
   parts: Part[],
   only: Map<string, string> | undefined,
   verify: boolean,
-): Model {
+): Promise<Model> {
   const located = new Map<string, Located>();
   for (const part of parts) {
     const byName = new Map(part.header.tensors.map((t) => [t.name, t]));
     const quant = quantFromMetadata(part.header.metadata, byName, part.file);
     const digests = verify ? digestsOf(part) : new Map<string, string>();
+    if (verify) await checkHeaderDigest(part, digests);
     for (const entry of part.header.tensors) {
       if (only && only.get(entry.name) !== part.file) continue;
       if (located.has(entry.name)) {
@@ -602,7 +652,7 @@ export async function readSafetensors(
     return {
       format: "safetensors",
       models: [
-        buildModel(
+        await buildModel(
           options.id ?? idFrom(src.name),
           parts,
           index.weightMap,
@@ -616,7 +666,7 @@ export async function readSafetensors(
   return {
     format: "safetensors",
     models: [
-      buildModel(
+      await buildModel(
         options.id ?? idFrom(src.name),
         [part],
         undefined,
@@ -630,7 +680,7 @@ export async function readSafetensors(
 export interface SafetensorsShardsOptions {
   /** Id of the returned model. @default {"model"} */
   id?: string;
-  /** Check tensors against `modelhost.sha256` on load (see {@link SafetensorsReadOptions}). @default {true} */
+  /** Check tensors against `modelhost.sha256` on load and the header against `modelhost.header_sha256` (see {@link SafetensorsReadOptions}). @default {true} */
   verify?: boolean;
 }
 
@@ -665,7 +715,7 @@ export async function readSafetensorsShards(
   return {
     format: "safetensors",
     models: [
-      buildModel(
+      await buildModel(
         options.id ?? "model",
         parts,
         undefined,

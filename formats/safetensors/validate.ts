@@ -19,6 +19,7 @@ import {
   type SafetensorsIndex,
 } from "./read.ts";
 import { sha256Hex } from "./write.ts";
+import { digestTensorsOf, headerDigest } from "./_digest.ts";
 
 /** One problem found by {@link validateSafetensors}. */
 export interface SafetensorsProblem {
@@ -289,6 +290,36 @@ export async function validateSafetensors(
               digests.set(name, d);
             }
           }
+        }
+      }
+    }
+    if (meta && Object.hasOwn(meta, SAFETENSORS_KEYS.headerSha256)) {
+      const want = meta[SAFETENSORS_KEYS.headerSha256];
+      const key = `__metadata__["${SAFETENSORS_KEYS.headerSha256}"]`;
+      if (!HEX64.test(want)) {
+        add(o.file, "TypeError", `${key} is not 64 lowercase hex digits`);
+      } else if (
+        o.header.tensors.some((t) => !digests.has(t.name))
+      ) {
+        add(
+          o.file,
+          "Mismatch",
+          `${key} is recorded but __metadata__["${SAFETENSORS_KEYS.sha256}"] does not give every tensor's byte digest (a removed checksum)`,
+        );
+      } else {
+        const quant = Object.hasOwn(meta, SAFETENSORS_KEYS.quant)
+          ? meta[SAFETENSORS_KEYS.quant]
+          : undefined;
+        const got = await headerDigest(
+          digestTensorsOf(o.header.tensors, digests),
+          quant,
+        );
+        if (got !== want) {
+          add(
+            o.file,
+            "Mismatch",
+            `${key} records ${want}, the tensors' names, dtypes, shapes and byte digests with __metadata__["${SAFETENSORS_KEYS.quant}"] hash to ${got}`,
+          );
         }
       }
     }

@@ -21,6 +21,7 @@ import type { WriteOptions } from "../../core/plugin.ts";
 import { type QuantParams, type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { METADATA_KEY, SAFETENSORS_MAX_HEADER_BYTES } from "./_header.ts";
 import { SAFETENSORS_KEYS } from "./read.ts";
+import { headerDigest } from "./_digest.ts";
 
 /** Provenance recorded under `modelhost.provenance.*` keys. */
 export interface SafetensorsProvenance {
@@ -53,8 +54,11 @@ export interface SafetensorsWriteOptions extends WriteOptions {
   provenance?: SafetensorsProvenance;
   /**
    * Stores the SHA-256 of every tensor's written bytes under
-   * `modelhost.sha256`, for {@link validateSafetensors}. The hashes go in
-   * the header, before the data, so each tensor is loaded twice.
+   * `modelhost.sha256` and a digest of every tensor's name, dtype, shape,
+   * byte digest and the `modelhost.quant` text under
+   * `modelhost.header_sha256`, checked on load and by
+   * {@link validateSafetensors}. The hashes go in the header, before the
+   * data, so each tensor is loaded twice.
    * @default {false}
    */
   sha256?: boolean;
@@ -317,7 +321,10 @@ function baseMetadata(
 ): Map<string, string> {
   const out = new Map<string, string>();
   for (const [k, v] of Object.entries(model.metadata)) {
-    if (k === SAFETENSORS_KEYS.quant || k === SAFETENSORS_KEYS.sha256) continue;
+    if (
+      k === SAFETENSORS_KEYS.quant || k === SAFETENSORS_KEYS.sha256 ||
+      k === SAFETENSORS_KEYS.headerSha256
+    ) continue;
     if (v === undefined) continue;
     // 64-bit integers (GGUF UINT64/INT64 read as bigint) as decimal text
     out.set(
@@ -363,10 +370,10 @@ function baseMetadata(
 const ENCODER = new TextEncoder();
 
 /** Builds one file's 8-byte length + padded header. */
-function headerBytes(
+async function headerBytes(
   tensors: Planned[],
   base: Map<string, string>,
-): Uint8Array {
+): Promise<Uint8Array> {
   const meta = new Map(base);
   const quant = new Map<string, unknown>();
   const hashes = new Map<string, unknown>();
@@ -376,6 +383,20 @@ function headerBytes(
   }
   if (quant.size) meta.set(SAFETENSORS_KEYS.quant, sortedJson(quant));
   if (hashes.size) meta.set(SAFETENSORS_KEYS.sha256, sortedJson(hashes));
+  if (hashes.size) {
+    meta.set(
+      SAFETENSORS_KEYS.headerSha256,
+      await headerDigest(
+        tensors.map((p) => ({
+          name: p.name,
+          dtype: p.out.safetensors!,
+          shape: p.shape,
+          sha256: p.sha256!,
+        })),
+        meta.get(SAFETENSORS_KEYS.quant),
+      ),
+    );
+  }
 
   const offsets = new Map<string, [number, number]>();
   let at = 0;
@@ -555,21 +576,22 @@ export async function writeSafetensorsShards(
   }
   if (groups.length === 0) groups.push([]);
 
-  const shards: SafetensorsShard[] = groups.map((g, i) => {
+  const shards: SafetensorsShard[] = [];
+  for (const [i, g] of groups.entries()) {
     const ordered = [...g].sort((a, b) =>
       alignmentOf(b.out) - alignmentOf(a.out) || cmp(a.name, b.name)
     );
-    const header = headerBytes(ordered, base);
+    const header = await headerBytes(ordered, base);
     const data = ordered.reduce((s, p) => s + p.byteLength, 0);
-    return {
+    shards.push({
       fileName: groups.length === 1
         ? `${baseName}.safetensors`
         : shardName(baseName, i, groups.length),
       byteLength: header.byteLength + data,
       tensors: ordered.map((p) => p.name),
       chunks: () => shardChunks(model, header, ordered),
-    };
-  });
+    });
+  }
   if (shards.length === 1) return { shards };
 
   const weightMap: Record<string, string> = {};

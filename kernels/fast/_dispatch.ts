@@ -46,6 +46,13 @@ export const state = {
    */
   signDot: true,
   /**
+   * Tests and benchmarks: whether Q8_0 jobs of one x row on the `signDot`
+   * path use the `q8_0t` kernels (unsigned codes, x split in two parts;
+   * `kernels/wasm/_kernels_quant_q8t.ts`) rather than the four-dot ones
+   * (same bits either way).
+   */
+  split5: true,
+  /**
    * Least x rows for which Q8_0 / Q4_0 jobs run as the register-blocked
    * GEMM (`kernels/wasm/_kernels_quant_gemm.ts`; same bits either way).
    * Tests and benchmarks set Infinity to force the dot-product path.

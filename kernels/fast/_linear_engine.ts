@@ -318,18 +318,25 @@ function quantJob(
   new Int32Array(f.buffer, counter, 1)[0] = 0;
   const rb = rowBytes(dtype, inF);
   const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
-  const fn = kind !== "q8_0"
+  let fn = kind !== "q8_0"
     ? `${kind}_mm`
     : e.u8Dot && state.u8Dot
     ? "q8_0u_mm"
     : e.signDot && state.signDot
     ? "q8_0s_mm"
     : "q8_0_mm";
+  let q16 = xq.q16;
+  if (fn === "q8_0s_mm" && rows === 1 && state.split5 && e.fn.q8_split5) {
+    // one x row: the q8_0t kernels (kernels/wasm/_kernels_quant_q8t.ts)
+    q16 = e.scratch("xq5", inF * 2 + 64);
+    e.fn.q8_split5(xq.q8, q16, inF);
+    fn = "q8_0t_mm";
+  }
   runShared(e, fn, rows * inF * total, total, (parts, part) => [
     desc,
     n,
     xq.q8,
-    xq.q16,
+    q16,
     xq.meta,
     rows,
     inF,

@@ -74,6 +74,7 @@ import {
 } from "./_kernels_quant_util.ts";
 
 import { quantizeX } from "./_kernels_quant_x.ts";
+import { Q8_0T, split5Kernel } from "./_kernels_quant_q8t.ts";
 import {
   prepKernels,
   type PrepWay,
@@ -110,7 +111,7 @@ const FORMATS: QuantFormat[] = [
  * kernels read.
  */
 export function activationRule(name: string): "q8_0" | "q8_k" {
-  return [...FORMATS, Q8_0U, Q8_0S].find((x) => x.name === name)!.act;
+  return [...FORMATS, Q8_0U, Q8_0S, Q8_0T].find((x) => x.name === name)!.act;
 }
 
 /**
@@ -406,7 +407,8 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   quantizeX(m, ctx, "q8_0");
   quantizeX(m, ctx, "q8_k");
   if (ctx.relaxed) signProbeKernel(m);
-  for (const q of ctx.relaxed ? [...FORMATS, Q8_0U, Q8_0S] : FORMATS) {
+  if (ctx.relaxed) split5Kernel(m);
+  for (const q of ctx.relaxed ? [...FORMATS, Q8_0U, Q8_0S, Q8_0T] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
     const dotN = q.main8 && q.single && q.elems === 32
       ? dotFunction(m, ctx, q, NR)

@@ -136,7 +136,7 @@ function q8uDot(d: Dot, codes: [Code, Code], xoff: number, dst: Local): Code {
 }
 
 /** `t[0] −= 128·Σx` for four blocks whose code sums lie at `is32 + off`. */
-function q8uOffset(d: Dot, off: number): Code {
+export function q8uOffset(d: Dot, off: number): Code {
   return set(
     d.t[0],
     i32x4.sub(
@@ -153,7 +153,7 @@ function q8uOffset(d: Dot, off: number): Code {
  * at `is32 + off`) and `fix1` one block's total, where the way sums
  * something other than `Σ w·x`.
  */
-interface Q8Way {
+export interface Q8Way {
   reads: QuantFormat["reads"];
   block(d: Dot, codes: [Code, Code], j: number, dst: Local): Code[];
   fix4(d: Dot, off: number): Code[];
@@ -220,7 +220,7 @@ function q8Half(d: Dot, V: Local[], h: number, way: Q8Way): Code[] {
 }
 
 /** Q8_0 as stored: 34-byte blocks of an f16 scale and 32 i8 codes. Value `d·q`. */
-function q8Format(name: string, way: Q8Way): QuantFormat {
+export function q8Format(name: string, way: Q8Way): QuantFormat {
   return {
     name,
     elems: 32,

@@ -22,8 +22,13 @@ export type GgufGet = (key: string) => unknown;
 /** Writes a `<arch>.<key>` GGUF value with its GGUF type. */
 export type GgufPut = (key: string, value: unknown, type: string) => void;
 
-/** One family's specifics. */
+/**
+ * One trunk-option family's specifics (the other kind, `decoder_block`
+ * families, is `DecoderFamilySpec` in `_decoder_spec.ts`).
+ */
 export interface FamilySpec {
+  /** Which mechanism runs it (see `families/mod.ts`). */
+  kind: "trunk";
   /** Its row of the family table. */
   info: FamilyInfo;
   /** The `architectures[0]` its `config.json` names. */
@@ -71,33 +76,53 @@ function shown(v: unknown): string {
     : s;
 }
 
-/** A positive integer field of a config, or its fallback. */
+/** The value under `key`, or under the first of several aliases present. */
+function aliased(o: Json, key: string | readonly string[]): unknown {
+  const keys = typeof key === "string" ? [key] : key;
+  const k = keys.find((k) => o[k] !== undefined && o[k] !== null);
+  return k === undefined ? undefined : o[k];
+}
+
+function firstKey(key: string | readonly string[]): string {
+  return typeof key === "string" ? key : key[0];
+}
+
+/**
+ * A positive integer field of a config (or of the first alias present:
+ * `["hidden_size", "n_embd"]`), or its fallback.
+ */
 export function intField(
   o: Json,
-  key: string,
+  key: string | readonly string[],
   where: string,
   fallback?: number,
 ): number {
-  const v = o[key] ?? fallback;
+  const raw = aliased(o, key);
+  const v = raw ?? fallback;
   if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
     throw new TypeError(
-      `${where}: "${key}" must be a positive integer, got ${shown(o[key])}`,
+      `${where}: "${firstKey(key)}" must be a positive integer, got ${
+        shown(raw)
+      }`,
     );
   }
   return v;
 }
 
-/** A number field above 0 of a config, or its fallback. */
+/** A number field above 0 of a config (or of the first alias present), or its fallback. */
 export function numField(
   o: Json,
-  key: string,
+  key: string | readonly string[],
   where: string,
   fallback?: number,
 ): number {
-  const v = o[key] ?? fallback;
+  const raw = aliased(o, key);
+  const v = raw ?? fallback;
   if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
     throw new TypeError(
-      `${where}: "${key}" must be a number above 0, got ${shown(o[key])}`,
+      `${where}: "${firstKey(key)}" must be a number above 0, got ${
+        shown(raw)
+      }`,
     );
   }
   return v;

@@ -14,6 +14,7 @@ import { boolField, type FamilySpec, ggufFloat, numField } from "./_spec.ts";
 
 /** The Granite family. */
 export const graniteFamily: FamilySpec = {
+  kind: "trunk",
   info: {
     modelType: "granite",
     models: "Granite 3.x (dense)",

@@ -16,6 +16,7 @@ const W = { gate_proj: "w1", up_proj: "w3", down_proj: "w2" } as const;
 
 /** The Mixtral family. */
 export const mixtralFamily: FamilySpec = {
+  kind: "trunk",
   info: {
     modelType: "mixtral",
     models: "Mixtral 8x7B, 8x22B",

@@ -15,6 +15,7 @@ import { boolField, type FamilySpec } from "./_spec.ts";
 
 /** The OLMo 2 family. */
 export const olmo2Family: FamilySpec = {
+  kind: "trunk",
   info: {
     modelType: "olmo2",
     models: "OLMo 2",

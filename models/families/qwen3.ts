@@ -11,6 +11,7 @@ import { boolField, type FamilySpec } from "./_spec.ts";
 
 /** The Qwen3 family. */
 export const qwen3Family: FamilySpec = {
+  kind: "trunk",
   info: {
     modelType: "qwen3",
     models: "Qwen3 (dense)",

@@ -14,6 +14,7 @@ import { boolField, type FamilySpec, ggufInt, intField } from "./_spec.ts";
 
 /** The Qwen3-MoE family. */
 export const qwen3MoeFamily: FamilySpec = {
+  kind: "trunk",
   info: {
     modelType: "qwen3_moe",
     models: "Qwen3 MoE (30B-A3B, 235B-A22B)",

@@ -20,6 +20,7 @@ function stepPattern(layers: number, step: number): number[] {
 
 /** The SmolLM3 family. */
 export const smollm3Family: FamilySpec = {
+  kind: "trunk",
   info: {
     modelType: "smollm3",
     models: "SmolLM3",

@@ -528,4 +528,88 @@ export const SEQUENCE_CASES: OnnxCase[] = [
     input: "ids",
     vocab: 32,
   },
+  ...DECODER_BLOCK_CASES(),
 ];
+
+/** `decoder_block` variants (the families beyond Llama) and a GPT-2-like network. */
+function DECODER_BLOCK_CASES(): OnnxCase[] {
+  const block = (extra: Record<string, unknown>) =>
+    net(16, {
+      type: "decoder_block",
+      num_heads: 4,
+      num_kv_heads: 2,
+      intermediate_size: 20,
+      ...extra,
+    });
+  return [
+    {
+      name:
+        "decoder_block: Gemma 2 (sandwich norms, soft-capping, scale, window)",
+      config: block({
+        head_dim: 6,
+        post_norms: true,
+        attention_scale: 0.3,
+        attn_softcap: 1.5,
+        sliding_window: 3,
+        activation: "gelu_tanh",
+      }),
+      input: "sequence",
+    },
+    {
+      name:
+        "decoder_block: Gemma 3 (q/k norm) and Phi-3 (fused qkv, gate_up, partial rotary)",
+      config: block({
+        qk_norm: "head",
+        fused_qkv: true,
+        fused_gate_up: true,
+        rotary_dim: 2,
+        q_bias: true,
+      }),
+      input: "sequence",
+    },
+    {
+      name: "decoder_block: Phi-2 (parallel, LayerNorm, plain GELU, biases)",
+      config: block({
+        norm: "layer",
+        parallel: true,
+        mlp: "plain",
+        activation: "gelu",
+        mlp_bias: true,
+        bias: true,
+        rotary_dim: 2,
+      }),
+      input: "sequence",
+    },
+    {
+      name:
+        "GPT-2-like network (decoder_embedding with positions and scale → decoder_block → layer_norm → lm_head)",
+      config: {
+        layers: [
+          {
+            type: "decoder_embedding",
+            vocab_size: 32,
+            embedding_dim: 16,
+            max_positions: 24,
+            scale: 1.5,
+          },
+          {
+            type: "decoder_block",
+            num_heads: 4,
+            intermediate_size: 24,
+            norm: "layer",
+            mlp: "plain",
+            activation: "gelu_tanh",
+            fused_qkv: true,
+            bias: true,
+            mlp_bias: true,
+            rotary_dim: 0,
+          },
+          { type: "layer_norm", epsilon: 1e-5 },
+          { type: "dense", output_size: 32, bias: false },
+        ],
+      },
+      input: "ids",
+      vocab: 32,
+    },
+  ];
+}

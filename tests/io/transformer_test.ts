@@ -18,7 +18,7 @@ Deno.test("loadTransformer: clear errors for folders and files that are no check
     );
     await Deno.writeTextFile(
       join(dir, "config.json"),
-      JSON.stringify({ model_type: "gemma", hidden_size: 8 }),
+      JSON.stringify({ model_type: "mamba", hidden_size: 8 }),
     );
     await Deno.writeFile(
       join(dir, "model.safetensors"),
@@ -27,7 +27,7 @@ Deno.test("loadTransformer: clear errors for folders and files that are no check
     await assertRejects(
       () => loadTransformer(dir),
       TypeError,
-      'config.json: model_type "gemma" is not supported; supported: llama',
+      'config.json: model_type "mamba" is not supported; supported: llama',
     );
     await Deno.writeTextFile(join(dir, "tokenizer_config.json"), "{oops");
     await assertRejects(
@@ -37,7 +37,7 @@ Deno.test("loadTransformer: clear errors for folders and files that are no check
     );
     await Deno.remove(join(dir, "tokenizer_config.json"));
     const ck = await openHfCheckpoint(dir);
-    assertEquals([ck.tokenizer, ck.config.model_type], [undefined, "gemma"]);
+    assertEquals([ck.tokenizer, ck.config.model_type], [undefined, "mamba"]);
     ck.close();
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -25,6 +25,8 @@ Deno.test("layers: every built-in plugin is exported as <type>Layer", () => {
     "parallelLayer",
     "multiHeadAttentionLayer",
     "transformerBlockLayer",
+    "decoderBlockLayer",
+    "decoderEmbeddingLayer",
   ]);
   layers.LAYER_PLUGINS.forEach((p, i) => {
     assertStrictEquals(exported[names[i]], p, names[i]);

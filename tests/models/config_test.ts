@@ -193,9 +193,9 @@ Deno.test("configFromGguf: llama hyperparameters, interleaved rotary, ties from 
 
 Deno.test("configFromGguf: refuses other architectures, partial rotary, uneven blocks", () => {
   assertThrows(
-    () => configFromGguf({ "general.architecture": "gemma2" }, []),
+    () => configFromGguf({ "general.architecture": "mamba" }, []),
     TypeError,
-    'GGUF file: general.architecture "gemma2" is not supported; supported: llama, qwen2',
+    'GGUF file: general.architecture "mamba" is not supported; supported: llama, qwen2',
   );
   assertThrows(
     () => configFromGguf({ ...GGUF_MD, "llama.rope.dimension_count": 8 }, []),

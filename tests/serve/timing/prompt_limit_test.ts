@@ -9,10 +9,10 @@ import {
   MAX_PROMPT_CHARS_PER_TOKEN,
   MIN_PROMPT_CHARS,
   promptCharLimit,
-} from "../../serve/_prompt_limit.ts";
-import { call } from "./_helpers.ts";
-import { rssOf, spawnServer } from "./_child.ts";
-import { tinyLlamaGguf } from "./_tiny_llama.ts";
+} from "../../../serve/_prompt_limit.ts";
+import { call } from "../_helpers.ts";
+import { rssOf, spawnServer } from "../_child.ts";
+import { tinyLlamaGguf } from "../_tiny_llama.ts";
 
 Deno.test("serve: a 15 MB prompt answers 413 on every text route without stalling other requests", async () => {
   assertEquals(promptCharLimit(64), MIN_PROMPT_CHARS);

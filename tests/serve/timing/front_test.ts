@@ -4,8 +4,8 @@
 // a body that stopped half way.
 
 import { assert, assertEquals, assertMatch } from "@std/assert";
-import { serveDefaults } from "../../serve/mod.ts";
-import { call, listing, withServer } from "./_helpers.ts";
+import { serveDefaults } from "../../../serve/mod.ts";
+import { call, listing, withServer } from "../_helpers.ts";
 
 const enc = new TextEncoder();
 
