@@ -63,7 +63,7 @@ function uniform(n: number, bound: number, seed: number): Float32Array {
  * refuses a llama file without `tokenizer.ggml.tokens`, and sizes the
  * vocabulary from it (49152 here, the embedding's rows).
  */
-function vocabulary(n: number): GgufMetadataEntry[] {
+export function vocabulary(n: number): GgufMetadataEntry[] {
   const tokens = ["<unk>", "<s>", "</s>"];
   const types = [2, 3, 3]; // unknown, control, control
   for (let b = 0; b < 256; b++) {
@@ -94,7 +94,7 @@ function vocabulary(n: number): GgufMetadataEntry[] {
 }
 
 /** llama.cpp's `llama` hyper-parameter keys for a shape. */
-function hparams(s: Shape, name: string): GgufMetadataEntry[] {
+export function hparams(s: Shape, name: string): GgufMetadataEntry[] {
   const u32 = (key: string, value: number) => ({
     key,
     type: GgufType.UINT32,

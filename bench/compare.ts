@@ -21,7 +21,8 @@
  * per-round ratios (robust on a shared machine). Options: `--threads N`
  * (default 2), `--rounds N` (default 15; decode uses a third of it, at
  * least 3), `--only mlp,matvec,decode`, `--skip-ort`, `--tokens N` (64),
- * `--dtypes Q8_0,Q4_0,…` (the matvec rows).
+ * `--dtypes Q8_0,Q4_0,…` (the matvec rows), `--blas-threads N` (the
+ * native backend's row, where the system OpenBLAS opens through FFI).
  */
 
 import { parseArgs } from "@std/cli";
@@ -33,6 +34,9 @@ import { defaultRegistry } from "../mod.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
+import { setF32GemmBackend } from "../kernels/fast/backend.ts";
+import { openSystemBlas } from "../io/blas.ts";
+import { cpuLine } from "./_peer.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { FastDType } from "../kernels/quant_ref.ts";
 import { makeWeight } from "../tests/kernels/fast/_helpers.ts";
@@ -48,7 +52,7 @@ import {
 } from "./_decode.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["threads", "rounds", "only", "tokens", "dtypes"],
+  string: ["threads", "rounds", "only", "tokens", "dtypes", "blas-threads"],
   boolean: ["skip-ort"],
   default: {
     threads: "2",
@@ -62,6 +66,8 @@ const THREADS = Number(args.threads);
 const ROUNDS = Number(args.rounds);
 const ONLY = new Set(args.only.split(","));
 const TOKENS = Number(args.tokens);
+/** OpenBLAS threads of the native backend row (`--blas-threads`, default `--threads`). */
+const BLAS_THREADS = Number(args["blas-threads"] ?? args.threads);
 
 function loadAverage(): string {
   try {
@@ -123,6 +129,7 @@ const f2 = (v: number) => v.toFixed(2);
 const info = await configureKernels({ threads: THREADS });
 console.log(`# Fast kernels vs peers\n`);
 console.log(`Machine: ${machine()}`);
+console.log(cpuLine());
 console.log(
   `Kernels: ${info.backend}${
     info.unsignedDot ? " (unsigned relaxed dot: 2-dot Q8_0)" : ""
@@ -227,6 +234,25 @@ if (ONLY.has("mlp") && !args["skip-ort"]) {
     diff = Math.max(diff, Math.abs(yo[i] - yt[i]));
   }
   const r = await compare(ours, theirs, 3);
+  // The native backend (system BLAS through FFI), when it opens here.
+  const blas = openSystemBlas({ threads: BLAS_THREADS });
+  const native = blas.backend;
+  const oursNative = () => {
+    setF32GemmBackend(native);
+    try {
+      return ours();
+    } finally {
+      setF32GemmBackend(null);
+    }
+  };
+  let nativeDiff = 0;
+  const nr = native ? await compare(oursNative, theirs, 3) : undefined;
+  if (native) {
+    const yn = oursNative();
+    for (let i = 0; i < yn.length; i++) {
+      nativeDiff = Math.max(nativeDiff, Math.abs(yn[i] - yt[i]));
+    }
+  }
   // ONNX Runtime on one thread, for the record (its per-thread speed).
   const single = await ort.InferenceSession.create(model, {
     intraOpNumThreads: 1,
@@ -254,6 +280,13 @@ if (ONLY.has("mlp") && !args["skip-ort"]) {
       f1(flops / r.a / 1e6)
     } |`,
   );
+  if (nr) {
+    console.log(
+      `| modelhost, native backend (${
+        native!.name
+      }, ${BLAS_THREADS} threads) | ${f2(nr.a)} | ${f1(flops / nr.a / 1e6)} |`,
+    );
+  }
   console.log(
     `| ONNX Runtime 1.30.0 (2 intra-op threads, no spinning) | ${f2(r.b)} | ${
       f1(flops / r.b / 1e6)
@@ -273,6 +306,18 @@ if (ONLY.has("mlp") && !args["skip-ort"]) {
       diff.toExponential(1)
     }.`,
   );
+  console.log(
+    nr
+      ? `With the native backend (\`useSystemBlas\`, io/blas.ts): **${
+        f2(1 / nr.ratio)
+      }×** ONNX Runtime (median of its own alternating rounds, range ${
+        f2(1 / nr.hi)
+      }–${f2(1 / nr.lo)}×). Max |difference| of outputs: ${
+        nativeDiff.toExponential(1)
+      }.`
+      : `Native backend: not measured (${blas.note}).`,
+  );
+  blas.close();
   const peak = fmaPeak();
   const share = (flops / r.a / 1e6) / (peak * THREADS);
   console.log(

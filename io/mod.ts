@@ -21,3 +21,4 @@ export * from "./open.ts";
 export * from "./transformer.ts";
 export * from "./quant_pool.ts";
 export * from "./encoder.ts";
+export * from "./blas.ts";

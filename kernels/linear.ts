@@ -28,7 +28,8 @@ import {
   roundToF16,
   rowBytes,
 } from "./quant_ref.ts";
-import { getEngine } from "./wasm/_engine.ts";
+import { commonEngine, engineFor } from "./wasm/_shards.ts";
+import { f32GemmBackendFor } from "./fast/backend.ts";
 
 /** Options of {@link linearRef}. */
 export interface LinearRefOptions {
@@ -247,7 +248,17 @@ export function linear(
     checkLinearShapes(x, rows, w);
     checkLinearBias(w.name, outF, bias);
     checkWeightBytes(w, w.dtype, outF, inF);
-    const e = rows > 0 && outF > 0 && inF > 0 ? getEngine() : null;
+    const native = w.dtype === "F32" && w.bytes.byteOffset % 4 === 0 &&
+      f32GemmBackendFor(rows, inF, outF);
+    if (native) {
+      const wf = new Float32Array(
+        w.bytes.buffer,
+        w.bytes.byteOffset,
+        outF * inF,
+      );
+      return native.gemm(x, rows, inF, wf, outF, bias);
+    }
+    const e = rows > 0 && outF > 0 && inF > 0 ? engineFor(w.bytes) : null;
     return e
       ? engineLinear(e, x, rows, w, outF, inF, bias)
       : linearRef(x, rows, w, bias);
@@ -298,7 +309,8 @@ export function linearMany(
         return ws.map((w, i) => linear(x, rows, w, biases[i]));
       }
     }
-    const e = getEngine();
+    // weights in different memories (models past 4 GiB) run one by one
+    const e = commonEngine(ws.map((w) => w.bytes));
     const shared = e && engineLinearMany(e, x, rows, ws, biases);
     if (shared) {
       if (inputObserver) { for (const w of ws) inputObserver(w, x, rows); }

@@ -9,9 +9,9 @@
 /**
  * F32 bits of every F16 code, built from the bit layout: widening is one
  * lookup per element, 1.4-2.2x faster than `Float32Array.from(Float16Array)` on
- * 4-16 MiB (bench/dtypes_compare.ts; at 64 MiB memory bandwidth evens the
- * native paths out), and NaN payloads are kept bit for bit. 256 KiB, built
- * once.
+ * 4-16 MiB on a Xeon, even with it on an AMD EPYC (bench/dtypes_compare.ts;
+ * `f16_widen.ts` picks the faster per machine), and NaN payloads are kept bit
+ * for bit. 256 KiB, built once.
  *
  * @example
  * ```ts

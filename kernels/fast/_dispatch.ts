@@ -6,8 +6,9 @@
  * @module
  */
 
-import { type Engine, getEngine } from "../wasm/_engine.ts";
+import type { Engine } from "../wasm/_engine.ts";
 import { READ_MARGIN } from "../wasm/_kernels_quant.ts";
+import { weightEngines } from "../wasm/_shards.ts";
 
 /** Option defaults (see `KernelOptions` in runtime.ts). */
 export const DEFAULTS = {
@@ -114,10 +115,11 @@ function armTimer(): void {
   );
   state.timer = setTimeout(() => {
     state.timer = undefined;
-    const e = getEngine();
-    if (!e?.pool) return;
-    if (performance.now() - state.lastParallel >= state.idleMs) e.stopPool();
-    else armTimer();
+    const es = weightEngines();
+    if (!es.some((e) => e.pool)) return;
+    if (performance.now() - state.lastParallel >= state.idleMs) {
+      for (const e of es) e.stopPool();
+    } else armTimer();
   }, wait);
 }
 

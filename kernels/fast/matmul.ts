@@ -46,6 +46,8 @@
 
 import type { Tensor } from "../../core/tensor.ts";
 import { getEngine } from "../wasm/_engine.ts";
+import { engineFor } from "../wasm/_shards.ts";
+import { f32GemmBackendFor } from "./backend.ts";
 import { checkLinearBias, checkLinearShapes } from "../_linear_checks.ts";
 import { linear, linearMany, linearRef } from "../linear.ts";
 import { isFastDType } from "../quant_ref.ts";
@@ -183,6 +185,8 @@ export function fastMatmulF32(
     return linearRef(xs, rows, t, bias);
   }
   checkLinearBias("w", outF, bias);
+  const native = f32GemmBackendFor(rows, inF, outF);
+  if (native) return native.gemm(xs, rows, inF, w, outF, bias);
   return engineMatmulF32(e, w, xs, rows, outF, inF, bias);
 }
 
@@ -206,7 +210,7 @@ export function fastMatmulF32(
  * ```
  */
 export function forgetWeight(w: Tensor | Float32Array): void {
-  const e = getEngine();
+  const e = w instanceof Float32Array ? getEngine() : engineFor(w.bytes);
   if (!e) return;
   e.forget(w instanceof Float32Array ? w : w.bytes);
 }

@@ -34,6 +34,7 @@
  */
 
 export * from "./attention.ts";
+export * from "./backend.ts";
 export * from "./matmul.ts";
 export * from "./ops.ts";
 export {

@@ -30,6 +30,11 @@ import {
   MAX_WORKERS,
   resetEngine,
 } from "../wasm/_engine.ts";
+import {
+  allocateWeightBytes,
+  engineFor,
+  weightEngines,
+} from "../wasm/_shards.ts";
 import { DEFAULTS, startWorkers, state, stopTimer } from "./_dispatch.ts";
 
 /** Options of {@link configureKernels}. */
@@ -84,8 +89,13 @@ export interface KernelInfo {
   workers: number;
   /** Whether the kernel memory is shared (workers possible). */
   shared: boolean;
-  /** Bytes of kernel memory reserved. */
+  /** Bytes of kernel memory reserved, all memories together. */
   memoryBytes: number;
+  /**
+   * WebAssembly memories in use: 1, or more when weights past the first
+   * memory's share (1.5 GiB) went into further ones (0 for `"js"`).
+   */
+  memories: number;
   /** Bytes of it holding resident weight copies. */
   residentBytes: number;
   /**
@@ -166,7 +176,7 @@ export async function configureKernels(
     await startWorkers(e);
   } else if (e) {
     stopTimer();
-    e.stopPool();
+    for (const s of weightEngines()) s.stopPool();
   }
   return kernelInfo();
 }
@@ -187,7 +197,7 @@ export async function configureKernels(
 export async function shutdownKernels(): Promise<void> {
   await state.starting?.catch(() => {});
   stopTimer();
-  getEngine()?.stopPool();
+  for (const e of weightEngines()) e.stopPool();
 }
 
 /**
@@ -210,19 +220,22 @@ export function kernelInfo(): KernelInfo {
       workers: 0,
       shared: false,
       memoryBytes: 0,
+      memories: 0,
       residentBytes: 0,
       unsignedDot: false,
       signDot: false,
       note: engineFailure(),
     };
   }
+  const all = weightEngines();
   return {
     backend: e.backend,
     threads: state.threads,
     workers: e.pool?.size ?? 0,
     shared: e.shared,
-    memoryBytes: e.memory.buffer.byteLength,
-    residentBytes: e.residentBytes(),
+    memoryBytes: all.reduce((n, s) => n + s.memory.buffer.byteLength, 0),
+    memories: all.length,
+    residentBytes: all.reduce((n, s) => n + s.residentBytes(), 0),
     unsignedDot: e.u8Dot,
     signDot: e.signDot,
     ...(state.note ? { note: state.note } : {}),
@@ -248,11 +261,11 @@ export function kernelInfo(): KernelInfo {
  * ```
  */
 export function allocateKernelBytes(n: number): Uint8Array {
-  const e = getEngine();
   // A plain memory detaches its old views when it grows: in-place use
-  // needs the shared one.
-  if (!e || !e.shared) return new Uint8Array(n);
-  const b = e.bytes(n);
+  // needs the shared one. Past the first memory's share, further memories
+  // take the bytes (kernels/wasm/_shards.ts).
+  const b = allocateWeightBytes(n);
+  if (!b) return new Uint8Array(n);
   b.fill(0);
   return b;
 }
@@ -280,5 +293,6 @@ export function allocateKernelBytes(n: number): Uint8Array {
  * ```
  */
 export function kernelCopyBytes(bytes: object): number {
-  return getEngine()?.residentSize(bytes) ?? 0;
+  const e = bytes instanceof Uint8Array ? engineFor(bytes) : getEngine();
+  return e?.residentSize(bytes) ?? 0;
 }

@@ -149,6 +149,8 @@ interface Block {
 export interface EngineOptions {
   /** Force the plain-SIMD module even when relaxed SIMD validates. */
   noRelaxed?: boolean;
+  /** A compiled kernel module to instantiate (shared so tiering is shared). */
+  module?: WebAssembly.Module;
 }
 
 /** The engine. Get it from {@link getEngine}. */
@@ -173,6 +175,7 @@ export class Engine {
   #residentList = new Set<{ key: WeakRef<object>; r: Resident }>();
   #buffers = new Set<ArrayBufferLike>();
   #tick = 0;
+  #used = 0;
   #finalizer = new FinalizationRegistry<Resident>((r) => this.#release(r));
   /** The worker pool, when started. */
   pool: WorkerPool | undefined;
@@ -216,7 +219,8 @@ export class Engine {
     }
     if (!this.shared) bytes = unshare(bytes);
     this.memory = memory;
-    this.module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
+    this.module = opts.module ??
+      new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
     const inst = new WebAssembly.Instance(this.module, { env: { memory } });
     this.fn = {};
     this.names = [];
@@ -277,6 +281,7 @@ export class Engine {
         b.size -= size;
         if (b.size === 0) this.#free.splice(i, 1);
         this.#sizes.set(ptr, size);
+        this.#used += size;
         return ptr;
       }
       if (this.#grow(size)) continue;
@@ -293,6 +298,7 @@ export class Engine {
     const size = this.#sizes.get(ptr);
     if (size === undefined) return;
     this.#sizes.delete(ptr);
+    this.#used -= size;
     // insert sorted, merge neighbours
     let i = 0;
     while (i < this.#free.length && this.#free[i].start < ptr) i++;
@@ -308,6 +314,11 @@ export class Engine {
       prev.size += cur.size;
       this.#free.splice(i, 1);
     }
+  }
+
+  /** Bytes allocated now (weights, copies, scratch). */
+  usedBytes(): number {
+    return this.#used;
   }
 
   #grow(size: number): boolean {

@@ -1,0 +1,198 @@
+/**
+ * The system BLAS as the F32 GEMM backend of the kernels, through Deno's
+ * FFI (`cblas_sgemm`; Debian: `apt-get install libopenblas0`). Optional:
+ * without the library or the `--allow-ffi` permission nothing is installed
+ * and the WebAssembly kernels run, and {@link useSystemBlas} says why.
+ *
+ * @module
+ */
+
+import {
+  type F32GemmBackend,
+  setF32GemmBackend,
+} from "../kernels/fast/backend.ts";
+
+/**
+ * Libraries tried in order when no path is given.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { BLAS_LIBRARIES } from "@modelhost/modelhost/io";
+ * assert(BLAS_LIBRARIES[0] === "libopenblas.so.0");
+ * ```
+ */
+export const BLAS_LIBRARIES: readonly string[] = [
+  "libopenblas.so.0",
+  "/usr/lib/x86_64-linux-gnu/libopenblas.so.0",
+  "/usr/lib/aarch64-linux-gnu/libopenblas.so.0",
+  "libopenblas.dylib",
+  "/opt/homebrew/opt/openblas/lib/libopenblas.dylib",
+  "libopenblas.dll",
+];
+
+/** Options of {@link openSystemBlas} and {@link useSystemBlas}. */
+export interface SystemBlasOptions {
+  /** Library paths or names to try (default {@link BLAS_LIBRARIES}). */
+  libraries?: readonly string[];
+  /** BLAS threads (OpenBLAS only; default: the library's own choice). */
+  threads?: number;
+  /** Calls with fewer x rows stay on WebAssembly (default 4). */
+  minRows?: number;
+  /** Calls with fewer multiply-adds stay on WebAssembly (default 2^20). */
+  minWork?: number;
+}
+
+/** What {@link openSystemBlas} found. */
+export interface SystemBlas {
+  /** The backend, or null when no library could be used. */
+  backend: F32GemmBackend | null;
+  /** The library that was opened. */
+  library?: string;
+  /** Why there is no backend (missing permission or library). */
+  note?: string;
+  /** Closes the library (after removing the backend, if installed). */
+  close(): void;
+}
+
+const CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112;
+
+const SYMBOLS = {
+  cblas_sgemm: {
+    parameters: [
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "i32",
+      "f32",
+      "buffer",
+      "i32",
+      "buffer",
+      "i32",
+      "f32",
+      "buffer",
+      "i32",
+    ],
+    result: "void",
+  },
+  openblas_set_num_threads: {
+    parameters: ["i32"],
+    result: "void",
+    optional: true,
+  },
+  openblas_get_config: { parameters: [], result: "pointer", optional: true },
+} as const;
+
+/**
+ * Opens the system BLAS as an F32 GEMM backend, without installing it.
+ *
+ * @param opts Libraries to try, threads, thresholds.
+ * @returns The backend, or a note saying why there is none.
+ * @throws {RangeError} When `threads` is not a positive integer.
+ *
+ * @example
+ * ```ts
+ * import { openSystemBlas } from "@modelhost/modelhost/io";
+ * const blas = openSystemBlas();
+ * console.log(blas.backend?.name ?? blas.note);
+ * blas.close();
+ * ```
+ */
+export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
+  if (
+    opts.threads !== undefined &&
+    (!Number.isInteger(opts.threads) || opts.threads < 1)
+  ) {
+    throw new RangeError(
+      `Cannot use ${opts.threads} BLAS threads: expected an integer ≥ 1`,
+    );
+  }
+  const none = (note: string): SystemBlas => ({
+    backend: null,
+    note,
+    close() {},
+  });
+  if (typeof Deno?.dlopen !== "function") {
+    return none("no FFI in this runtime");
+  }
+  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
+    return none("no --allow-ffi permission: the WebAssembly kernels run");
+  }
+  const tried: string[] = [];
+  for (const path of opts.libraries ?? BLAS_LIBRARIES) {
+    let lib: Deno.DynamicLibrary<typeof SYMBOLS>;
+    try {
+      lib = Deno.dlopen(path, SYMBOLS);
+    } catch (e) {
+      tried.push(`${path}: ${e instanceof Error ? e.message : e}`);
+      continue;
+    }
+    const s = lib.symbols;
+    if (opts.threads !== undefined) s.openblas_set_num_threads?.(opts.threads);
+    const config = s.openblas_get_config?.();
+    const name = config
+      ? Deno.UnsafePointerView.getCString(config)
+      : `cblas_sgemm from ${path}`;
+    const backend: F32GemmBackend = {
+      name,
+      minRows: opts.minRows ?? 4,
+      minWork: opts.minWork ?? 1 << 20,
+      gemm(x, rows, inF, w, outF, bias) {
+        const y = new Float32Array(rows * outF);
+        if (bias) { for (let r = 0; r < rows; r++) y.set(bias, r * outF); }
+        // C = 1·A·Bᵀ + β·C with A = x (rows × inF), B = w (outF × inF)
+        s.cblas_sgemm(
+          CBLAS_ROW_MAJOR,
+          CBLAS_NO_TRANS,
+          CBLAS_TRANS,
+          rows,
+          outF,
+          inF,
+          1,
+          x,
+          inF,
+          w,
+          inF,
+          bias ? 1 : 0,
+          y,
+          outF,
+        );
+        return y;
+      },
+    };
+    return {
+      backend,
+      library: path,
+      close() {
+        const installed = setF32GemmBackend(null);
+        // another backend was installed since: leave it
+        if (installed !== backend) setF32GemmBackend(installed);
+        lib.close();
+      },
+    };
+  }
+  return none(`no BLAS library found (${tried.join("; ")})`);
+}
+
+/**
+ * Installs the system BLAS as the kernels' F32 GEMM backend, or leaves the
+ * WebAssembly kernels in place when the library or `--allow-ffi` is missing.
+ *
+ * @param opts As for {@link openSystemBlas}.
+ * @returns What was found; `close()` uninstalls it and closes the library.
+ *
+ * @example
+ * ```ts
+ * import { useSystemBlas } from "@modelhost/modelhost/io";
+ * const blas = useSystemBlas({ threads: 2 });
+ * console.log(blas.backend ? `F32 GEMMs on ${blas.backend.name}` : blas.note);
+ * blas.close();
+ * ```
+ */
+export function useSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
+  const blas = openSystemBlas(opts);
+  if (blas.backend) setF32GemmBackend(blas.backend);
+  return blas;
+}

@@ -1,0 +1,106 @@
+/**
+ * A pluggable backend for F32 matrix products: a runtime with a native
+ * BLAS (Deno through FFI: `useSystemBlas` in `@modelhost/modelhost/io`)
+ * installs one here, and F32 `linear()` / `fastLinear` / `fastMatmulF32`
+ * calls large enough for it go there instead of to the WebAssembly GEMM.
+ * Without one (the default, and everywhere outside Deno) nothing changes.
+ *
+ * A native backend sums in its own order, so its results differ from the
+ * WebAssembly kernels' by F32 rounding, and a row's bits may depend on how
+ * many rows a call carries.
+ *
+ * @module
+ */
+
+/** A native F32 GEMM: `y = x · Wᵀ + b`. */
+export interface F32GemmBackend {
+  /** What it is (the library's name and configuration). */
+  readonly name: string;
+  /** Calls with fewer x rows stay on WebAssembly (decode's matvecs). */
+  readonly minRows: number;
+  /** Calls with fewer multiply-adds (`rows × in × out`) stay on WebAssembly. */
+  readonly minWork: number;
+  /**
+   * `y = x · Wᵀ + b`.
+   *
+   * @param x Input rows, `rows × inF`, row-major.
+   * @param rows Number of rows.
+   * @param inF Input features.
+   * @param w Weights `outF × inF`, row-major.
+   * @param outF Output features.
+   * @param bias Optional bias of length `outF`.
+   * @returns The `rows × outF` output, a new array.
+   */
+  gemm(
+    x: Float32Array,
+    rows: number,
+    inF: number,
+    w: Float32Array,
+    outF: number,
+    bias?: Float32Array,
+  ): Float32Array;
+}
+
+let current: F32GemmBackend | null = null;
+
+/**
+ * Installs (or, with null, removes) the native F32 GEMM backend.
+ *
+ * @param backend The backend, or null for the WebAssembly kernels alone.
+ * @returns The backend installed before.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { fastMatmulF32, setF32GemmBackend } from "@modelhost/modelhost/kernels/fast";
+ * let calls = 0;
+ * const before = setF32GemmBackend({
+ *   name: "counting", minRows: 1, minWork: 1,
+ *   gemm(x, rows, inF, w, outF) {
+ *     calls++;
+ *     const y = new Float32Array(rows * outF);
+ *     for (let r = 0; r < rows; r++) {
+ *       for (let o = 0; o < outF; o++) {
+ *         for (let i = 0; i < inF; i++) y[r * outF + o] += x[r * inF + i] * w[o * inF + i];
+ *       }
+ *     }
+ *     return y;
+ *   },
+ * });
+ * const y = fastMatmulF32(new Float32Array([1, 2]), 1, 2, new Float32Array([3, 4]), 1);
+ * setF32GemmBackend(before);
+ * assert(y[0] === 11 && calls === 1);
+ * ```
+ */
+export function setF32GemmBackend(
+  backend: F32GemmBackend | null,
+): F32GemmBackend | null {
+  const before = current;
+  current = backend;
+  return before;
+}
+
+/**
+ * The native backend that takes an F32 product of this size, if one is
+ * installed and the size reaches its thresholds.
+ *
+ * @param rows x rows.
+ * @param inF Input features.
+ * @param outF Output features.
+ * @returns The backend, or null.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { f32GemmBackendFor } from "@modelhost/modelhost/kernels/fast";
+ * assert(f32GemmBackendFor(64, 1024, 4096) === null); // none installed
+ * ```
+ */
+export function f32GemmBackendFor(
+  rows: number,
+  inF: number,
+  outF: number,
+): F32GemmBackend | null {
+  if (!current || rows < current.minRows) return null;
+  return rows * inF * outF >= current.minWork ? current : null;
+}

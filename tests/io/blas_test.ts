@@ -1,0 +1,115 @@
+/**
+ * The system BLAS backend (io/blas.ts) against the WebAssembly F32 GEMM and
+ * an F64 product of the same F32 inputs. Skipped with a message where the
+ * library or --allow-ffi is missing.
+ */
+
+import { assert, assertEquals } from "@std/assert";
+import { useSystemBlas } from "../../io/blas.ts";
+import {
+  f32GemmBackendFor,
+  fastLinear,
+  fastMatmulF32,
+  setF32GemmBackend,
+} from "../../kernels/fast/mod.ts";
+import { tensorFromF32 } from "../../core/tensor.ts";
+import { createRng } from "../../core/rng.ts";
+
+function uniform(n: number, seed: number): Float32Array {
+  const rng = createRng(seed);
+  return Float32Array.from({ length: n }, () => rng.u32() / 2 ** 31 - 1);
+}
+
+/**
+ * Tolerance per output: 2·in·ε_f32·Σ|x_i·w_i| (each side's F32 sums in any
+ * order are within in·ε·Σ|terms| of the exact value).
+ */
+function check(
+  y: Float32Array,
+  x: Float32Array,
+  w: Float32Array,
+  b: Float32Array,
+  rows: number,
+  inF: number,
+  outF: number,
+  what: string,
+): void {
+  const eps = 2 ** -24;
+  let worst = 0;
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let exact = b[o], mag = Math.abs(b[o]);
+      for (let i = 0; i < inF; i++) {
+        const t = x[r * inF + i] * w[o * inF + i];
+        exact += t;
+        mag += Math.abs(t);
+      }
+      const err = Math.abs(y[r * outF + o] - exact);
+      worst = Math.max(worst, err / (mag * eps));
+      assert(
+        err <= 2 * inF * eps * mag,
+        `${what}: row ${r} output ${o}: ${y[r * outF + o]} vs exact ${exact}`,
+      );
+    }
+  }
+  console.log(`${what}: worst error ${worst.toFixed(1)} ε·Σ|x·w|`);
+}
+
+Deno.test("system BLAS GEMM agrees with the WebAssembly GEMM and the exact product", () => {
+  const blas = useSystemBlas({ threads: 1 });
+  if (!blas.backend) {
+    console.log(`skipped: ${blas.note}`);
+    return;
+  }
+  try {
+    const rows = 16, inF = 256, outF = 96;
+    const x = uniform(rows * inF, 1), w = uniform(outF * inF, 2);
+    const b = uniform(outF, 3);
+    assert(f32GemmBackendFor(rows, inF, outF) === null); // below minWork
+    const t = tensorFromF32("w", w, [outF, inF]);
+    const real = blas.backend;
+    let calls = 0;
+    const small = setF32GemmBackend({
+      ...real,
+      minWork: 1,
+      gemm(...a) {
+        calls++;
+        return real.gemm(...a);
+      },
+    });
+    const native = fastLinear(x, rows, t, b);
+    const viaMatmul = fastMatmulF32(x, rows, inF, w, outF, b);
+    assertEquals(calls, 2);
+    setF32GemmBackend(null);
+    const wasm = fastLinear(x, rows, t, b);
+    setF32GemmBackend(small);
+    assertEquals(native, viaMatmul);
+    check(native, x, w, b, rows, inF, outF, `BLAS (${blas.backend.name})`);
+    check(wasm, x, w, b, rows, inF, outF, "WebAssembly");
+    // the two against each other: within the sum of both bounds
+    let differ = 0;
+    for (let i = 0; i < native.length; i++) {
+      if (native[i] !== wasm[i]) differ++;
+    }
+    console.log(`${differ} of ${native.length} outputs differ in their bits`);
+    // decode-sized calls (one row) stay on WebAssembly
+    setF32GemmBackend({ ...blas.backend, minWork: 1 });
+    const one = fastLinear(x.subarray(0, inF), 1, t, b);
+    setF32GemmBackend(null);
+    assertEquals(one, fastLinear(x.subarray(0, inF), 1, t, b));
+  } finally {
+    blas.close();
+    setF32GemmBackend(null);
+  }
+});
+
+Deno.test("without a BLAS library the WebAssembly kernels stay", () => {
+  const blas = useSystemBlas({ libraries: ["/nonexistent/libblas.so"] });
+  try {
+    assertEquals(blas.backend, null);
+    assert(/no BLAS library found|--allow-ffi|no FFI/.test(blas.note ?? ""));
+    assert(f32GemmBackendFor(64, 1024, 4096) === null);
+  } finally {
+    blas.close();
+  }
+});
