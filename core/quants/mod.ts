@@ -51,6 +51,7 @@ export {
   quantizeIQ4_XS,
   quantizeMXFP4,
 } from "./iq_encode.ts";
+export { quantizeIQ2_XS, quantizeIQ3_S } from "./iq_encode_grid.ts";
 export {
   F16_TO_F32_BITS,
   f32ToHalfBits,

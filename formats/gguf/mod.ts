@@ -113,6 +113,8 @@ export {
   quantize,
   QUANTIZE_TYPES,
   quantizeGguf,
+  quantizeIQ2_XS,
+  quantizeIQ3_S,
   quantizeIQ4_NL,
   quantizeIQ4_NLRef,
   quantizeIQ4_XS,
