@@ -85,6 +85,8 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "IQ4_NL",
   "IQ4_XS",
   "MXFP4",
+  "IQ3_S",
+  "IQ2_XS",
 ];
 
 /**
