@@ -4,8 +4,8 @@
  * ggml's `dequantize_row_*`; encoders its reference `quantize_row_*_ref`
  * bit for bit. Q8_1 and Q8_K decode only (ggml writes them as activation
  * blocks, not as weights); every other type decodes, and IQ4_NL, IQ4_XS and
- * MXFP4 also encode (`iq_encode.ts`), as do IQ3_S and, with an importance
- * matrix only, IQ2_XS (`iq_encode_grid.ts`).
+ * MXFP4 also encode (`iq_encode.ts`), as do IQ3_S, IQ3_XXS and, with an
+ * importance matrix only, IQ2_XS (`iq_encode_grid.ts`).
  *
  * @module
  */
@@ -62,7 +62,7 @@ export const QUANT_CODECS: Readonly<
     fromF32: (x) =>
       iqGrid.quantizeIQ2_XS(x, x.length, undefined as unknown as Float32Array),
   },
-  IQ3_XXS: { toF32: iq.dequantizeIQ3_XXS },
+  IQ3_XXS: { toF32: iq.dequantizeIQ3_XXS, fromF32: iqGrid.quantizeIQ3_XXS },
   IQ1_S: { toF32: iq.dequantizeIQ1_S },
   IQ4_NL: { toF32: iq.dequantizeIQ4_NL, fromF32: iqEncode.quantizeIQ4_NL },
   IQ3_S: { toF32: iq.dequantizeIQ3_S, fromF32: iqGrid.quantizeIQ3_S },

@@ -18,7 +18,7 @@
 import { checkValues, nearestInt } from "./_common.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
 import { f32ToHalfBits } from "./f16.ts";
-import { IQ2XS_GRID, IQ3S_GRID } from "./_iq_tables.ts";
+import { IQ2XS_GRID, IQ3S_GRID, IQ3XXS_GRID } from "./_iq_tables.ts";
 
 const fround = Math.fround;
 const GROUP_MAX_EPS = fround(1e-15);
@@ -26,6 +26,9 @@ const TENTH = fround(0.1);
 const FIFTH = fround(0.2);
 /** IQ3_S stores its super-block scale stretched by this (ggml's 1.033f). */
 const D_STRETCH = fround(1.033);
+/** IQ3_XXS's (ggml's 1.0125f). */
+const D_STRETCH_XXS = fround(1.0125);
+const EPS_IQ3_XXS = fround(1e-8);
 
 /**
  * A grid as ggml's quantizers see it: each entry's coordinates as odd
@@ -143,6 +146,17 @@ const iq2xsLattice = (): Lattice =>
     2,
   );
 
+let iq3xxs: Lattice | undefined;
+const iq3xxsLattice = (): Lattice =>
+  iq3xxs ??= lattice(
+    IQ3XXS_GRID,
+    4,
+    3,
+    (v) => [0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3e].indexOf(v),
+    4096,
+    2,
+  );
+
 let iq3s: Lattice | undefined;
 const iq3sLattice = (): Lattice =>
   iq3s ??= lattice(IQ3S_GRID, 4, 3, (v) => (v - 1) >> 1, 4096, 3);
@@ -164,7 +178,7 @@ function checkImatrix(
 }
 
 function rowsOf(
-  type: "IQ2_XS" | "IQ3_S",
+  type: "IQ2_XS" | "IQ3_S" | "IQ3_XXS",
   x: Float32Array,
   nPerRow: number,
 ): number {
@@ -385,10 +399,54 @@ export function quantizeIQ3_S(
   nPerRow: number = x.length,
   imatrix?: Float32Array,
 ): Uint8Array {
-  const nb = rowsOf("IQ3_S", x, nPerRow);
-  const qwAll = imatrix && checkImatrix("IQ3_S", nPerRow, imatrix);
-  const g = iq3sLattice();
-  const out = new Uint8Array(nb * 110);
+  return iq3Impl(false, x, nPerRow, imatrix);
+}
+
+/**
+ * Encodes IQ3_XXS as ggml's `quantize_iq3_xxs` (what `llama-quantize`
+ * writes), optionally weighted by an importance matrix.
+ *
+ * @param x The values (whole rows).
+ * @param nPerRow Values per row (a multiple of 256); defaults to all values.
+ * @param imatrix One importance weight per column, or none.
+ * @returns The super-blocks (98 bytes per 256 values).
+ * @throws {RangeError} When the sizes do not fit.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { dequantizeGguf, quantizeIQ3_XXS } from "@modelhost/modelhost/formats/gguf";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const y = dequantizeGguf("IQ3_XXS", quantizeIQ3_XXS(x), 256);
+ * assert(Math.abs(y[3] - x[3]) < 0.3);
+ * ```
+ */
+export function quantizeIQ3_XXS(
+  x: Float32Array,
+  nPerRow: number = x.length,
+  imatrix?: Float32Array,
+): Uint8Array {
+  return iq3Impl(true, x, nPerRow, imatrix);
+}
+
+/**
+ * ggml's `quantize_row_iq3_s_impl` and, with `xxs`, the 256-entry grid of
+ * `quantize_row_iq3_xxs_impl` (signs as 7-bit codes with a parity flip, a
+ * wider scale search, on-grid groups kept in the last pass, scale and signs
+ * packed in one u32 per sub-block).
+ */
+function iq3Impl(
+  xxs: boolean,
+  x: Float32Array,
+  nPerRow: number,
+  imatrix: Float32Array | undefined,
+): Uint8Array {
+  const type = xxs ? "IQ3_XXS" : "IQ3_S";
+  const nb = rowsOf(type, x, nPerRow);
+  const qwAll = imatrix && checkImatrix(type, nPerRow, imatrix);
+  const g = xxs ? iq3xxsLattice() : iq3sLattice();
+  const bb = xxs ? 98 : 110;
+  const out = new Uint8Array(nb * bb);
   const dv = new DataView(out.buffer);
   const kMaxQ = 8;
   const scales = new Float32Array(8);
@@ -399,7 +457,7 @@ export function quantizeIQ3_S(
   const signs = new Uint8Array(4);
   const perRow = nPerRow / 256;
   for (let ibl = 0; ibl < nb; ibl++) {
-    const o = 110 * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
+    const o = bb * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     let maxScale = 0;
     let sumx2 = 0;
     for (let i = 0; i < 256; i++) {
@@ -423,28 +481,46 @@ export function quantizeIQ3_S(
         waux[i] = fround(Math.sqrt(weight[i]));
       }
       for (let k = 0; k < 4; k++) {
-        let s = 0;
+        let s = 0, nflip = 0;
         for (let i = 0; i < 8; i++) {
           const v = x[xb + 8 * k + i];
           if (v >= 0) xval[8 * k + i] = v;
           else {
             xval[8 * k + i] = -v;
+            nflip++;
             s |= 1 << i;
           }
         }
-        signs[k] = s;
+        if (xxs && nflip % 2) {
+          let imin = 0;
+          let min = fround(
+            fround(weight[8 * k] * x[xb + 8 * k]) * x[xb + 8 * k],
+          );
+          for (let i = 1; i < 8; i++) {
+            const v = x[xb + 8 * k + i];
+            const ax = fround(fround(weight[8 * k + i] * v) * v);
+            if (ax < min) {
+              min = ax;
+              imin = i;
+            }
+          }
+          xval[8 * k + imin] = -xval[8 * k + imin];
+          s ^= 1 << imin;
+        }
+        signs[k] = xxs ? s & 127 : s;
       }
       let max = xval[0];
       for (let i = 1; i < 32; i++) max = Math.max(max, xval[i]);
       L.fill(0);
-      if (!max) {
+      if (xxs ? max < EPS_IQ3_XXS : !max) {
         scales[ib] = 0;
         continue;
       }
       let best = 0;
       let scale = fround(max / (2 * kMaxQ - 1));
-      onGrid.fill(false);
-      for (let is = -9; is <= 9; is++) {
+      onGrid.fill(xxs);
+      const isMax = xxs ? 15 : 9;
+      for (let is = -isMax; is <= isMax; is++) {
         const id = fround(fround(2 * kMaxQ - 1 + fround(is * FIFTH)) / max);
         const thisScale = fround(1 / id);
         for (let k = 0; k < 8; k++) {
@@ -478,6 +554,7 @@ export function quantizeIQ3_S(
       if (onGrid.includes(false) && scale > 0) {
         const id = fround(1 / scale);
         for (let k = 0; k < 8; k++) {
+          if (xxs && onGrid[k]) continue;
           let u = 0;
           for (let i = 0; i < 4; i++) {
             let l = nearestInt(
@@ -504,28 +581,61 @@ export function quantizeIQ3_S(
       }
       if (scale < 0) {
         scale = -scale;
-        for (let k = 0; k < 4; k++) signs[k] = ~signs[k] & 255;
+        for (let k = 0; k < 4; k++) signs[k] = ~signs[k] & (xxs ? 127 : 255);
       }
       for (let k = 0; k < 8; k++) {
         let u = 0;
         for (let i = 0; i < 4; i++) u |= L[4 * k + i] << (3 * i);
         const index = g.map[u];
         if (index < 0) {
-          throw new RangeError(`IQ3_S: levels ${u} are not on the grid`);
+          throw new RangeError(`${type}: levels ${u} are not on the grid`);
         }
-        out[qsAt + k] = index & 255;
-        out[o + 66 + ib] |= (index >> 8) << k;
+        if (xxs) out[o + 2 + 8 * ib + k] = index;
+        else {
+          out[qsAt + k] = index & 255;
+          out[o + 66 + ib] |= (index >> 8) << k;
+        }
       }
-      qsAt += 8;
-      out.set(signs, signsAt);
-      signsAt += 4;
+      if (xxs) {
+        dv.setUint32(
+          o + 66 + 4 * ib,
+          signs[0] | (signs[1] << 7) | (signs[2] << 14) | (signs[3] << 21),
+          true,
+        );
+      } else {
+        qsAt += 8;
+        out.set(signs, signsAt);
+        signsAt += 4;
+      }
       scales[ib] = scale;
       maxScale = Math.max(maxScale, scale);
     }
-    if (!maxScale) continue;
+    if (!maxScale) {
+      // ggml clears IQ3_XXS's qs (the signs too), leaves IQ3_S's as written
+      if (xxs) out.fill(0, o, o + bb);
+      continue;
+    }
     const d = fround(maxScale / 31);
-    dv.setUint16(o, f32ToHalfBits(fround(d * D_STRETCH)), true);
+    dv.setUint16(
+      o,
+      f32ToHalfBits(fround(d * (xxs ? D_STRETCH_XXS : D_STRETCH))),
+      true,
+    );
     const id = fround(1 / d);
+    if (xxs) {
+      for (let ib = 0; ib < 8; ib++) {
+        const l = Math.max(
+          0,
+          Math.min(
+            15,
+            nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1))),
+          ),
+        );
+        const at = o + 66 + 4 * ib;
+        dv.setUint32(at, (dv.getUint32(at, true) | (l << 28)) >>> 0, true);
+      }
+      continue;
+    }
     for (let ib = 0; ib < 8; ib += 2) {
       const l1 = Math.max(
         0,

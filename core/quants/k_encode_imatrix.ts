@@ -16,7 +16,11 @@ import { F_0_1, GROUP_MAX_EPS } from "./_k_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
 import { quantizeQ8_0 } from "./legacy.ts";
 import { quantizeIQ4_NL, quantizeIQ4_XS } from "./iq_encode.ts";
-import { quantizeIQ2_XS, quantizeIQ3_S } from "./iq_encode_grid.ts";
+import {
+  quantizeIQ2_XS,
+  quantizeIQ3_S,
+  quantizeIQ3_XXS,
+} from "./iq_encode_grid.ts";
 
 const f = Math.fround;
 
@@ -607,6 +611,7 @@ export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
   "IQ4_XS",
   "IQ3_S",
   "IQ2_XS",
+  "IQ3_XXS",
 ];
 
 /** The IQ encoders that take the matrix (one row at a time). */
@@ -620,6 +625,7 @@ const IQ_ROW: Partial<
   IQ4_XS: quantizeIQ4_XS,
   IQ3_S: quantizeIQ3_S,
   IQ2_XS: quantizeIQ2_XS,
+  IQ3_XXS: quantizeIQ3_XXS,
 };
 
 const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
@@ -637,7 +643,7 @@ const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
 /**
  * Encodes rows as llama-quantize does with an importance matrix
  * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K, Q4_0,
- * Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, IQ3_S and IQ2_XS with their weighted
+ * Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XS with their weighted
  * searches; Q8_0 ignores the weights; Q2_K and Q3_K too.
  *
  * @param type The target type.

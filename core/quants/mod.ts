@@ -51,7 +51,11 @@ export {
   quantizeIQ4_XS,
   quantizeMXFP4,
 } from "./iq_encode.ts";
-export { quantizeIQ2_XS, quantizeIQ3_S } from "./iq_encode_grid.ts";
+export {
+  quantizeIQ2_XS,
+  quantizeIQ3_S,
+  quantizeIQ3_XXS,
+} from "./iq_encode_grid.ts";
 export {
   F16_TO_F32_BITS,
   f32ToHalfBits,
@@ -87,6 +91,7 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "MXFP4",
   "IQ3_S",
   "IQ2_XS",
+  "IQ3_XXS",
 ];
 
 /**

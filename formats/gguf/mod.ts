@@ -115,6 +115,7 @@ export {
   quantizeGguf,
   quantizeIQ2_XS,
   quantizeIQ3_S,
+  quantizeIQ3_XXS,
   quantizeIQ4_NL,
   quantizeIQ4_NLRef,
   quantizeIQ4_XS,

@@ -161,7 +161,6 @@ Deno.test("every quantized type decodes; those without an encoder refuse it with
       "Q8_1",
       "Q8_K",
       "IQ2_XXS",
-      "IQ3_XXS",
       "IQ1_S",
       "IQ2_S",
       "IQ1_M",

@@ -22,6 +22,7 @@ import {
 import {
   quantizeIQ2_XS,
   quantizeIQ3_S,
+  quantizeIQ3_XXS,
 } from "../../core/quants/iq_encode_grid.ts";
 import {
   activationBlocksOf,
@@ -111,6 +112,8 @@ Deno.test("iq quants: IQ4_NL, IQ4_XS, MXFP4, IQ2_XS and IQ3_S encoders write ggm
     ["IQ2_XS", (x) => quantizeIQ2_XS(x, info.cols, imatrix)],
     ["IQ3_S", (x) => quantizeIQ3_S(x, info.cols)],
     ["IQ3_S.imat", (x) => quantizeIQ3_S(x, info.cols, imatrix)],
+    ["IQ3_XXS", (x) => quantizeIQ3_XXS(x, info.cols)],
+    ["IQ3_XXS.imat", (x) => quantizeIQ3_XXS(x, info.cols, imatrix)],
   ];
   for (const [name, encode] of cases) {
     const want = (await load(name)).bytes;
