@@ -35,8 +35,8 @@ q() { # model imatrix-or-- type
   fi
 }
 for m in syn-gqa4 syn-mha; do
-  for t in IQ3_S IQ3_M IQ3_XS IQ2_XS; do q $m - $t; done
-  for t in IQ3_S IQ3_M IQ3_XS IQ2_XS IQ2_S; do q $m $m.imatrix.gguf $t; done
+  for t in IQ3_S IQ3_M IQ3_XS IQ3_XXS IQ2_XS; do q $m - $t; done
+  for t in IQ3_S IQ3_M IQ3_XS IQ3_XXS IQ2_XS IQ2_S; do q $m $m.imatrix.gguf $t; done
 done
 "$PY" - > "$OUT/iq_presets.json" <<'PYEOF'
 import hashlib, json, sys
