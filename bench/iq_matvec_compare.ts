@@ -1,7 +1,9 @@
 /**
- * One-row matvec time of the IQ4_NL, IQ4_XS and MXFP4 WebAssembly kernels
- * beside Q4_0 and Q4_K (same shape, same run, sides alternating), and of the
- * scalar rule (`linearRef`) they replace. Prints medians and ratios with the
+ * One-row matvec time of the IQ4_NL, IQ4_XS, MXFP4, IQ3_S and IQ2_XS
+ * WebAssembly kernels beside Q4_0 and Q4_K (same shape, same run, sides
+ * alternating), and of the scalar rule (`linearRef`) they replace. IQ3_S
+ * and IQ2_XS weights are seeded random blocks with small f16 scales (the
+ * kernels' time does not depend on the values). Prints medians and ratios with the
  * CPU model and flags.
  *
  * Run: deno run -A bench/iq_matvec_compare.ts [rows=4096] [cols=4096]
@@ -33,12 +35,36 @@ const vals = Float32Array.from(
   { length: outF * inF },
   (_, i) => 0.3 * Math.sin(0.37 * i) + 0.05 * Math.cos(3.1 * i),
 );
-const types = ["Q4_0", "Q8_0", "Q4_K", "IQ4_NL", "IQ4_XS", "MXFP4"] as const;
+const types = [
+  "Q4_0",
+  "Q8_0",
+  "Q4_K",
+  "IQ4_NL",
+  "IQ4_XS",
+  "MXFP4",
+  "IQ3_S",
+  "IQ2_XS",
+] as const;
+/** Seeded random blocks of `bytes` bytes, f16 scales near 2^-8. */
+function randomBlocks(bytes: number): Uint8Array {
+  const blocks = (outF * inF) / 256, out = new Uint8Array(blocks * bytes);
+  let s = 1;
+  for (let i = 0; i < out.length; i++) {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    out[i] = s >>> 24;
+  }
+  for (let b = 0; b < blocks; b++) out[b * bytes + 1] = 0x1c;
+  return out;
+}
 const ws: Tensor[] = types.map((t) => ({
   name: t,
   dtype: t,
   shape: [outF, inF],
-  bytes: quantizeGguf(t, vals),
+  bytes: t === "IQ3_S"
+    ? randomBlocks(110)
+    : t === "IQ2_XS"
+    ? randomBlocks(74)
+    : quantizeGguf(t, vals),
 }));
 const x = Float32Array.from({ length: inF }, (_, i) => Math.cos(i));
 const times = new Map<string, number[]>(types.map((t) => [t, []]));
@@ -59,7 +85,7 @@ for (const t of types) {
     `${t.padEnd(7)} ${m.toFixed(3)} ms  ×${(m / base).toFixed(2)} of Q4_0`,
   );
 }
-for (const t of ["IQ4_NL", "IQ4_XS", "MXFP4"]) {
+for (const t of ["IQ4_NL", "IQ4_XS", "MXFP4", "IQ3_S", "IQ2_XS"]) {
   const w = ws.find((w) => w.dtype === t)!;
   const r: number[] = [];
   for (let i = 0; i < 3; i++) {

@@ -89,8 +89,9 @@ export const quantizeCommand: Command = {
     "",
     "GGUF types are llama-quantize's presets, with its per-tensor rules and",
     "byte-identical files: Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M",
-    "Q5_K_S Q5_K_M Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS F16 BF16 F32",
-    "(Q3_K, Q4_K, Q5_K are the _M mixes; --pure gives every tensor the base type).",
+    "Q5_K_S Q5_K_M Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS IQ3_S IQ3_M",
+    "IQ3_XS IQ2_XS IQ2_S F16 BF16 F32 (Q3_K, Q4_K, Q5_K are the _M mixes;",
+    "--pure gives every tensor the base type; IQ3_XS, IQ2_XS, IQ2_S need --imatrix).",
   ],
   async run(args, ctx) {
     const { flags, positional } = parseFlags(args, this.flags(ctx.reg, args));

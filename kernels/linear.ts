@@ -203,9 +203,9 @@ export function observeLinearInputs(
  * `fastLinear` runs), which keep the weight in its stored dtype (copied
  * once into kernel memory on first use; in-place edits are noticed by
  * sampling, see `fastLinear`), or {@link linearRef} where WebAssembly SIMD
- * is missing; IQ4_NL, IQ4_XS, MXFP4, IQ3_S and IQ2_XS weights run
- * {@link linearRef}'s scalar integer rules (llama.cpp's arithmetic); other
- * dtypes are widened to F32 and run the reference.
+ * is missing; so do IQ4_NL, IQ4_XS, MXFP4, IQ3_S and IQ2_XS weights, with
+ * llama.cpp's integer dot rules (the scalar form is {@link linearRef});
+ * other dtypes are widened to F32 and run the reference.
  *
  * @param x Input rows, `rows × in`.
  * @param rows Number of rows.

@@ -45,6 +45,8 @@ export const FAST_DTYPES = [
   "IQ4_NL",
   "MXFP4",
   "IQ4_XS",
+  "IQ3_S",
+  "IQ2_XS",
 ] as const;
 
 /** One of {@link FAST_DTYPES}. */

@@ -504,6 +504,8 @@ const IN_PLACE = new Set([
   "IQ4_NL",
   "MXFP4",
   "IQ4_XS",
+  "IQ3_S",
+  "IQ2_XS",
 ]);
 
 /**

@@ -4,7 +4,8 @@
  * ggml's `dequantize_row_*`; encoders its reference `quantize_row_*_ref`
  * bit for bit. Q8_1 and Q8_K decode only (ggml writes them as activation
  * blocks, not as weights); every other type decodes, and IQ4_NL, IQ4_XS and
- * MXFP4 also encode (`iq_encode.ts`).
+ * MXFP4 also encode (`iq_encode.ts`), as do IQ3_S, IQ3_XXS and, with an
+ * importance matrix only, IQ2_XS (`iq_encode_grid.ts`).
  *
  * @module
  */
@@ -16,6 +17,7 @@ import * as kDecode from "./k_decode.ts";
 import * as kEncode from "./k_encode.ts";
 import * as iq from "./iq_decode.ts";
 import * as iqEncode from "./iq_encode.ts";
+import * as iqGrid from "./iq_encode_grid.ts";
 
 /** A quantized type's decoder and, when it has one, its encoder. */
 export interface QuantCodec {
@@ -53,11 +55,17 @@ export const QUANT_CODECS: Readonly<
   Q6_K: { toF32: kDecode.dequantizeQ6_K, fromF32: kEncode.quantizeQ6_K },
   Q8_K: { toF32: kDecode.dequantizeQ8_K },
   IQ2_XXS: { toF32: iq.dequantizeIQ2_XXS },
-  IQ2_XS: { toF32: iq.dequantizeIQ2_XS },
-  IQ3_XXS: { toF32: iq.dequantizeIQ3_XXS },
+  // ggml requires an importance matrix for IQ2_XS: quantizeIQ2_XS refuses
+  // without one (a TypeError); quantizeWithImatrix passes it
+  IQ2_XS: {
+    toF32: iq.dequantizeIQ2_XS,
+    fromF32: (x) =>
+      iqGrid.quantizeIQ2_XS(x, x.length, undefined as unknown as Float32Array),
+  },
+  IQ3_XXS: { toF32: iq.dequantizeIQ3_XXS, fromF32: iqGrid.quantizeIQ3_XXS },
   IQ1_S: { toF32: iq.dequantizeIQ1_S },
   IQ4_NL: { toF32: iq.dequantizeIQ4_NL, fromF32: iqEncode.quantizeIQ4_NL },
-  IQ3_S: { toF32: iq.dequantizeIQ3_S },
+  IQ3_S: { toF32: iq.dequantizeIQ3_S, fromF32: iqGrid.quantizeIQ3_S },
   IQ2_S: { toF32: iq.dequantizeIQ2_S },
   IQ4_XS: { toF32: iq.dequantizeIQ4_XS, fromF32: iqEncode.quantizeIQ4_XS },
   IQ1_M: { toF32: iq.dequantizeIQ1_M },

@@ -15,6 +15,12 @@ import { nearestInt, scaleMinK4 } from "./_common.ts";
 import { F_0_1, GROUP_MAX_EPS } from "./_k_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
 import { quantizeQ8_0 } from "./legacy.ts";
+import { quantizeIQ4_NL, quantizeIQ4_XS } from "./iq_encode.ts";
+import {
+  quantizeIQ2_XS,
+  quantizeIQ3_S,
+  quantizeIQ3_XXS,
+} from "./iq_encode_grid.ts";
 
 const f = Math.fround;
 
@@ -601,7 +607,26 @@ export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
   "Q5_0",
   "Q5_1",
   "Q8_0",
+  "IQ4_NL",
+  "IQ4_XS",
+  "IQ3_S",
+  "IQ2_XS",
+  "IQ3_XXS",
 ];
+
+/** The IQ encoders that take the matrix (one row at a time). */
+const IQ_ROW: Partial<
+  Record<
+    DTypeName,
+    (x: Float32Array, perRow: number, w: Float32Array) => Uint8Array
+  >
+> = {
+  IQ4_NL: quantizeIQ4_NL,
+  IQ4_XS: quantizeIQ4_XS,
+  IQ3_S: quantizeIQ3_S,
+  IQ2_XS: quantizeIQ2_XS,
+  IQ3_XXS: quantizeIQ3_XXS,
+};
 
 const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
   Q2_K: [256, 84],
@@ -618,8 +643,8 @@ const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
 /**
  * Encodes rows as llama-quantize does with an importance matrix
  * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K, Q4_0,
- * Q4_1, Q5_0 and Q5_1 with their weighted searches; Q8_0 ignores the
- * weights; Q2_K and Q3_K too.
+ * Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XS with their weighted
+ * searches; Q8_0 ignores the weights; Q2_K and Q3_K too.
  *
  * @param type The target type.
  * @param x Values, `rows × perRow`.
@@ -647,6 +672,26 @@ export function quantizeWithImatrix(
   rowsPerMatrix?: number,
 ): Uint8Array {
   if (type === "Q8_0") return quantizeQ8_0(x);
+  const iqRow = IQ_ROW[type];
+  if (iqRow) {
+    const rows = x.length / perRow, per = rowsPerMatrix ?? rows;
+    const parts: Uint8Array[] = [];
+    for (let r = 0; r < rows; r++) {
+      const m = Math.floor(r / per);
+      parts.push(iqRow(
+        x.subarray(r * perRow, (r + 1) * perRow),
+        perRow,
+        weights.subarray(m * perRow, (m + 1) * perRow),
+      ));
+    }
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
   const b = BLOCK[type];
   if (!b) {
     throw new UnsupportedDTypeError(

@@ -52,6 +52,11 @@ export {
   quantizeMXFP4,
 } from "./iq_encode.ts";
 export {
+  quantizeIQ2_XS,
+  quantizeIQ3_S,
+  quantizeIQ3_XXS,
+} from "./iq_encode_grid.ts";
+export {
   F16_TO_F32_BITS,
   f32ToHalfBits,
   HALF_TO_F32,
@@ -84,6 +89,9 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "IQ4_NL",
   "IQ4_XS",
   "MXFP4",
+  "IQ3_S",
+  "IQ2_XS",
+  "IQ3_XXS",
 ];
 
 /**

@@ -53,7 +53,15 @@ const DENSE_KIND: Partial<Record<FastDType, "f32" | "f16" | "bf16">> = {
 const QUANT_KIND: Partial<
   Record<
     FastDType,
-    "q8_0" | "q4_0" | "q4_k" | "q6_k" | "iq4_nl" | "mxfp4" | "iq4_xs"
+    | "q8_0"
+    | "q4_0"
+    | "q4_k"
+    | "q6_k"
+    | "iq4_nl"
+    | "mxfp4"
+    | "iq4_xs"
+    | "iq3_s"
+    | "iq2_xs"
   >
 > = {
   Q8_0: "q8_0",
@@ -63,6 +71,8 @@ const QUANT_KIND: Partial<
   IQ4_NL: "iq4_nl",
   MXFP4: "mxfp4",
   IQ4_XS: "iq4_xs",
+  IQ3_S: "iq3_s",
+  IQ2_XS: "iq2_xs",
 };
 
 /** Chunk (elements along `in`) of a dense kind's panels. */

@@ -17,6 +17,7 @@ import { f32x4, get, i32x4, ModuleBuilder, T, v128 } from "./_asm.ts";
 import { PANEL_COLS, PANEL_ROWS } from "./_kernels.ts";
 import { U8_DOT_PROBE } from "./_kernels_quant.ts";
 import { SIGN_DOT_PROBE } from "./_kernels_quant_prep.ts";
+import { kernelTableBytes, TABLES_AT } from "./_kernels_tables.ts";
 import {
   type JobArgs,
   SLOT_BYTES,
@@ -25,12 +26,12 @@ import {
 } from "./_pool.ts";
 
 const PAGE = 65536;
-/** Bytes below this offset are never allocated: the null page and the pool's control slots. */
+/** Bytes below this offset are never allocated: the null page, the pool's control slots and the kernels' constant tables. */
 const RESERVED = 65536;
 /** Control slots start here (one per worker, {@link SLOT_BYTES} each). */
 const CTRL = 1024;
-/** Largest pool: control slots must fit below {@link RESERVED}. */
-export const MAX_WORKERS = Math.floor((RESERVED - CTRL) / SLOT_BYTES);
+/** Largest pool: control slots must fit below the kernels' constant tables. */
+export const MAX_WORKERS = Math.floor((TABLES_AT - CTRL) / SLOT_BYTES);
 /** Allocation granularity and alignment. */
 const ALIGN = 64;
 /** The 32-bit memory's limit in pages (4 GiB). */
@@ -234,6 +235,8 @@ export class Engine {
     this.u8Dot = relaxed && probe?.() === U8_DOT_PROBE;
     const sprobe = this.fn.probe_sdot as unknown as (() => number) | undefined;
     this.signDot = relaxed && sprobe?.() === SIGN_DOT_PROBE;
+    // the kernels' constant tables, once per memory (workers share it)
+    new Uint8Array(memory.buffer).set(kernelTableBytes(), TABLES_AT);
     this.#free.push({
       start: RESERVED,
       size: memory.buffer.byteLength - RESERVED,

@@ -60,6 +60,7 @@ import {
 import { c, type Ctx, hsum, zero } from "./_kernels_util.ts";
 import { Q4_K, Q6_K } from "./_kernels_quant_k.ts";
 import { IQ4_NL, IQ4_XS, MXFP4 } from "./_kernels_quant_iq.ts";
+import { IQ2_XS, IQ3_S } from "./_kernels_quant_iq_grid.ts";
 import {
   probeKernel,
   Q4_0,
@@ -103,6 +104,8 @@ const FORMATS: QuantFormat[] = [
   IQ4_NL,
   MXFP4,
   IQ4_XS,
+  IQ3_S,
+  IQ2_XS,
 ];
 
 /**

@@ -161,10 +161,7 @@ Deno.test("every quantized type decodes; those without an encoder refuse it with
       "Q8_1",
       "Q8_K",
       "IQ2_XXS",
-      "IQ2_XS",
-      "IQ3_XXS",
       "IQ1_S",
-      "IQ3_S",
       "IQ2_S",
       "IQ1_M",
       "TQ1_0",
@@ -186,6 +183,12 @@ Deno.test("every quantized type decodes; those without an encoder refuse it with
     );
     assertEquals(e.dtype, d.name);
   }
+  // IQ2_XS encodes with an importance matrix only (as ggml)
+  assertThrows(
+    () => encodeFromF32("IQ2_XS", new Float32Array(256)),
+    TypeError,
+    "needs an importance matrix",
+  );
 });
 
 Deno.test("every scalar dtype has both converters; short input is a RangeError naming the sizes", () => {

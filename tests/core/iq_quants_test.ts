@@ -7,7 +7,7 @@
  * rules of `kernels/quant_ref.ts` for them equal ggml's CPU `vec_dot`.
  */
 
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import { encodeHex } from "@std/encoding";
 import { readGguf } from "../../formats/gguf/mod.ts";
 import { memorySource } from "../../core/sources.ts";
@@ -19,6 +19,11 @@ import {
   quantizeIQ4_XS,
   quantizeMXFP4,
 } from "../../core/quants/iq_encode.ts";
+import {
+  quantizeIQ2_XS,
+  quantizeIQ3_S,
+  quantizeIQ3_XXS,
+} from "../../core/quants/iq_encode_grid.ts";
 import {
   activationBlocksOf,
   quantizeActivationsRef,
@@ -90,7 +95,7 @@ Deno.test("iq quants: every type decodes to ggml's F32 values bit for bit", asyn
   }
 });
 
-Deno.test("iq quants: IQ4_NL, IQ4_XS and MXFP4 encoders write ggml's bytes", async () => {
+Deno.test("iq quants: IQ4_NL, IQ4_XS, MXFP4, IQ2_XS and IQ3_S encoders write ggml's bytes", async () => {
   const src = toFloat32(await load("src"));
   const imatrix = toFloat32(await load("imatrix"));
   const cases: [string, (x: Float32Array) => Uint8Array][] = [
@@ -103,6 +108,12 @@ Deno.test("iq quants: IQ4_NL, IQ4_XS and MXFP4 encoders write ggml's bytes", asy
     ["MXFP4", (x) => encodeFromF32("MXFP4", x)],
     ["MXFP4.imat", quantizeMXFP4],
     ["MXFP4.ref", quantizeMXFP4],
+    // the lattice types (IQ2_XS needs the imatrix; ggml_quantize_chunk passes it)
+    ["IQ2_XS", (x) => quantizeIQ2_XS(x, info.cols, imatrix)],
+    ["IQ3_S", (x) => quantizeIQ3_S(x, info.cols)],
+    ["IQ3_S.imat", (x) => quantizeIQ3_S(x, info.cols, imatrix)],
+    ["IQ3_XXS", (x) => quantizeIQ3_XXS(x, info.cols)],
+    ["IQ3_XXS.imat", (x) => quantizeIQ3_XXS(x, info.cols, imatrix)],
   ];
   for (const [name, encode] of cases) {
     const want = (await load(name)).bytes;
@@ -171,4 +182,20 @@ Deno.test("iq quants: the scalar dot rules equal ggml's CPU vec_dot (IQ4_NL, IQ4
       );
     }
   }
+});
+
+Deno.test("iq quants: the IQ2_XS and IQ3_S encoders refuse what ggml asserts on", () => {
+  const x = new Float32Array(512);
+  assertThrows(
+    () => quantizeIQ2_XS(x, 512, undefined as unknown as Float32Array),
+    TypeError,
+    "importance matrix",
+  );
+  assertThrows(
+    () => quantizeIQ2_XS(x, 512, new Float32Array(256)),
+    RangeError,
+    "256 weights",
+  );
+  assertThrows(() => quantizeIQ3_S(x, 384), RangeError, "384");
+  assertThrows(() => quantizeIQ3_S(new Float32Array(100)), RangeError);
 });

@@ -6,7 +6,8 @@ import {
   QUANTIZE_TYPES,
   quantizeGguf,
 } from "../../core/quants/mod.ts";
-import { dtypeInfo, DTYPES } from "../../core/dtypes.ts";
+import { dtypeInfo, type DTypeName, DTYPES } from "../../core/dtypes.ts";
+import { quantizeIQ2_XS } from "../../core/quants/iq_encode_grid.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { nearestInt, roundAway } from "../../core/quants/_common.ts";
@@ -67,7 +68,7 @@ Deno.test("quants: block layouts (ggml's block structs)", () => {
   for (const t of QUANTIZE_TYPES) {
     const d = dtypeInfo(t);
     assertEquals(
-      quantizeGguf(t, new Float32Array(d.blockSize * 3)).length,
+      encode(t, new Float32Array(d.blockSize * 3)).length,
       3 * d.blockBytes,
       t,
     );
@@ -171,9 +172,13 @@ Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays wi
     IQ4_NL: 0.19,
     IQ4_XS: 0.2,
     MXFP4: 0.26,
+    // 512 of 8^4 (IQ3_S) and 512 of 3^8 (IQ2_XS) lattice points
+    IQ3_S: 0.8,
+    IQ2_XS: 1.4,
+    IQ3_XXS: 1.4, // weights x² without a matrix: small values count little
   };
   for (const t of QUANTIZE_TYPES) {
-    const y = dequantizeGguf(t, quantizeGguf(t, x), n);
+    const y = dequantizeGguf(t, encode(t, x), n);
     let err = 0;
     for (let i = 0; i < n; i++) err = Math.max(err, Math.abs(y[i] - x[i]));
     if (!(err < budget[t])) {
@@ -181,6 +186,13 @@ Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays wi
     }
   }
 });
+
+/** `quantizeGguf`, but IQ2_XS (which needs one) with a flat importance matrix. */
+function encode(t: DTypeName, x: Float32Array): Uint8Array {
+  return t === "IQ2_XS"
+    ? quantizeIQ2_XS(x, x.length, new Float32Array(x.length).fill(1))
+    : quantizeGguf(t, x);
+}
 
 Deno.test("quants: types without an encoder are refused by name; bad sizes are RangeErrors", () => {
   for (const t of ["IQ2_XXS", "IQ1_M", "TQ1_0", "TQ2_0", "NVFP4", "Q1_0"]) {

@@ -1,10 +1,12 @@
 /**
- * The IQ4_NL, MXFP4 and IQ4_XS WebAssembly kernels against their scalar
- * reference
+ * The IQ4_NL, MXFP4, IQ4_XS, IQ3_S and IQ2_XS WebAssembly kernels against
+ * their scalar reference
  * (`linearRef`, llama.cpp's rule in `kernels/_quant_ref_iq.ts`, itself checked
  * against ggml's vec_dot in `tests/core/iq_quants_test.ts`): both variants,
  * one thread and workers, odd block counts (the leftover-block path), rows 1
- * and > 1, several weights at once.
+ * and > 1, several weights at once. IQ3_S and IQ2_XS weights are seeded
+ * random blocks (every byte pattern is a valid block) with small f16
+ * scales, so every grid entry, sign code and sub-block scale occurs.
  */
 
 import { assert, assertEquals } from "@std/assert";
@@ -23,11 +25,27 @@ import {
 import { fastLinear } from "../../../kernels/fast/matmul.ts";
 import {
   activationBlocksOf,
+  BLOCKS,
   quantizeActivationsRef,
 } from "../../../kernels/quant_ref.ts";
 import { cosines, decodeAll, worstRatio } from "./_helpers.ts";
 
-type Kind = "IQ4_NL" | "MXFP4" | "IQ4_XS";
+type Kind = "IQ4_NL" | "MXFP4" | "IQ4_XS" | "IQ3_S" | "IQ2_XS";
+
+/** Seeded random IQ3_S / IQ2_XS blocks with f16 scales in [2^-8, 2^-6). */
+function randomBlocks(blocks: number, bytes: number, seed: number): Uint8Array {
+  const out = new Uint8Array(blocks * bytes);
+  let s = seed >>> 0;
+  for (let i = 0; i < out.length; i++) {
+    s = (Math.imul(s, 1103515245) + 12345) >>> 0;
+    out[i] = s >>> 24;
+  }
+  for (let b = 0; b < blocks; b++) {
+    // exponent field 7..8 (2^-8 .. 2^-7 range), any mantissa, either sign
+    out[b * bytes + 1] = (out[b * bytes + 1] & 0x83) | 0x1c;
+  }
+  return out;
+}
 
 function weight(
   outF: number,
@@ -39,6 +57,15 @@ function weight(
     { length: outF * inF },
     (_, i) => 0.3 * Math.sin(0.37 * i + seed) + 0.05 * Math.cos(3.1 * i),
   );
+  if (dtype === "IQ3_S" || dtype === "IQ2_XS") {
+    const bytes = dtype === "IQ3_S" ? 110 : 74;
+    return {
+      name: `w${seed}`,
+      dtype,
+      shape: [outF, inF],
+      bytes: randomBlocks(outF * inF / 256, bytes, seed),
+    };
+  }
   return {
     name: `w${seed}`,
     dtype,
@@ -72,8 +99,9 @@ function budget(w: Tensor, x: Float32Array, rows: number): Float64Array {
 }
 
 function checkAll(dtype: Kind): void {
-  const shapes = dtype === "IQ4_XS"
-    ? [[1, 7, 256], [3, 9, 512], [1, 64, 768], [5, 33, 256]]
+  const shapes = dtype.startsWith("IQ4_X") || dtype.startsWith("IQ3") ||
+      dtype.startsWith("IQ2")
+    ? [[1, 7, 256], [3, 9, 512], [1, 64, 768], [5, 33, 256], [2, 5, 1280]]
     : [[1, 7, 32], [1, 13, 96], [3, 9, 160], [1, 64, 576], [5, 33, 256]];
   for (
     const [rows, outF, inF] of shapes
@@ -110,7 +138,7 @@ function checkAll(dtype: Kind): void {
     assert(r <= 1, `MXFP4 raw blocks: ${r.toFixed(2)}×`);
   }
   // several weights on one quantization of x
-  const inF = dtype === "IQ4_XS" ? 512 : 192;
+  const inF = BLOCKS[dtype].elems === 256 ? 512 : 192;
   const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, inF, k, dtype));
   const x = cosines(2 * inF);
   const many = linearMany(x, 2, ws);
@@ -120,14 +148,16 @@ function checkAll(dtype: Kind): void {
   });
 }
 
-Deno.test("IQ4_NL, MXFP4 and IQ4_XS kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
+Deno.test("IQ4_NL, MXFP4, IQ4_XS, IQ3_S and IQ2_XS kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
   assert(
     kernelInfo().backend.startsWith("wasm"),
     "WebAssembly SIMD backend expected",
   );
   try {
     const all = () =>
-      ["IQ4_NL", "MXFP4", "IQ4_XS"].forEach((t) => checkAll(t as Kind));
+      ["IQ4_NL", "MXFP4", "IQ4_XS", "IQ3_S", "IQ2_XS"].forEach((t) =>
+        checkAll(t as Kind)
+      );
     all();
     await configureKernels({ noRelaxedSimd: true });
     assertEquals(kernelInfo().backend, "wasm-simd");

@@ -7,7 +7,8 @@
 #
 # The GGUF holds `src` (4 × 512 F32 input rows), `imatrix` (512 F32 weights),
 # `<TYPE>` (ggml_quantize_chunk of src; the imatrix is passed to the types that
-# require one), `<TYPE>.imat` (IQ4_NL/IQ4_XS/MXFP4 with the imatrix) and
+# require one), `<TYPE>.imat` (IQ4_NL/IQ4_XS/MXFP4/IQ3_S/IQ3_XXS/IQ2_S with
+# the imatrix) and
 # `<TYPE>.ref` (the type's quantize_row_*_ref). The JSON holds, per type, the
 # SHA-256 of ggml's dequantized F32 bytes, sampled values, and whether
 # gguf-py's dequantization equals ggml's bit for bit.
