@@ -158,7 +158,7 @@ Deno.test("serve: a body that stops half way is cut at the idle deadline; an ove
 });
 
 Deno.test("serve: one connection carries several requests (Content-Length, chunked and empty bodies, HEAD)", async () => {
-  const { ResponseEnd } = await import("../../serve/_front.ts");
+  const { ResponseEnd } = await import("../../../serve/_front.ts");
   await withServer({}, async ({ server }) => {
     const c = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
     const dec = new TextDecoder();
