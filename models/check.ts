@@ -202,6 +202,33 @@ export function checkConfigLimits(
   }
 }
 
+/**
+ * What a network tensor check found, as message parts: the missing names
+ * (the first 8, with the count) and each wrong shape (the first 8); empty
+ * when every tensor is there with its shape. Shared by the build check and
+ * the loaders, so both name problems the same way.
+ */
+export function tensorCheckProblems(
+  check: ReturnType<typeof checkNetworkTensors>,
+): string[] {
+  const parts: string[] = [];
+  if (check.missing.length > 0) {
+    parts.push(
+      `missing ${check.missing.length}: ${
+        check.missing.slice(0, 8).join(", ")
+      }${check.missing.length > 8 ? ", …" : ""}`,
+    );
+  }
+  for (const w of check.wrongShape.slice(0, 8)) {
+    parts.push(
+      `${w.name} has shape [${w.actual.join(", ")}], expected [${
+        w.expected.join(", ")
+      }]`,
+    );
+  }
+  return parts;
+}
+
 /** The part of a tensor index {@link checkTransformerTensors} reads. */
 export type TensorShapes = Pick<TensorIndex, "names" | "info">;
 
@@ -292,22 +319,8 @@ export function checkTransformerTensors(
     transformerNetwork(cfg),
     shapes,
   );
-  if (check.missing.length > 0 || check.wrongShape.length > 0) {
-    const parts: string[] = [];
-    if (check.missing.length > 0) {
-      parts.push(
-        `missing ${check.missing.length}: ${
-          check.missing.slice(0, 8).join(", ")
-        }${check.missing.length > 8 ? ", …" : ""}`,
-      );
-    }
-    for (const w of check.wrongShape.slice(0, 8)) {
-      parts.push(
-        `${w.name} has shape [${w.actual.join(", ")}], expected [${
-          w.expected.join(", ")
-        }]`,
-      );
-    }
+  const parts = tensorCheckProblems(check);
+  if (parts.length > 0) {
     throw new TypeError(
       `Cannot build ${where} (${cfg.family}, ${n} blocks, hidden ${cfg.hiddenSize}, ${cfg.numHeads} heads of ${cfg.headDim}): ${
         parts.join("; ")
@@ -440,16 +453,7 @@ export function checkModelBuilds(
       m.tensors.names().map((n) => [n, m.tensors.info(n)]),
     );
     const check = checkNetworkTensors(lookup, m.config, shapes);
-    const parts = [
-      ...(check.missing.length > 0
-        ? [`missing ${check.missing.slice(0, 8).join(", ")}`]
-        : []),
-      ...check.wrongShape.slice(0, 8).map((w) =>
-        `${w.name} has shape [${w.actual.join(", ")}], expected [${
-          w.expected.join(", ")
-        }]`
-      ),
-    ];
+    const parts = tensorCheckProblems(check);
     if (parts.length > 0) {
       throw new TypeError(
         `Cannot build model "${m.id}" of ${where}: ${parts.join("; ")}`,

@@ -83,7 +83,7 @@ import {
 import { configFromGguf } from "./gguf_config.ts";
 import { splitExperts } from "./families/_experts.ts";
 import { familyRename, planTensors } from "./_tensor_plan.ts";
-import { checkTransformerTensors } from "./check.ts";
+import { checkTransformerTensors, tensorCheckProblems } from "./check.ts";
 import { tensorName, type TensorRole } from "./names.ts";
 
 /** Per-sequence state: the layers' KV caches and the tokens seen so far. */
@@ -265,22 +265,8 @@ export function buildTransformer(
     }
   }
   const check = checkNetworkTensors(lookup, netConfig, all);
-  if (check.missing.length > 0 || check.wrongShape.length > 0) {
-    const parts: string[] = [];
-    if (check.missing.length > 0) {
-      parts.push(
-        `missing ${check.missing.length}: ${
-          check.missing.slice(0, 8).join(", ")
-        }${check.missing.length > 8 ? ", …" : ""}`,
-      );
-    }
-    for (const w of check.wrongShape.slice(0, 8)) {
-      parts.push(
-        `${w.name} has shape [${w.actual.join(", ")}], expected [${
-          w.expected.join(", ")
-        }]`,
-      );
-    }
+  const parts = tensorCheckProblems(check);
+  if (parts.length > 0) {
     throw new TypeError(
       `Cannot build ${
         options.name ?? "the model"
