@@ -17,7 +17,6 @@
 
 import { join } from "@std/path";
 import { memoryTensorIndex } from "../core/model.ts";
-import { memorySource } from "../core/sources.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { tensorFromF32, toFloat32 } from "../core/tensor.ts";
 import { isGguf, readGguf, writeGguf } from "../formats/gguf/mod.ts";
@@ -42,6 +41,7 @@ import { encoderGgufVocab } from "../models/encoder_vocab.ts";
 import { keep } from "../models/transformer.ts";
 import { createTokenizer } from "../tokenizers/mod.ts";
 import type { TokenizerJson } from "../tokenizers/hf.ts";
+import { readGgufForLoading } from "./_gguf_file.ts";
 import { fileSource, writeFileAtomic } from "./file.ts";
 import { openSafetensors } from "./safetensors.ts";
 
@@ -208,15 +208,7 @@ export async function loadEncoderModel(path: string): Promise<EncoderModel> {
   }
   const src = await fileSource(path);
   try {
-    const head = await src.read(0, Math.min(4, src.size));
-    if (!isGguf(head)) {
-      throw new TypeError(
-        `Cannot load ${path}: not a GGUF file (pass a Hugging Face folder or a .gguf file)`,
-      );
-    }
-    const file = src.size <= 64 << 20
-      ? await readGguf(memorySource(await src.read(0, src.size), path))
-      : await readGguf(src);
+    const file = await readGgufForLoading(src, path);
     const m = file.models[0];
     const md = m.metadata as Record<string, unknown>;
     const index = m.tensors;

@@ -17,10 +17,8 @@
 
 import { checkJsonDepth } from "../core/_json_depth.ts";
 import { join } from "@std/path";
-import { memorySource } from "../core/sources.ts";
 import {
   type GgufWriteOptions,
-  isGguf,
   readGguf,
   writeGguf,
 } from "../formats/gguf/mod.ts";
@@ -35,6 +33,7 @@ import {
   transformerFromGguf,
   type TransformerOptions,
 } from "../models/mod.ts";
+import { readGgufForLoading } from "./_gguf_file.ts";
 import { fileSource, writeFileAtomic } from "./file.ts";
 import { openSafetensors, saveSafetensors } from "./safetensors.ts";
 
@@ -228,16 +227,7 @@ export async function loadTransformer(
   }
   const src = await fileSource(path);
   try {
-    const head = await src.read(0, Math.min(4, src.size));
-    if (!isGguf(head)) {
-      throw new TypeError(
-        `Cannot load ${path}: not a GGUF file (pass a Hugging Face folder or a .gguf file)`,
-      );
-    }
-    // Small files are read whole (one read); large ones tensor by tensor.
-    const file = src.size <= 64 << 20
-      ? await readGguf(memorySource(await src.read(0, src.size), path))
-      : await readGguf(src);
+    const file = await readGgufForLoading(src, path);
     return await transformerFromGguf(file, options);
   } finally {
     src.close();
