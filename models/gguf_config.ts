@@ -34,6 +34,7 @@ import {
 import { variantFromGguf, variantToGguf } from "./families/_decoder_gguf.ts";
 import { ALL_FAMILY_SPECS, FAMILY_SPECS } from "./families/mod.ts";
 import { llama3ScalingFromFactors } from "./rotary.ts";
+import { describe, ggufFields } from "./_gguf_fields.ts";
 
 /**
  * The `general.architecture` values {@link configFromGguf} accepts.
@@ -87,17 +88,6 @@ export interface GgufConfigOptions {
   tensorValues?: ReadonlyMap<string, Float32Array>;
 }
 
-function describe(v: unknown): string {
-  if (v === undefined) return "nothing";
-  if (typeof v === "bigint") return `${v}`;
-  const s = JSON.stringify(v);
-  return s === undefined
-    ? String(v)
-    : s.length > 60
-    ? s.slice(0, 57) + "..."
-    : s;
-}
-
 /**
  * Reads Llama-family hyperparameters from GGUF metadata (plain values, as
  * `readGguf` gives them).
@@ -146,45 +136,7 @@ export function configFromGguf(
       })`,
     );
   }
-  const get = (k: string) => {
-    const v = md[`${arch}.${k}`];
-    return typeof v === "bigint" ? Number(v) : v;
-  };
-  const int = (k: string, fallback?: number): number => {
-    let v = get(k) ?? fallback;
-    if (Array.isArray(v)) {
-      // Per-layer values (some files list head_count_kv per block).
-      const first = v[0];
-      if (!v.every((x) => x === first)) {
-        throw new TypeError(
-          `${where}: ${arch}.${k} differs between blocks (${
-            describe(v)
-          }); only uniform blocks are supported`,
-        );
-      }
-      v = first;
-    }
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
-      throw new TypeError(
-        `${where}: ${arch}.${k} must be a positive integer, got ${
-          describe(get(k))
-        }`,
-      );
-    }
-    return v;
-  };
-  const float = (k: string, fallback: number): number => {
-    const v = get(k) ?? fallback;
-    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-      throw new TypeError(
-        `${where}: ${arch}.${k} must be a number above 0, got ${
-          describe(get(k))
-        }`,
-      );
-    }
-    // FLOAT32 values: keep the short decimal the converter wrote (1e-5, not 9.99999974737875e-6).
-    return Number(v.toPrecision(7));
-  };
+  const { get, int, float } = ggufFields(md, arch, where);
   const hidden = int("embedding_length");
   const heads = int("attention.head_count");
   const kvHeads = int("attention.head_count_kv", heads);

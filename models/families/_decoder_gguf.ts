@@ -11,12 +11,7 @@
 import type { RopeScaling } from "../../kernels/rope.ts";
 import type { TransformerConfig } from "../config.ts";
 import { decoderFamilyByGguf, decoderSpecOf } from "./_decoder.ts";
-
-function describe(v: unknown): string {
-  if (typeof v === "bigint") return `${v}`;
-  const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.slice(0, 60);
-}
+import { describe, ggufFields } from "../_gguf_fields.ts";
 
 /**
  * Reads a config from the metadata of a GGUF file of a `decoder_block`
@@ -32,33 +27,7 @@ export function variantFromGguf(
   const arch = md["general.architecture"];
   const spec = decoderFamilyByGguf(arch);
   if (!spec) return undefined;
-  const get = (k: string) => {
-    const v = md[`${arch}.${k}`];
-    return typeof v === "bigint" ? Number(v) : v;
-  };
-  const int = (k: string, fallback?: number): number => {
-    let v = get(k) ?? fallback;
-    if (Array.isArray(v)) v = v[0];
-    if (typeof v !== "number" || !Number.isSafeInteger(v) || v <= 0) {
-      throw new TypeError(
-        `${where}: ${arch}.${k} must be a positive integer, got ${
-          describe(get(k))
-        }`,
-      );
-    }
-    return v;
-  };
-  const float = (k: string, fallback: number): number => {
-    const v = get(k) ?? fallback;
-    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-      throw new TypeError(
-        `${where}: ${arch}.${k} must be a number above 0, got ${
-          describe(get(k))
-        }`,
-      );
-    }
-    return Number(v.toPrecision(7));
-  };
+  const { get, int, float } = ggufFields(md, arch as string, where);
   const names = new Set(tensorNames);
   const hidden = int("embedding_length");
   const heads = int("attention.head_count");

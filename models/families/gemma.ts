@@ -126,6 +126,22 @@ function commonToHf(cfg: TransformerConfig): Json {
   };
 }
 
+/** The attention fields Gemma 2 and 3 write to config.json alike. */
+function attentionToHf(cfg: TransformerConfig): Json {
+  const v = cfg.variant!;
+  return {
+    query_pre_attn_scalar: v.attnScale === null
+      ? cfg.headDim
+      : 1 / (v.attnScale * v.attnScale),
+    attn_logit_softcapping: v.attnSoftcap,
+    final_logit_softcapping: v.finalSoftcap,
+    sliding_window: cfg.slidingWindow ?? cfg.maxPositionEmbeddings,
+    layer_types: v.layers.map((l) =>
+      l.window === null ? "full_attention" : "sliding_attention"
+    ),
+  };
+}
+
 /** Gemma (1). */
 export const gemmaSpec: DecoderFamilySpec = {
   kind: "decoder_block",
@@ -185,19 +201,10 @@ export const gemma2Spec: DecoderFamilySpec = {
     return c;
   },
   toHf(cfg) {
-    const v = cfg.variant!;
     return {
       ...commonToHf(cfg),
       rope_parameters: ropeToHf(cfg.ropeTheta, cfg.ropeScaling),
-      query_pre_attn_scalar: v.attnScale === null
-        ? cfg.headDim
-        : 1 / (v.attnScale * v.attnScale),
-      attn_logit_softcapping: v.attnSoftcap,
-      final_logit_softcapping: v.finalSoftcap,
-      sliding_window: cfg.slidingWindow ?? cfg.maxPositionEmbeddings,
-      layer_types: v.layers.map((l) =>
-        l.window === null ? "full_attention" : "sliding_attention"
-      ),
+      ...attentionToHf(cfg),
     };
   },
   toGguf(cfg, put) {
@@ -296,15 +303,7 @@ export const gemma3Spec: DecoderFamilySpec = {
         full_attention: ropeToHf(cfg.ropeTheta, cfg.ropeScaling),
         sliding_attention: ropeToHf(local?.ropeTheta ?? 10000, null),
       },
-      query_pre_attn_scalar: v.attnScale === null
-        ? cfg.headDim
-        : 1 / (v.attnScale * v.attnScale),
-      attn_logit_softcapping: v.attnSoftcap,
-      final_logit_softcapping: v.finalSoftcap,
-      sliding_window: cfg.slidingWindow ?? cfg.maxPositionEmbeddings,
-      layer_types: v.layers.map((l) =>
-        l.window === null ? "full_attention" : "sliding_attention"
-      ),
+      ...attentionToHf(cfg),
     };
   },
   toGguf(cfg, put) {
