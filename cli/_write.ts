@@ -39,13 +39,20 @@ function dtypeOption(format: FormatPlugin): OptionSpec | undefined {
   );
 }
 
+/** The options a format's writer takes (those not marked read-only). */
+export function writeOptionsOf(
+  format: FormatPlugin | undefined,
+): OptionSpec[] {
+  return (format?.options ?? []).filter((o) => o.use !== "read");
+}
+
 /** Writer options from parsed flags: the plugin's own flags, --dtype/--quant, --provenance. */
 export function writerOptions(
   target: FormatPlugin,
   flags: Parsed["flags"],
 ): Record<string, unknown> {
   const options: Record<string, unknown> = {};
-  for (const o of target.options ?? []) {
+  for (const o of writeOptionsOf(target)) {
     const v = flags[kebab(o.name)];
     if (v !== undefined && o.name !== "dtype" && o.name !== "quantize") {
       options[o.name] = v;

@@ -25,7 +25,7 @@ import {
 } from "./_command.ts";
 import { modelfileFor } from "./_modelfile.ts";
 import { humanBytes } from "./_progress.ts";
-import { convertFile, writerOptions } from "./_write.ts";
+import { convertFile, writeOptionsOf, writerOptions } from "./_write.ts";
 import type { GgufTensorPlan } from "../formats/gguf/mod.ts";
 import {
   imatrixOptions,
@@ -164,7 +164,7 @@ export const convertCommand: Command = {
   usage: "convert IN --to FORMAT -o OUT [format options]",
   flags(reg, args) {
     const target = targetOf(args, reg);
-    const own = (target?.options ?? []).filter((o) =>
+    const own = writeOptionsOf(target).filter((o) =>
       o.name !== "dtype" && o.name !== "quantize"
     );
     return [...CONVERT_FLAGS, ...flagsFromOptions(own)];
@@ -176,7 +176,7 @@ export const convertCommand: Command = {
     ];
     for (const f of reg.formats()) {
       if (!f.write && !f.writeFiles) continue;
-      const opts = flagsFromOptions(f.options);
+      const opts = flagsFromOptions(writeOptionsOf(f));
       lines.push(`  ${f.name}:${opts.length ? "" : " (no options)"}`);
       lines.push(...flagHelp(opts).map((l) => `  ${l}`));
     }

@@ -23,6 +23,12 @@ export interface OptionSpec {
   default?: string | number | boolean;
   /** Allowed values, when the option is an enumeration. */
   choices?: readonly string[];
+  /**
+   * Which side takes the option: `"read"` for readers only, `"write"` for
+   * writers only; absent when both do. `convert` lists only the options a
+   * writer takes.
+   */
+  use?: "read" | "write";
 }
 
 /** Options every reader understands; plugins add their own fields. */

@@ -126,11 +126,13 @@ const OPTIONS: readonly OptionSpec[] = [
     name: "id",
     type: "string",
     description: "Read only the model with this id",
+    use: "read",
   },
   {
     name: "verify",
     type: "boolean",
     description: "Check each tensor's SHA-256 while reading",
+    use: "read",
     default: true,
   },
 ];

@@ -83,6 +83,7 @@ const OPTIONS: readonly OptionSpec[] = [
   {
     name: "verify",
     type: "boolean",
+    use: "read",
     description:
       'check tensors against __metadata__["modelhost.sha256"] and the header against "modelhost.header_sha256" while reading',
     default: true,

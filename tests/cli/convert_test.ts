@@ -212,3 +212,33 @@ conformanceTest(
     }
   },
 );
+
+Deno.test("cli convert: read-only format options are neither listed nor taken as write flags", async () => {
+  const reg = defaultRegistry();
+  const readOnly = reg.formats().flatMap((f) =>
+    (f.options ?? []).filter((o) => o.use === "read").map((o) => [f.name, o])
+  );
+  // the SafeTensors and bundle readers' --verify are read-only options
+  assert(readOnly.length >= 2, `read-only options: ${readOnly.length}`);
+  const help = await run(["convert", "--help"]);
+  assertEquals(help.code, 0, help.err);
+  assert(!help.out.includes("--verify"), help.out);
+  const dir = await Deno.makeTempDir();
+  try {
+    const { path } = await savedNetwork(dir);
+    const out = join(dir, "net.safetensors");
+    const c = await run([
+      "convert",
+      path,
+      "--to",
+      "safetensors",
+      "-o",
+      out,
+      "--verify",
+    ]);
+    assert(c.code !== 0, "a read-only option given to convert is refused");
+    assertStringIncludes(c.err, "verify");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
