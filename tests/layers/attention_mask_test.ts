@@ -96,3 +96,35 @@ Deno.test("attention mask: wrong length or a KV cache is refused", () => {
     "KV cache",
   );
 });
+
+Deno.test("attention: a sliding window that is not causal runs without a mask (all keys real) and refuses a KV cache", () => {
+  const c = V.cases.find((k) => k.name === "bidirectional window")!;
+  const layer = buildCase(multiHeadAttentionLayer, c);
+  const [, T, Dm] = c.input.shape;
+  // row 0 has no padding: the layer alone (no mask) gives PyTorch's values
+  const row0 = floatTensor(new Float32Array(c.input.data.slice(0, T * Dm)), [
+    1,
+    T,
+    Dm,
+  ]);
+  assertClose(
+    layer.forward(row0).data,
+    c.output.data.slice(0, T * Dm),
+    1e-5,
+    c.name,
+  );
+  assertThrows(() => layer.forward(row0, {}), TypeError, "not causal");
+  assertThrows(
+    () =>
+      defaultRegistry().layer("decoder_block").parse({
+        type: "decoder_block",
+        d_model: 8,
+        num_heads: 2,
+        intermediate_size: 16,
+        causal: false,
+        sliding_window: 4,
+      }, { path: "layers[0]", parseChild: () => ({}) as never }),
+    TypeError,
+    "layers[0].sliding_window: expected null when causal is false, got 4",
+  );
+});

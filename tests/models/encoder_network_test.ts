@@ -2,12 +2,15 @@
 // our forward and ONNX Runtime on the ONNX export (padded batch with
 // attention_mask) give sentence-transformers' embeddings (the vectors of
 // tests/vectors/gen/encoders.py), pooled and normalized as the folder says.
-import { assert, assertEquals, assertThrows } from "@std/assert";
+import { assert, assertEquals } from "@std/assert";
 import { fromFileUrl } from "@std/path";
 import { buildNetwork } from "../../core/network.ts";
 import { floatTensor, type Tensor } from "../../core/tensor.ts";
 import { exportOnnx } from "../../formats/onnx/mod.ts";
+import { convertEncoderToGguf } from "../../io/encoder.ts";
+import { openModel } from "../../io/open.ts";
 import { openSafetensors } from "../../io/safetensors.ts";
+import { buildEncoder } from "../../models/encoder.ts";
 import {
   encoderConfigFromHf,
   encoderTensorName,
@@ -23,6 +26,8 @@ const CASES = [
   "bert-max",
   "roberta-mean",
   "xlm-roberta-cls",
+  "nomic-bert-mean",
+  "modernbert-mean",
 ];
 
 interface Expected {
@@ -46,7 +51,7 @@ async function load(name: string) {
   } finally {
     file.close();
   }
-  return { config, hf, net: encoderNetwork(config, tensors) };
+  return { config, hf, tensors, net: encoderNetwork(config, tensors) };
 }
 
 /** Pools `len` rows of `h` (row stride d) as sentence-transformers does. */
@@ -76,19 +81,40 @@ function close(got: number[], want: number[], what: string) {
   assert(worst <= 1e-4, `${what}: max |diff| ${worst}`);
 }
 
+/** Every element within `tol` × the largest magnitude of `want`. */
+function closeRel(
+  got: ArrayLike<number>,
+  want: ArrayLike<number>,
+  tol: number,
+  what: string,
+) {
+  assertEquals(got.length, want.length, what);
+  let worst = 0, scale = 0;
+  for (let j = 0; j < want.length; j++) {
+    worst = Math.max(worst, Math.abs(got[j] - want[j]));
+    scale = Math.max(scale, Math.abs(want[j]));
+  }
+  assert(worst <= tol * scale, `${what}: max |diff| ${worst} (scale ${scale})`);
+}
+
 for (const name of CASES) {
   Deno.test(`encoder network ${name}: layer plugins and ONNX Runtime equal sentence-transformers`, async () => {
     const exp = JSON.parse(
       await Deno.readTextFile(`${DIR}${name}/expected.json`),
     ) as Expected;
-    const { config, hf, net: en } = await load(name);
+    const { config, hf, tensors, net: en } = await load(name);
     const d = config.hiddenSize;
     const net = buildNetwork(defaultRegistry(), en.config, en.tensors);
+    const packed = buildEncoder(config, tensors).forward(
+      exp.ids.map((ids) => ({ ids })),
+    );
     for (const [i, ids] of exp.ids.entries()) {
       const y = net.forward(
         floatTensor(Float32Array.from(ids), [1, ids.length]),
       );
       close(pool(y.data, ids.length, d, exp), exp.embeddings[i], `text ${i}`);
+      // the model path (models/encoder.ts) gives the same token vectors
+      closeRel(y.data, packed[i], 1e-5, `text ${i} against buildEncoder`);
     }
     // the ONNX export on the whole batch, right-padded with the pad id
     const B = exp.ids.length, T = Math.max(...exp.ids.map((r) => r.length));
@@ -130,14 +156,57 @@ for (const name of CASES) {
   });
 }
 
-Deno.test("encoder network: rotary / gated families are refused with a TypeError", () => {
-  const c = encoderConfigFromHf({
-    model_type: "modernbert",
-    vocab_size: 50,
-    hidden_size: 8,
-    num_hidden_layers: 1,
-    num_attention_heads: 2,
-    intermediate_size: 16,
+// Fused projections (qkv, ModernBERT's Wi) are split by rows in their stored
+// dtype: from our F16 and Q8_0 GGUF, the layer network gives the model path's
+// vectors. (Q8_0 quantizes activations too, so float-rounding differences of
+// the two paths can move an activation code: a looser bound; a misplaced row
+// would be off by the vectors' own size.)
+for (
+  const [name, quantize, tol] of [
+    ["nomic-bert-mean", "F16", 1e-5],
+    ["modernbert-mean", "F16", 1e-5],
+    ["nomic-bert-mean", "Q8_0", 5e-3],
+    ["modernbert-mean", "Q8_0", 5e-3],
+  ] as const
+) {
+  Deno.test(`encoder network ${name}: ${quantize} GGUF tensors split in place equal the model path`, async () => {
+    const exp = JSON.parse(
+      await Deno.readTextFile(`${DIR}${name}/expected.json`),
+    ) as Expected;
+    const dir = await Deno.makeTempDir();
+    try {
+      const out = `${dir}/m.gguf`;
+      await convertEncoderToGguf(`${DIR}${name}`, out, { quantize });
+      const { config } = await load(name);
+      const opened = await openModel(defaultRegistry(), out);
+      try {
+        const index = opened.file.models[0].tensors;
+        const tensors = new Map<string, Tensor>();
+        for (const n of index.names()) tensors.set(n, await index.load(n));
+        const qkv = [...tensors.values()].find((t) =>
+          t.name.endsWith("attn_qkv.weight")
+        );
+        assertEquals(qkv?.dtype, quantize);
+        const en = encoderNetwork(config, tensors);
+        assertEquals(
+          en.tensors.get("layers.2.layers.0.q_proj.weight")?.dtype,
+          quantize,
+        );
+        const net = buildNetwork(defaultRegistry(), en.config, en.tensors);
+        const packed = buildEncoder(config, tensors).forward(
+          exp.ids.map((ids) => ({ ids })),
+        );
+        for (const [i, ids] of exp.ids.entries()) {
+          const y = net.forward(
+            floatTensor(Float32Array.from(ids), [1, ids.length]),
+          );
+          closeRel(y.data, packed[i], tol, `text ${i}`);
+        }
+      } finally {
+        opened.close();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
   });
-  assertThrows(() => encoderNetwork(c, new Map()), TypeError, "modernbert");
-});
+}
