@@ -28,6 +28,7 @@ const CASES = [
   "xlm-roberta-cls",
   "nomic-bert-mean",
   "modernbert-mean",
+  "xlm-roberta-unigram",
 ];
 
 interface Expected {
