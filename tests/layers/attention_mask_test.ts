@@ -52,6 +52,13 @@ for (const c of V.cases) {
       }),
     );
     const net = buildNetwork(reg, config, tensors);
+    // Network.forward hands the mask to its layers
+    assertClose(
+      net.forward(x(), undefined, { attentionMask: c.mask }).data,
+      c.output.data,
+      1e-5,
+      `${c.name} (Network.forward)`,
+    );
     const bytes = exportOnnx(net, {
       attentionMask: true,
       maxSequenceLength: 16,
@@ -79,6 +86,25 @@ for (const c of V.cases) {
     }
   });
 }
+
+Deno.test("attention mask: Network.forward refuses a mask that is no array", () => {
+  const reg = defaultRegistry();
+  const config = { layers: [V.cases[0].config] };
+  const net = buildNetwork(reg, config, initNetwork(reg, config, 1));
+  const [B, T, Dm] = V.cases[0].input.shape;
+  assertThrows(
+    () =>
+      net.forward(
+        floatTensor(new Float32Array(B * T * Dm), [B, T, Dm]),
+        undefined,
+        {
+          attentionMask: 5 as unknown as number[],
+        },
+      ),
+    TypeError,
+    "attentionMask must be an array",
+  );
+});
 
 Deno.test("attention mask: wrong length or a KV cache is refused", () => {
   const c = V.cases[0];

@@ -127,6 +127,30 @@ for (const name of CASES) {
         mask[b * T + t] = 1n;
       })
     );
+    // the same padded batch through Network.forward with the mask
+    const y = net.forward(
+      floatTensor(Float32Array.from(ids, Number), [B, T]),
+      undefined,
+      { attentionMask: Array.from(mask, Number) },
+    );
+    assertEquals(y.shape, [B, T, d]);
+    const unmasked = net.forward(
+      floatTensor(Float32Array.from(ids, Number), [B, T]),
+    );
+    let moved = 0;
+    for (const [b, r] of exp.ids.entries()) {
+      close(
+        pool(y.data.subarray(b * T * d), r.length, d, exp),
+        exp.embeddings[b],
+        `masked network text ${b}`,
+      );
+      const u = pool(unmasked.data.subarray(b * T * d), r.length, d, exp);
+      for (let j = 0; j < d; j++) {
+        moved = Math.max(moved, Math.abs(u[j] - exp.embeddings[b][j]));
+      }
+    }
+    // without the mask, the padded rows see their padding
+    assert(moved > 1e-3, `unmasked equals masked (${moved})`);
     const bytes = exportOnnx(net, {
       attentionMask: true,
       maxSequenceLength: config.maxPositions,
