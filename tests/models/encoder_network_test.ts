@@ -12,6 +12,7 @@ import { openModel } from "../../io/open.ts";
 import { openSafetensors } from "../../io/safetensors.ts";
 import { buildEncoder } from "../../models/encoder.ts";
 import {
+  encoderConfigFromGguf,
   encoderConfigFromHf,
   encoderTensorName,
 } from "../../models/encoder_config.ts";
@@ -232,6 +233,61 @@ for (
       }
     } finally {
       await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+// GGUF files written by llama.cpp's own converter (F16,
+// tests/vectors/gen/encoders_llama_convert.py): their tensors and metadata
+// make the same layer networks, which give sentence-transformers' vectors
+// within F16's rounding.
+for (
+  const name of [
+    "bert-mean",
+    "nomic-bert-mean",
+    "modernbert-mean",
+    "xlm-roberta-unigram",
+  ]
+) {
+  Deno.test(`encoder network ${name}: from llama.cpp's converter's GGUF equals sentence-transformers`, async () => {
+    const exp = JSON.parse(
+      await Deno.readTextFile(`${DIR}${name}/expected.json`),
+    ) as Expected;
+    const opened = await openModel(
+      defaultRegistry(),
+      fromFileUrl(
+        new URL(
+          `../vectors/encoders_llama_convert/${name}.gguf`,
+          import.meta.url,
+        ),
+      ),
+    );
+    try {
+      const m = opened.file.models[0];
+      const index = m.tensors;
+      const rows = (n: string) => index.has(n) ? index.info(n).shape[0] : 0;
+      const config = encoderConfigFromGguf(
+        m.metadata as Record<string, unknown>,
+        rows("token_types.weight"),
+        rows("token_embd.weight"),
+      );
+      const tensors = new Map<string, Tensor>();
+      for (const n of index.names()) tensors.set(n, await index.load(n));
+      const en = encoderNetwork(config, tensors);
+      const net = buildNetwork(defaultRegistry(), en.config, en.tensors);
+      for (const [i, ids] of exp.ids.entries()) {
+        const y = net.forward(
+          floatTensor(Float32Array.from(ids), [1, ids.length]),
+        );
+        const v = pool(y.data, ids.length, config.hiddenSize, exp);
+        let worst = 0;
+        for (let j = 0; j < v.length; j++) {
+          worst = Math.max(worst, Math.abs(v[j] - exp.embeddings[i][j]));
+        }
+        assert(worst <= 1e-3, `text ${i}: max |diff| ${worst}`);
+      }
+    } finally {
+      opened.close();
     }
   });
 }
