@@ -79,6 +79,19 @@ export interface NetworkState extends LayerState {
   layers: LayerState[];
 }
 
+/** Options of {@link Network.forward}. */
+export interface NetworkForwardOptions {
+  /**
+   * A key-padding mask for a batch of rows padded to one length (`[batch,
+   * seq]` ids or `[batch, seq, features]`): `batch × seq` entries,
+   * row-major, 1 for a real token and 0 for padding. Every layer gets it
+   * (through `residual` and `sequential` chains too): attention hides padded
+   * keys, layers that work row by row ignore it. Not with a state (KV
+   * cache). @default {no mask}
+   */
+  attentionMask?: ArrayLike<number>;
+}
+
 /** A network bound to its weights. */
 export interface Network extends NetworkLike {
   /** The normalized config. */
@@ -90,9 +103,14 @@ export interface Network extends NetworkLike {
   /**
    * Runs every layer in order (row, column, layer). `x` has its features in
    * the last dimension; pass a state from {@link Network.createState} for
-   * layers that keep caches between calls.
+   * layers that keep caches between calls, or a padding mask in `options`
+   * for a padded batch.
    */
-  forward(x: FloatTensor, state?: NetworkState): FloatTensor;
+  forward(
+    x: FloatTensor,
+    state?: NetworkState,
+    options?: NetworkForwardOptions,
+  ): FloatTensor;
   /** A fresh state: one empty {@link LayerState} per layer. */
   createState(): NetworkState;
   /** Every parameter tensor with its full name (`layers.3.weight`) and shape. */
@@ -607,7 +625,7 @@ export function buildNetwork(
     config: spec.config,
     spec,
     layers,
-    forward(x, state) {
+    forward(x, state, options) {
       if (!x || !(x.data instanceof Float32Array) || !Array.isArray(x.shape)) {
         throw new TypeError(
           "Network input: expected a FloatTensor { data: Float32Array, shape: number[] }",
@@ -620,11 +638,18 @@ export function buildNetwork(
           } layer states, the network has ${layers.length} layers; use createState()`,
         );
       }
+      const mask = options?.attentionMask;
+      if (mask !== undefined && typeof mask?.length !== "number") {
+        throw new TypeError(
+          "Network forward: attentionMask must be an array of batch × seq numbers",
+        );
+      }
       let cur = x;
       let previous: FloatTensor | undefined;
       for (let i = 0; i < layers.length; i++) {
         const out = layers[i].forward(cur, state?.layers[i], {
           previousInput: previous,
+          ...(mask !== undefined ? { attentionMask: mask } : {}),
         });
         previous = cur;
         cur = out;

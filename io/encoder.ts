@@ -313,7 +313,8 @@ function ggufType(v: unknown): string {
  * names and `bert` / `modern-bert` metadata (RoBERTa's position table
  * without its padding rows, as llama.cpp stores it), the tokenizer as
  * llama.cpp's `tokenizer.ggml.*` arrays (WordPiece as `bert`, byte-level
- * BPE as `gpt2`; a Unigram one as `tokenizer.huggingface.json`), so
+ * BPE as `gpt2`, SentencePiece Unigram as `t5`; a Unigram one is also
+ * kept whole as `tokenizer.huggingface.json`, which our loader prefers), so
  * llama.cpp runs the file, and the sentence
  * pipeline under `modelhost.sentence.*` (plus llama.cpp's
  * `<arch>.pooling_type`). Written atomically.
@@ -350,13 +351,15 @@ export async function convertEncoderToGguf(
     | Record<string, unknown>
     | undefined;
   // llama.cpp's own tokenizer arrays where it has a kind for the
-  // tokenizer (WordPiece, byte-level BPE); the Hugging Face file otherwise
+  // tokenizer (WordPiece, byte-level BPE, Unigram); the Hugging Face file
+  // where it has none, and beside a Unigram one (whose Hugging Face
+  // pre-tokenizer and normalizer the t5 arrays only approximate)
   const vocab = tj
     ? encoderGgufVocab(tj, tc, config.vocabSize, config.typeVocabSize)
     : undefined;
   const vocabTypes: Record<string, string> = vocab?.types ?? {};
   if (vocab) Object.assign(values, vocab.values);
-  else if (tj) {
+  if (tj && (!vocab || tj.model?.type === "Unigram")) {
     values["tokenizer.huggingface.json"] = JSON.stringify(tj);
     if (tc) values["modelhost.tokenizer_config.json"] = JSON.stringify(tc);
   }

@@ -42,7 +42,11 @@ export interface AttentionConfig {
   rope_style: RopeStyle;
   /** RoPE context-extension rule, or null. */
   rope_scaling: RopeScaling | null;
-  /** Mistral-style window: a token sees at most this many tokens (itself included), or null. */
+  /**
+   * Window, or null. Causal (Mistral): a token sees at most this many
+   * tokens, itself included (keys at i − j < window). Not causal
+   * (ModernBERT's local layers): keys at |i − j| < window on both sides.
+   */
   sliding_window: number | null;
   /** Whether `q_proj` has a bias. */
   q_bias: boolean;
@@ -213,13 +217,6 @@ export function parseAttentionFields(
   const sliding_window = o.sliding_window === null
     ? null
     : optPositiveInt(o, "sliding_window", path) ?? null;
-  if (sliding_window !== null && !causal) {
-    throw fieldError(
-      path,
-      "sliding_window",
-      `expected null when causal is false, got ${sliding_window}`,
-    );
-  }
   const bias = boolField(o, "bias", path, false);
   const qk_norm = o.qk_norm === null
     ? null

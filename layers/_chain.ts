@@ -127,7 +127,11 @@ export function runChain(
   let cur = x;
   let previous = ctx?.previousInput;
   for (let j = 0; j < layers.length; j++) {
-    const out = layers[j].forward(cur, states[j], { previousInput: previous });
+    const out = layers[j].forward(cur, states[j], {
+      previousInput: previous,
+      // a padding mask holds for every layer of the chain
+      ...(ctx?.attentionMask ? { attentionMask: ctx.attentionMask } : {}),
+    });
     previous = cur;
     cur = out;
   }

@@ -321,6 +321,22 @@ export function attentionOnnx(
       hidden = g.op("Or", [hidden, g.op("Less", [col, oldest])]);
     }
     scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
+  } else if (cfg.sliding_window !== null) {
+    // both ways: key j hidden from query i when |i − j| ≥ window
+    const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
+    const pos = g.op("Range", [
+      g.constant("I64", [], [0]),
+      t,
+      g.constant("I64", [], [1]),
+    ]);
+    const row = g.op("Unsqueeze", [pos, ints(g, [1])]);
+    const col = g.op("Unsqueeze", [pos, ints(g, [0])]);
+    const reach = g.constant("I64", [], [cfg.sliding_window - 1]);
+    const hidden = g.op("Or", [
+      g.op("Less", [col, g.op("Sub", [row, reach])]),
+      g.op("Greater", [col, g.op("Add", [row, reach])]),
+    ]);
+    scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
   }
   const masked = g.options.attentionMask === true;
   if (masked) {
@@ -451,6 +467,8 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       return table;
     };
     const what = `multi_head_attention at "${weights.prefix}"`;
+    // a window on both sides runs on the masked path (the kernel's window is causal)
+    const windowedBothWays = !cfg.causal && cfg.sliding_window !== null;
     /**
      * RoPE, cache append and attention for `seq` rows of one sequence
      * (or `batch` sequences of `seq` rows sharing one cache).
@@ -463,6 +481,11 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
       batch: number,
       seq: number,
     ): Float32Array => {
+      if (windowedBothWays) {
+        throw new TypeError(
+          `Cannot run ${what} with a KV cache or per-sequence states: a sliding window that is not causal runs on whole sequences (call forward without a state)`,
+        );
+      }
       const start = cache.length;
       normQk(qs, ks);
       if (freq) {
@@ -567,6 +590,10 @@ export const multiHeadAttentionLayer: LayerPlugin<AttentionConfig> = {
         if (context?.attentionMask) {
           return forwardMasked(x, batch, seq, context.attentionMask, state);
         }
+        if (windowedBothWays && !state) {
+          const all = new Uint8Array(batch * seq).fill(1);
+          return forwardMasked(x, batch, seq, all, undefined);
+        }
         const rows = batch * seq;
         const [qs, ks, vs] = linearMany(
           x.data,
@@ -604,8 +631,8 @@ export const multiHeadAttention: LayerPlugin<AttentionConfig> =
  * Scaled dot-product attention over a padded batch: `qs` `[batch, seq,
  * heads, dim]`, `ks`/`vs` `[batch, seq, kv_heads, dim]`; key j of row b is
  * visible to query i when `mask[b·seq + j]` is nonzero and, for causal
- * attention, j ≤ i (within the sliding window). A query without a visible
- * key gets zeros.
+ * attention, j ≤ i; with a sliding window W, i − j < W (causal) or
+ * |i − j| < W (not causal). A query without a visible key gets zeros.
  */
 function maskedAttention(
   qs: Float32Array,
@@ -624,10 +651,13 @@ function maskedAttention(
   const acc = new Float64Array(D);
   for (let b = 0; b < batch; b++) {
     for (let i = 0; i < seq; i++) {
-      const last = cfg.causal ? i : seq - 1;
-      const first = cfg.causal && cfg.sliding_window !== null
-        ? Math.max(0, i - cfg.sliding_window + 1)
-        : 0;
+      const W = cfg.sliding_window;
+      const last = cfg.causal
+        ? i
+        : W !== null
+        ? Math.min(seq - 1, i + W - 1)
+        : seq - 1;
+      const first = W !== null ? Math.max(0, i - W + 1) : 0;
       for (let h = 0; h < H; h++) {
         const qo = ((b * seq + i) * H + h) * D;
         const kh = Math.floor(h / group);

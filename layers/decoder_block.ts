@@ -381,6 +381,13 @@ export const decoderBlockLayer: LayerPlugin<DecoderBlockConfig> = {
       "decoder_block",
       BLOCK_FIELDS,
     );
+    if (!attn.causal && attn.sliding_window !== null) {
+      throw fieldError(
+        path,
+        "sliding_window",
+        `expected null when causal is false, got ${attn.sliding_window}`,
+      );
+    }
     const rotary = o.rotary_dim === undefined
       ? (o.use_rope === false ? 0 : attn.head_dim)
       : o.rotary_dim === 0

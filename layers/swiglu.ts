@@ -6,7 +6,9 @@
  * `bias` is true).
  *
  * Fields: `input_size` (d; inferred), `intermediate_size` (hidden; alias
- * `hidden_size`), `bias` (default false).
+ * `hidden_size`), `bias` (default false), `activation` of the gate
+ * (default `"silu"`; `"gelu"` or `"gelu_tanh"` make it GeGLU, as
+ * ModernBERT's MLP).
  *
  * @example
  * ```ts
@@ -26,12 +28,13 @@
 
 import type { LayerPlugin, ParamSpec } from "../core/plugin.ts";
 import { floatTensor } from "../core/tensor.ts";
-import { siluMul } from "../kernels/activations.ts";
+import { applyActivation, siluMul } from "../kernels/activations.ts";
 import { linear, linearMany } from "../kernels/linear.ts";
-import { linearOnnx, siluOnnx } from "./_onnx.ts";
+import { activationOnnx, linearOnnx } from "./_onnx.ts";
 import {
   boolField,
   checkFeatures,
+  choiceField,
   fieldError,
   layerFields,
   optPositiveInt,
@@ -49,7 +52,12 @@ export interface SwigluConfig {
   intermediateSize: number;
   /** Whether the three projections have biases. */
   bias: boolean;
+  /** The gate's activation: `silu` (SwiGLU), `gelu` or `gelu_tanh` (GeGLU). */
+  activation: SwigluActivation;
 }
+
+/** Activations of the gate a `swiglu` layer takes. */
+export type SwigluActivation = "silu" | "gelu" | "gelu_tanh";
 
 const PROJ = ["gate_proj", "up_proj", "down_proj"] as const;
 
@@ -73,6 +81,7 @@ export const swigluLayer: LayerPlugin<SwigluConfig> = {
       "intermediate_size",
       "hidden_size",
       "bias",
+      "activation",
     ]);
     const a = optPositiveInt(o, "intermediate_size", ctx.path);
     const b = optPositiveInt(o, "hidden_size", ctx.path);
@@ -96,6 +105,13 @@ export const swigluLayer: LayerPlugin<SwigluConfig> = {
       inputSize: resolveSize(o, "input_size", ctx, ctx.inputSize),
       intermediateSize: hidden,
       bias: boolField(o, "bias", ctx.path, false),
+      activation: choiceField(
+        o,
+        "activation",
+        ctx.path,
+        ["silu", "gelu", "gelu_tanh"] as const,
+        "silu",
+      ),
     };
   },
   inputSize: (cfg) => cfg.inputSize,
@@ -105,6 +121,7 @@ export const swigluLayer: LayerPlugin<SwigluConfig> = {
     input_size: cfg.inputSize,
     intermediate_size: cfg.intermediateSize,
     bias: cfg.bias,
+    ...(cfg.activation !== "silu" ? { activation: cfg.activation } : {}),
   }),
   params(cfg) {
     const d = cfg.inputSize, h = cfg.intermediateSize;
@@ -148,8 +165,14 @@ export const swigluLayer: LayerPlugin<SwigluConfig> = {
         checkFeatures(x, d, cfg.path, "swiglu");
         const rows = rowsOf(x);
         const [g, u] = linearMany(x.data, rows, [gate, up], [gb, ub]);
+        let a: Float32Array;
+        if (cfg.activation === "silu") a = siluMul(g, u);
+        else {
+          a = applyActivation(g, h, cfg.activation);
+          for (let i = 0; i < a.length; i++) a[i] *= u[i];
+        }
         return floatTensor(
-          linear(siluMul(g, u), rows, down, db),
+          linear(a, rows, down, db),
           x.shape.slice(),
         );
       },
@@ -166,7 +189,12 @@ export const swigluLayer: LayerPlugin<SwigluConfig> = {
         cfg.bias ? `${p}.bias` : undefined,
         outIn,
       );
-    const gate = siluOnnx(g, proj("gate_proj", input, [h, d]));
+    const gate = activationOnnx(
+      g,
+      cfg.activation,
+      proj("gate_proj", input, [h, d]),
+      0,
+    );
     const up = proj("up_proj", input, [h, d]);
     return proj("down_proj", g.op("Mul", [gate, up]), [d, h]);
   },

@@ -94,6 +94,7 @@ interface LayerWeights {
   k?: Tensor;
   v?: Tensor;
   qkv?: Tensor;
+  bqkv?: Float32Array;
   bq?: Float32Array;
   bk?: Float32Array;
   bv?: Float32Array;
@@ -192,14 +193,19 @@ export function buildEncoder(
     const fused = tensors.has(`${p}attn_qkv.weight`);
     const gated = config.mlp === "geglu";
     layers.push({
-      ...(fused ? { qkv: get(`${p}attn_qkv.weight`, [3 * d, d]) } : {
-        q: get(`${p}attn_q.weight`, [d, d]),
-        k: get(`${p}attn_k.weight`, [d, d]),
-        v: get(`${p}attn_v.weight`, [d, d]),
-        bq: opt(`${p}attn_q.bias`, d),
-        bk: opt(`${p}attn_k.bias`, d),
-        bv: opt(`${p}attn_v.bias`, d),
-      }),
+      ...(fused
+        ? {
+          qkv: get(`${p}attn_qkv.weight`, [3 * d, d]),
+          bqkv: opt(`${p}attn_qkv.bias`, 3 * d),
+        }
+        : {
+          q: get(`${p}attn_q.weight`, [d, d]),
+          k: get(`${p}attn_k.weight`, [d, d]),
+          v: get(`${p}attn_v.weight`, [d, d]),
+          bq: opt(`${p}attn_q.bias`, d),
+          bk: opt(`${p}attn_k.bias`, d),
+          bv: opt(`${p}attn_v.bias`, d),
+        }),
       o: get(`${p}attn_output.weight`, [d, d]),
       bo: opt(`${p}attn_output.bias`, d),
       ...(config.norm === "post"
@@ -331,7 +337,7 @@ export function buildEncoder(
         : x;
       let q: Float32Array, k: Float32Array, v: Float32Array;
       if (L.qkv) {
-        const qkv = linear(h, N, L.qkv);
+        const qkv = linear(h, N, L.qkv, L.bqkv);
         q = new Float32Array(N * d);
         k = new Float32Array(N * d);
         v = new Float32Array(N * d);

@@ -1,10 +1,14 @@
 /**
- * A BERT-family encoder (`bert`, `roberta`, `xlm-roberta`) as a network of
- * layer plugins: `embedding`, `position_embedding` (the token-type row 0
+ * An encoder as a network of layer plugins. BERT, RoBERTa and XLM-R:
+ * `embedding`, `position_embedding` (the token-type row 0
  * folded into it), `layer_norm`, then per block a `residual` around a
  * bidirectional `multi_head_attention` (biases, no RoPE), `layer_norm`, a
  * `residual` around the GELU MLP (`dense` → `dense`) and `layer_norm` (BERT's
- * post-norm). Such a network runs through `buildNetwork` and exports to ONNX
+ * post-norm). nomic-bert and ModernBERT: `embedding`, `layer_norm`, blocks
+ * of `residual[multi_head_attention` (rotary, not causal; ModernBERT's local
+ * blocks with a `sliding_window` on both sides)`]` and `residual[swiglu]`
+ * (SwiGLU; GeGLU for ModernBERT) with `layer_norm`s after (nomic) or
+ * before (ModernBERT) them. Such a network runs through `buildNetwork` and exports to ONNX
  * (`exportOnnx(net, { attentionMask: true })` for padded batches); its
  * output is the last hidden states, before pooling.
  *
@@ -29,6 +33,7 @@
 import type { LayerConfig } from "../core/model.ts";
 import { type Tensor, tensorFromF32, toFloat32 } from "../core/tensor.ts";
 import type { EncoderConfig } from "./encoder_config.ts";
+import { modernBertNetwork, nomicNetwork } from "./_encoder_network_rotary.ts";
 
 /** What {@link encoderNetwork} returns. */
 export interface EncoderNetwork {
@@ -39,16 +44,15 @@ export interface EncoderNetwork {
 }
 
 /**
- * The network of layer plugins that computes a BERT-family encoder's last
- * hidden states.
+ * The network of layer plugins that computes an encoder's last hidden
+ * states (every encoder family).
  *
  * @param config The encoder's configuration.
  * @param tensors Its tensors under llama.cpp's GGUF names
  * (`token_embd.weight`, `blk.0.attn_q.weight`, … as
  * {@link encoderTensorName} gives them); an empty map gives the config alone.
  * @returns The network config and its tensors.
- * @throws {TypeError} For a family with rotary positions or gated MLPs
- * (`nomic_bert`, `modernbert`), or a missing tensor.
+ * @throws {TypeError} For a missing tensor.
  *
  * @example
  * ```ts
@@ -66,13 +70,9 @@ export function encoderNetwork(
   config: EncoderConfig,
   tensors: ReadonlyMap<string, Tensor>,
 ): EncoderNetwork {
-  if (
-    config.positions !== "absolute" || config.mlp !== "gelu" ||
-    config.norm !== "post"
-  ) {
-    throw new TypeError(
-      `encoderNetwork: a ${config.family} encoder (${config.positions} positions, ${config.mlp} MLP, ${config.norm}-norm) has no layer-plugin form here; bert, roberta and xlm-roberta do`,
-    );
+  if (config.family === "nomic_bert") return nomicNetwork(config, tensors);
+  if (config.family === "modernbert") {
+    return modernBertNetwork(config, tensors);
   }
   const d = config.hiddenSize, eps = config.normEps;
   const layers: LayerConfig[] = [

@@ -180,7 +180,7 @@ export {
   encoderTensorName,
   isGlobalLayer,
 } from "./encoder_config.ts";
-export { encoderGgufVocab } from "./encoder_vocab.ts";
+export { encoderGgufVocab, encoderUnigramVocab } from "./encoder_vocab.ts";
 export { type EncoderNetwork, encoderNetwork } from "./encoder_network.ts";
 export {
   cosineSimilarity,

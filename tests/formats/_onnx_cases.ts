@@ -161,6 +161,23 @@ export const CASES: OnnxCase[] = [
     config: net(6, { type: "swiglu", intermediate_size: 10, bias: true }),
   },
   {
+    name: "swiglu as GeGLU (gelu gate)",
+    config: net(6, {
+      type: "swiglu",
+      intermediate_size: 10,
+      activation: "gelu",
+    }),
+  },
+  {
+    name: "swiglu as GeGLU (gelu_tanh gate, biases)",
+    config: net(6, {
+      type: "swiglu",
+      intermediate_size: 10,
+      activation: "gelu_tanh",
+      bias: true,
+    }),
+  },
+  {
     name: "residual with layers",
     config: net(6, {
       type: "residual",
@@ -389,6 +406,14 @@ export const SEQUENCE_CASES: OnnxCase[] = [
   {
     name: "attention not causal, no RoPE",
     config: net(16, attn({ causal: false, use_rope: false, num_kv_heads: 2 })),
+    input: "sequence",
+  },
+  {
+    name: "attention not causal, sliding window 2 both ways, GQA",
+    config: net(
+      16,
+      attn({ causal: false, sliding_window: 2, num_kv_heads: 2 }),
+    ),
     input: "sequence",
   },
   {

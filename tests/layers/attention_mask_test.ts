@@ -52,6 +52,13 @@ for (const c of V.cases) {
       }),
     );
     const net = buildNetwork(reg, config, tensors);
+    // Network.forward hands the mask to its layers
+    assertClose(
+      net.forward(x(), undefined, { attentionMask: c.mask }).data,
+      c.output.data,
+      1e-5,
+      `${c.name} (Network.forward)`,
+    );
     const bytes = exportOnnx(net, {
       attentionMask: true,
       maxSequenceLength: 16,
@@ -80,6 +87,25 @@ for (const c of V.cases) {
   });
 }
 
+Deno.test("attention mask: Network.forward refuses a mask that is no array", () => {
+  const reg = defaultRegistry();
+  const config = { layers: [V.cases[0].config] };
+  const net = buildNetwork(reg, config, initNetwork(reg, config, 1));
+  const [B, T, Dm] = V.cases[0].input.shape;
+  assertThrows(
+    () =>
+      net.forward(
+        floatTensor(new Float32Array(B * T * Dm), [B, T, Dm]),
+        undefined,
+        {
+          attentionMask: 5 as unknown as number[],
+        },
+      ),
+    TypeError,
+    "attentionMask must be an array",
+  );
+});
+
 Deno.test("attention mask: wrong length or a KV cache is refused", () => {
   const c = V.cases[0];
   const layer = buildCase(multiHeadAttentionLayer, c);
@@ -94,5 +120,37 @@ Deno.test("attention mask: wrong length or a KV cache is refused", () => {
     () => layer.forward(x, {}, { attentionMask: c.mask }),
     TypeError,
     "KV cache",
+  );
+});
+
+Deno.test("attention: a sliding window that is not causal runs without a mask (all keys real) and refuses a KV cache", () => {
+  const c = V.cases.find((k) => k.name === "bidirectional window")!;
+  const layer = buildCase(multiHeadAttentionLayer, c);
+  const [, T, Dm] = c.input.shape;
+  // row 0 has no padding: the layer alone (no mask) gives PyTorch's values
+  const row0 = floatTensor(new Float32Array(c.input.data.slice(0, T * Dm)), [
+    1,
+    T,
+    Dm,
+  ]);
+  assertClose(
+    layer.forward(row0).data,
+    c.output.data.slice(0, T * Dm),
+    1e-5,
+    c.name,
+  );
+  assertThrows(() => layer.forward(row0, {}), TypeError, "not causal");
+  assertThrows(
+    () =>
+      defaultRegistry().layer("decoder_block").parse({
+        type: "decoder_block",
+        d_model: 8,
+        num_heads: 2,
+        intermediate_size: 16,
+        causal: false,
+        sliding_window: 4,
+      }, { path: "layers[0]", parseChild: () => ({}) as never }),
+    TypeError,
+    "layers[0].sliding_window: expected null when causal is false, got 4",
   );
 });

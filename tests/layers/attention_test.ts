@@ -213,10 +213,6 @@ Deno.test("mha: config errors name the path and field", () => {
       `${at}.rope_scaling.high_freq_factor: expected a number above low_freq_factor (4), got 1`,
     ],
     [
-      { d_model: 16, num_heads: 4, sliding_window: 4, causal: false },
-      `${at}.sliding_window: expected null when causal is false, got 4`,
-    ],
-    [
       { d_model: 16, num_heads: 4, sliding_window: 2.5 },
       `${at}.sliding_window: expected a positive integer, got 2.5`,
     ],

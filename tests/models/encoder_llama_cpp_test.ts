@@ -6,7 +6,10 @@
 import { assert, assertEquals } from "@std/assert";
 import { fromFileUrl } from "@std/path";
 import { convertEncoderToGguf, loadEncoderModel } from "../../io/encoder.ts";
+import { openModel } from "../../io/open.ts";
+import { defaultRegistry } from "../../mod.ts";
 import { cosineSimilarity, embedSentences } from "../../models/sentence.ts";
+import { createTokenizer } from "../../tokenizers/mod.ts";
 
 const DIR = fromFileUrl(new URL("../vectors/", import.meta.url));
 
@@ -14,6 +17,8 @@ interface Row {
   text: string;
   ids: number[];
   embedding: number[];
+  /** llama.cpp's ids on the converter's own file of the folder. */
+  converter_ids?: number[];
 }
 
 const ref = JSON.parse(
@@ -110,3 +115,62 @@ for (const name of CONVERTED) {
     }
   });
 }
+
+// XLM-R's SentencePiece (Unigram) vocabulary: our GGUF export writes the
+// `tokenizer.ggml.*` keys llama.cpp's converter writes for the folder
+// (tests/vectors/encoders_llama_convert/xlm-roberta-unigram.gguf), value
+// for value, but for remove_extra_whitespaces: the converter takes it from
+// a decoding flag (false here), we from the pre-tokenizer that collapses
+// whitespace (true). llama.cpp's ids on the converter's file therefore
+// differ from the Hugging Face tokenizer's exactly on texts with runs of
+// whitespace or tabs, where ours (above) equal them.
+Deno.test("encoder xlm-roberta-unigram: our t5 vocabulary keys equal llama.cpp's converter's", async () => {
+  const name = "xlm-roberta-unigram";
+  const theirs = await openModel(
+    defaultRegistry(),
+    `${DIR}encoders_llama_convert/${name}.gguf`,
+  );
+  const out = await Deno.makeTempFile({ suffix: ".gguf" });
+  try {
+    await convertEncoderToGguf(`${DIR}encoders/${name}`, out);
+    const ours = await openModel(defaultRegistry(), out);
+    try {
+      const a = theirs.file.models[0].metadata as Record<string, unknown>;
+      const b = ours.file.models[0].metadata as Record<string, unknown>;
+      const keys = Object.keys(a).filter((k) => k.startsWith("tokenizer."));
+      assertEquals(a["tokenizer.ggml.model"], "t5");
+      assert(keys.length >= 18, `${keys.length} tokenizer keys`);
+      const plain = (v: unknown) =>
+        ArrayBuffer.isView(v)
+          ? Array.from(v as unknown as ArrayLike<number>)
+          : typeof v === "bigint"
+          ? Number(v)
+          : v;
+      for (const k of keys) {
+        if (k === "tokenizer.ggml.remove_extra_whitespaces") continue;
+        assertEquals(plain(b[k]), plain(a[k]), k);
+      }
+      assertEquals(a["tokenizer.ggml.remove_extra_whitespaces"], false);
+      assertEquals(b["tokenizer.ggml.remove_extra_whitespaces"], true);
+      // our own t5 reader of those keys gives the Hugging Face ids too
+      const exp = JSON.parse(
+        await Deno.readTextFile(`${DIR}encoders/${name}/expected.json`),
+      ) as { texts: string[]; ids: number[][] };
+      const t5 = createTokenizer(b, { name: "GGUF metadata" });
+      for (const [i, t] of exp.texts.entries()) {
+        assertEquals(t5.encode(t), exp.ids[i], `text ${i}: our t5 reader`);
+      }
+      // llama.cpp on the converter's file: equal but for whitespace runs
+      for (const [i, row] of ref.models[name].entries()) {
+        const same = JSON.stringify(row.converter_ids) ===
+          JSON.stringify(exp.ids[i].slice(1, -1));
+        assertEquals(same, !/\s\s|\t/.test(row.text), `text ${i}`);
+      }
+    } finally {
+      ours.close();
+    }
+  } finally {
+    theirs.close();
+    await Deno.remove(out);
+  }
+});

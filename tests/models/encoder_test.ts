@@ -32,6 +32,7 @@ const CASES = [
   "xlm-roberta-cls",
   "modernbert-mean",
   "nomic-bert-mean",
+  "xlm-roberta-unigram",
 ];
 
 interface Expected {

@@ -1,5 +1,6 @@
 """Reference vectors for attention with a key-padding mask
-(tests/vectors/attention_mask.json), for tests/layers/attention_mask_test.ts.
+(tests/vectors/attention_mask.json), for tests/layers/attention_mask_test.ts
+(and a bidirectional sliding window, as ModernBERT's local layers use).
 
 Computed in float64 with PyTorch's own attention
 (torch.nn.functional.scaled_dot_product_attention with a boolean mask,
@@ -55,7 +56,7 @@ def rope(x):
     return x * torch.cos(ang) + rot * torch.sin(ang)
 
 
-def case(name, causal, mask, bias):
+def case(name, causal, mask, bias, window=None):
     mask = np.array(mask, dtype=np.int64)
     batch, seq = mask.shape
     w = {}
@@ -84,6 +85,11 @@ def case(name, causal, mask, bias):
     allowed = torch.tensor(mask != 0)[:, None, None, :].expand(batch, 1, seq, seq)
     if causal:
         allowed = allowed & torch.ones(seq, seq, dtype=torch.bool).tril()
+    if window is not None:
+        # not causal: key j visible to query i when |i − j| < window
+        # (ModernBERT's local layers, distance ≤ local_attention / 2)
+        i = torch.arange(seq)
+        allowed = allowed & ((i[:, None] - i[None, :]).abs() < window)
     ctx = torch.nn.functional.scaled_dot_product_attention(
         q, k, v, attn_mask=allowed)
     ctx = torch.nan_to_num(ctx, nan=0.0)
@@ -92,6 +98,8 @@ def case(name, causal, mask, bias):
               "num_heads": HEADS, "num_kv_heads": KV_HEADS, "causal": causal,
               "use_rope": True, "rope_theta": THETA, "rope_style": "neox",
               "bias": bias}
+    if window is not None:
+        config["sliding_window"] = window
     return {"name": name, "config": config,
             "weights": {k: arr(v) for k, v in w.items()},
             "input": arr(x), "mask": mask.ravel().tolist(),
@@ -109,6 +117,10 @@ cases = [
     case("causal", True,
          [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [0, 0, 1, 1, 1]],
          False),
+    # a window on both sides (distance < 3) over right and left padding
+    case("bidirectional window", False,
+         [[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 1, 1, 1]],
+         False, window=3),
 ]
 out = os.path.join(os.path.dirname(__file__), "..", "attention_mask.json")
 with open(out, "w") as f:

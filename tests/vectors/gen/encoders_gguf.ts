@@ -5,8 +5,17 @@ import { convertEncoderToGguf } from "../../../io/encoder.ts";
 
 const out = Deno.args[0] ?? "/tmp/enc-gguf";
 await Deno.mkdir(out, { recursive: true });
-for (const f of ["bert-mean", "bert-cls", "nomic-bert-mean", "modernbert-mean", "roberta-mean"]) {
+for (
+  const f of [
+    "bert-mean",
+    "bert-cls",
+    "nomic-bert-mean",
+    "modernbert-mean",
+    "roberta-mean",
+    "xlm-roberta-unigram",
+  ]
+) {
   const dir = new URL(`../encoders/${f}`, import.meta.url).pathname;
   await convertEncoderToGguf(dir, `${out}/${f}.gguf`);
 }
-console.log(`wrote 5 files to ${out}`);
+console.log(`wrote 6 files to ${out}`);

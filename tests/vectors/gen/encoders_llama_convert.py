@@ -24,7 +24,7 @@ and sentencepiece, and a llama.cpp source tree:
   LLAMA_CPP_SRC=/path/to/llama.cpp /work/refpy/bin/python \
       tests/vectors/gen/encoders_llama_convert.py
 Writes tests/vectors/encoders_llama_convert/{bert-mean,nomic-bert-mean,
-modernbert-mean}.gguf (F16 weights, as `--outtype f16`).
+modernbert-mean,xlm-roberta-unigram}.gguf (F16 weights, as `--outtype f16`).
 """
 
 import json
@@ -38,7 +38,10 @@ from pathlib import Path
 SRC = Path(os.environ.get("LLAMA_CPP_SRC", "llama.cpp"))
 OUT = Path("tests/vectors/encoders_llama_convert")
 PRE = {"bert-mean": "jina-v2-en", "nomic-bert-mean": "jina-v2-en",
-       "modernbert-mean": "modern-bert"}
+       "modernbert-mean": "modern-bert",
+       # XLM-R's SentencePiece vocabulary is written as "t5" with the
+       # pre-tokenizer "default" without the hash (the override is unused)
+       "xlm-roberta-unigram": "default"}
 
 RUNNER = r"""
 import sys

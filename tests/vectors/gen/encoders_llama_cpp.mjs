@@ -17,7 +17,17 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const { getLlama } = await import(require.resolve("node-llama-cpp"));
 const dir = process.argv[2] ?? "/tmp/enc-gguf";
-const FOLDERS = ["bert-mean", "bert-cls", "nomic-bert-mean", "modernbert-mean", "roberta-mean"];
+const FOLDERS = [
+  "bert-mean",
+  "bert-cls",
+  "nomic-bert-mean",
+  "modernbert-mean",
+  "roberta-mean",
+  "xlm-roberta-unigram",
+];
+// llama.cpp's converter's own file of a folder (encoders_llama_convert.py):
+// its token ids too, to show where its vocabulary keys differ from ours
+const CONVERTED = ["xlm-roberta-unigram"];
 
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
 const models = {};
@@ -39,12 +49,34 @@ for (const f of FOLDERS) {
     contextSize: 64,
     threads: 1,
   });
+  const converted = CONVERTED.includes(f)
+    ? await llama.loadModel({
+      modelPath: `tests/vectors/encoders_llama_convert/${f}.gguf`,
+      vocabOnly: true,
+    })
+    : undefined;
   const rows = [];
   for (const text of texts) {
     const ids = Array.from(model.tokenize(prompt + text));
-    const e = await ctx.getEmbeddingFor(prompt + text);
-    rows.push({ text: prompt + text, ids, embedding: Array.from(e.vector) });
+    // llama.cpp's tokenizer with add_special (llama-embedding, llama-server)
+    // puts <s> before a SentencePiece (UGM) text and </s> after it, as the
+    // file's add_bos_token / add_eos_token say (llama-vocab.cpp); the
+    // embedding helper of node-llama-cpp adds only the end token for UGM
+    // vocabularies (T5's rule), so those get the full list here
+    const input = model.vocabularyType === "ugm"
+      ? [model.tokens.bos, ...ids, model.tokens.eos]
+      : prompt + text;
+    const e = await ctx.getEmbeddingFor(input);
+    rows.push({
+      text: prompt + text,
+      ids,
+      embedding: Array.from(e.vector),
+      ...(converted
+        ? { converter_ids: Array.from(converted.tokenize(prompt + text)) }
+        : {}),
+    });
   }
+  await converted?.dispose();
   models[f] = rows;
   await ctx.dispose();
   await model.dispose();
