@@ -338,7 +338,8 @@ const N = 4096;
  * Interleaved runs each thread of the bandwidth bound reads in turn: the
  * memory serves several streams per core faster than one (cold, 2
  * threads: 16 GB/s with 1, 20 with 2, 25 with 4, 27 with 8), and the
- * quantized matvecs read 4 (`WEIGHT_STREAMS` in kernels/fast/matmul.ts).
+ * quantized matvecs read 2 (`WEIGHT_STREAMS` in
+ * kernels/fast/_linear_engine.ts).
  */
 const READ_STREAMS = 8;
 

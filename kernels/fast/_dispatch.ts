@@ -28,13 +28,17 @@ export const state = {
   /**
    * Quantized jobs with at least this many weight bytes touch them ahead
    * of where they read (see `PREFETCH_BYTES` in kernels/wasm; tests set 0
-   * or Infinity). With 4 weight streams per chunk, a cold 4096 × 4096 Q8_0
-   * matvec measured 1.10 ms with the touch loads and 1.15 without, while
-   * SmolLM-135M Q8_0 decode (jobs of 0.35 to 1.9 MB and a 30 MB output
-   * head) measured 85 tok/s with them on every job, 91 with them on jobs
-   * of 8 MiB or more, the same as with none.
+   * or Infinity). On the Xeon of docs/performance.md, with 4 weight
+   * streams per chunk, a cold 4096 × 4096 Q8_0 matvec measured 1.10 ms
+   * with the touch loads and 1.15 without, and SmolLM-135M Q8_0 decode 91
+   * tok/s with them on jobs of 8 MiB or more, the same as with none. On
+   * the AMD EPYC (Zen 4) of the same page they cost time at every size:
+   * one-thread decode, per CPU second, 2048 × 4 Q8_0 (jobs of 4.5 to 70
+   * MB) 34.1 ms per token with them on jobs of 8 MiB or more against 27.9
+   * without, 576 × 30 Q8_0 16.8 against 15.0 (7 rounds alternating, with
+   * 4 streams). So they are off unless asked for.
    */
-  readAheadMinBytes: 8 << 20,
+  readAheadMinBytes: Infinity,
   /** Tests only: whether Q8_0 may use the `q8_0u` kernels where the engine allows them. */
   u8Dot: true,
   /**
@@ -76,6 +80,8 @@ export const state = {
    * 80 with 1 and 2 MiB (the gaps between jobs are too short for more).
    */
   touchBytes: 1 << 20,
+  /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
+  weightStreams: 0,
   note: undefined as string | undefined,
   starting: undefined as Promise<void> | undefined,
   lastParallel: 0,

@@ -260,11 +260,15 @@ function quantizeActs(
 /**
  * Weight streams per chunk of a quantized job: a thread takes the rows of
  * its chunk from this many evenly spaced places in turn, so the core's
- * prefetchers follow several streams of weight bytes at once. SmolLM-135M
- * Q8_0 decode on 2 threads (7 alternating rounds in one process) measured
- * 76 tok/s with 1, 83 with 2, 84 with 3 and 4, 78 with 8.
+ * prefetchers follow several streams of weight bytes at once. On the Xeon
+ * of docs/performance.md SmolLM-135M Q8_0 decode on 2 threads (7
+ * alternating rounds in one process) measured 76 tok/s with 1, 83 with 2,
+ * 84 with 3 and 4, 78 with 8. On the AMD EPYC of the same page, one
+ * thread, per CPU second, without touch loads: 2048 × 4 Q8_0 24.6 ms per
+ * token with 2 against 27.9 with 4 (55 with 1, 39 with 8), 576 × 30 Q8_0
+ * and 1024 × 12 Q8_0 equal or better with 2.
  */
-const WEIGHT_STREAMS = 4;
+const WEIGHT_STREAMS = 2;
 
 /**
  * Output rows per grab of a shared quantized job: about 16 grabs per
@@ -360,7 +364,7 @@ function quantJob(
       ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
       : 0,
     part > 0 ? 1 : 0,
-    WEIGHT_STREAMS,
+    state.weightStreams || WEIGHT_STREAMS,
     prep === 0 ? 0 : prep + part * prepStride,
   ], () => touchAfter(e, ptrs[0], ranges));
   off = 0;

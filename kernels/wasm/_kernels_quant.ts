@@ -123,12 +123,13 @@ export function activationRule(name: string): "q8_0" | "q8_k" {
  * instruction, and the integer arithmetic per weight byte is heavy enough
  * that the core's own look-ahead covers few cache lines, so without these
  * loads reading from memory and computing take turns instead of
- * overlapping: a 4096 × 4096 Q8_0 matvec measured 1.67 ms without them and
- * 1.04 ms with them, against 0.84 ms to stream its bytes
- * (`deno task bench:compare --only matvec`). Since jobs read their rows in
- * several streams (`name_mm`'s `streams`) the gain is smaller (1.15 →
- * 1.10 ms) and small jobs run faster without them, so kernels/fast turns
- * them on for large jobs only.
+ * overlapping: on the Xeon of docs/performance.md a 4096 × 4096 Q8_0
+ * matvec measured 1.67 ms without them and 1.04 ms with them, against 0.84
+ * ms to stream its bytes (`deno task bench:compare --only matvec`). Since
+ * jobs read their rows in several streams (`name_mm`'s `streams`) the gain
+ * is smaller (1.15 → 1.10 ms) and small jobs run faster without them; on
+ * the AMD EPYC of the same page they cost time at every job size, so
+ * kernels/fast leaves them off unless asked (`state.readAheadMinBytes`).
  */
 export const PREFETCH_BYTES = 1024;
 
@@ -189,13 +190,20 @@ function dotFunction(
   // One load per 64-byte line of the `bytes` row `d` reads per iteration,
   // at PREFETCH_BYTES ahead (or at the block itself near the end of
   // memory). Their sum joins the results times zero, so the loads stay.
+  // `lim` = 0 (touch loads off) skips them: a branch per iteration instead
+  // of the loads and adds.
   const prefetch = (d: Dot, bytes: number): Code[] => [
-    set(ahead, i32.add(get(d.wb), c(PREFETCH_BYTES))),
-    set(ahead, select(get(ahead), get(d.wb), i32.lt_u(get(ahead), get(P.lim)))),
-    ...Array.from(
-      { length: Math.ceil(bytes / 64) },
-      (_, k) => set(touch, i32.add(get(touch), i32.load(get(ahead), k * 64))),
-    ),
+    if_(i32.ne(get(P.lim), c(0)), [
+      set(ahead, i32.add(get(d.wb), c(PREFETCH_BYTES))),
+      set(
+        ahead,
+        select(get(ahead), get(d.wb), i32.lt_u(get(ahead), get(P.lim))),
+      ),
+      ...Array.from(
+        { length: Math.ceil(bytes / 64) },
+        (_, k) => set(touch, i32.add(get(touch), i32.load(get(ahead), k * 64))),
+      ),
+    ]),
   ];
   const xBlocks = q.elems / 32;
   // only the pointers this format's variant reads move
