@@ -138,7 +138,7 @@ export function k4SearchWasm(
       }
     }
   }
-  e.qkx2(PX, PW, PL, PO, 2 * nb, 32, nmax, rmin, rdelta, nstep, PS);
+  e.qkx2(PX, PW, PL, PO, 2 * nb, nmax, rmin, rdelta, nstep, PS);
   const lx = PL >> 2;
   const ox = PO >> 2;
   let weights: Float32Array | undefined;
@@ -228,7 +228,7 @@ export function q6SearchWasm(
       for (let l = 0; l < 16; l++, o += 4) f32[o] = x[base + l];
     }
   }
-  e.qx(PX, PL, PO, 4 * nb, 16, 32, GROUP_MAX_EPS, F_0_1, PS);
+  e.qx(PX, PL, PO, 4 * nb, 32, GROUP_MAX_EPS, F_0_1, PS);
   const lx = PL >> 2;
   const ox = PO >> 2;
   for (let b = 0; b < nb; b++) {
