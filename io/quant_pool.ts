@@ -1,9 +1,13 @@
 /**
- * Quantization across worker threads: a tensor's rows are cut into one
- * slice per worker, each encoded by the same encoders as on the main
- * thread, and the bytes joined in order, so the file is the same byte for
- * byte. Used by `quantize -t N` / `convert --quantize … -t N` through the
- * GGUF writer's `encode` option.
+ * Quantization across worker threads: a tensor's rows are cut into chunks
+ * of about a million values (whole rows; whole matrices for expert
+ * tensors), queued, and taken by whichever worker is free, each encoded by
+ * the same encoders as on the main thread; the bytes are placed at their
+ * rows' offsets, so the file is the same byte for byte. The queue spans
+ * tensors: while one tensor's last chunks run, the next tensor's are
+ * already waiting, so no worker waits for a tensor boundary. Used by
+ * `quantize -t N` / `convert --quantize … -t N` through the GGUF writer's
+ * `encode` option.
  *
  * @module
  */
@@ -28,18 +32,41 @@ export interface QuantPool {
   close(): void;
 }
 
+/** Options of {@link createQuantPool}. */
+export interface QuantPoolOptions {
+  /**
+   * Values per queued chunk (rounded to whole rows, or whole matrices for
+   * expert tensors; at least one). Smaller chunks balance better, larger
+   * ones cost fewer messages.
+   * @default {1048576}
+   */
+  chunkValues?: number;
+}
+
 interface Reply {
   id: number;
   bytes?: Uint8Array;
   error?: string;
 }
 
+interface Job {
+  msg: {
+    type: DTypeName;
+    values: Float32Array;
+    perRow: number;
+    imatrix?: Float32Array;
+    rowsPerMatrix?: number;
+  };
+  done: (r: Reply) => void;
+}
+
 /**
- * Starts `threads` module workers that quantize row slices.
+ * Starts `threads` module workers that quantize row chunks from one queue.
  *
  * @param threads Workers (at least 1).
+ * @param options Chunk size.
  * @returns The pool; call `close()` when done.
- * @throws {RangeError} When `threads` is not a positive integer.
+ * @throws {RangeError} When `threads` or `chunkValues` is not a positive integer.
  *
  * @example
  * ```ts
@@ -55,74 +82,96 @@ interface Reply {
  * }
  * ```
  */
-export function createQuantPool(threads: number): QuantPool {
+export function createQuantPool(
+  threads: number,
+  options: QuantPoolOptions = {},
+): QuantPool {
   if (!Number.isInteger(threads) || threads < 1) {
     throw new RangeError(`Cannot start ${threads} quantization workers`);
+  }
+  const chunkValues = options.chunkValues ?? 1 << 20;
+  if (!Number.isInteger(chunkValues) || chunkValues < 1) {
+    throw new RangeError(
+      `Cannot cut quantization work into chunks of ${chunkValues} values`,
+    );
   }
   const url = new URL("./_quant_worker.ts", import.meta.url).href;
   const workers = Array.from(
     { length: threads },
     () => new Worker(url, { type: "module" }),
   );
-  let next = 0;
-  const waiting = new Map<number, (r: Reply) => void>();
+  const queue: Job[] = [];
+  const busy = new Map<Worker, Job>();
+  let closed = false;
+  const feed = (w: Worker) => {
+    const job = queue.shift();
+    if (!job) return;
+    busy.set(w, job);
+    const transfer = [job.msg.values.buffer as ArrayBuffer];
+    if (job.msg.imatrix) transfer.push(job.msg.imatrix.buffer as ArrayBuffer);
+    w.postMessage({ id: 0, ...job.msg }, transfer);
+  };
   for (const w of workers) {
     w.onmessage = (e: MessageEvent<Reply>) => {
-      const done = waiting.get(e.data.id);
-      waiting.delete(e.data.id);
-      done?.(e.data);
+      const job = busy.get(w);
+      busy.delete(w);
+      feed(w);
+      job?.done(e.data);
     };
   }
-  const run = (w: Worker, job: Record<string, unknown>): Promise<Uint8Array> =>
+  const submit = (msg: Job["msg"]): Promise<Uint8Array> =>
     new Promise((resolve, reject) => {
-      const id = next++;
-      waiting.set(
-        id,
-        (r) =>
+      if (closed) {
+        reject(new Error("the quantization pool was closed"));
+        return;
+      }
+      queue.push({
+        msg,
+        done: (r) =>
           r.error !== undefined
             ? reject(new Error(r.error))
             : resolve(r.bytes!),
-      );
-      w.postMessage({ id, ...job }, [
-        (job.values as Float32Array).buffer as ArrayBuffer,
-      ]);
+      });
+      for (const w of workers) {
+        if (!busy.has(w)) feed(w);
+      }
     });
   return {
-    async encode(type, values, perRow, imatrix, rowsPerMatrix) {
+    encode(type, values, perRow, imatrix, rowsPerMatrix) {
       const rows = values.length / perRow;
       const info = dtypeInfo(type);
       const rowBytes = (perRow / info.blockSize) * info.blockBytes;
-      // slices of whole matrices for expert tensors, of rows otherwise
+      // chunks of whole matrices for expert tensors, of rows otherwise
       const unit = rowsPerMatrix ?? 1;
-      const per = Math.ceil(rows / unit / workers.length) * unit;
+      const per = Math.max(1, Math.floor(chunkValues / (perRow * unit))) *
+        unit;
       const rpm = rowsPerMatrix ?? rows;
-      const jobs: Promise<Uint8Array>[] = [];
-      for (let k = 0, r0 = 0; r0 < rows; k++, r0 += per) {
+      const out = new Uint8Array(rows * rowBytes);
+      const parts: Promise<void>[] = [];
+      for (let r0 = 0; r0 < rows; r0 += per) {
         const r1 = Math.min(rows, r0 + per);
         const m0 = Math.floor(r0 / rpm), m1 = Math.floor((r1 - 1) / rpm);
-        jobs.push(run(workers[k], {
-          type,
-          values: values.slice(r0 * perRow, r1 * perRow),
-          perRow,
-          imatrix: imatrix?.slice(m0 * perRow, (m1 + 1) * perRow),
-          rowsPerMatrix,
-        }));
+        parts.push(
+          submit({
+            type,
+            // a copy the worker owns (the caller's array stays usable)
+            values: values.slice(r0 * perRow, r1 * perRow),
+            perRow,
+            imatrix: imatrix?.slice(m0 * perRow, (m1 + 1) * perRow),
+            rowsPerMatrix,
+          }).then((b) => out.set(b, r0 * rowBytes)),
+        );
       }
-      const parts = await Promise.all(jobs);
-      const out = new Uint8Array(rows * rowBytes);
-      let o = 0;
-      for (const p of parts) {
-        out.set(p, o);
-        o += p.length;
-      }
-      return out;
+      return Promise.all(parts).then(() => out);
     },
     close() {
+      closed = true;
       for (const w of workers) w.terminate();
-      for (const done of waiting.values()) {
-        done({ id: -1, error: "the quantization pool was closed" });
+      const jobs = [...busy.values(), ...queue.splice(0)];
+      busy.clear();
+      for (const j of jobs) {
+        j.done({ id: -1, error: "the quantization pool was closed" });
       }
-      waiting.clear();
     },
   };
 }

@@ -637,8 +637,8 @@ export async function* writeGguf(
   const { header, plan, alignment } = layout(model, options);
   options.onPlan?.(plan.map((p) => ({ ...p })));
   yield header;
-  for (const p of plan) {
-    const bytes = await tensorBytes(
+  const bytesOf = async (p: GgufTensorPlan) =>
+    tensorBytes(
       await model.tensors.load(p.name),
       p,
       // llama-quantize ignores an importance matrix of the wrong size for
@@ -649,6 +649,19 @@ export async function* writeGguf(
         : options.imatrix?.get(p.name),
       options.encode,
     );
+  // with an `encode` hook (workers), the next tensor is read and handed
+  // over while this one is encoded, so the workers never wait on a tensor
+  // boundary; at most two tensors are in memory
+  const ahead = options.encode ? 1 : 0;
+  const pending: Promise<Uint8Array>[] = [];
+  let started = 0;
+  for (const p of plan) {
+    while (started < plan.length && pending.length <= ahead) {
+      const job = bytesOf(plan[started++]);
+      job.catch(() => {}); // awaited in turn below
+      pending.push(job);
+    }
+    const bytes = await pending.shift()!;
     yield bytes;
     const pad = (alignment - (p.byteLength % alignment)) % alignment;
     if (pad > 0) yield new Uint8Array(pad);
