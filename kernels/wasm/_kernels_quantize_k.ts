@@ -34,6 +34,7 @@ import {
   v128,
 } from "./_asm.ts";
 import { encodeBase64 } from "@std/encoding";
+import { buildQuantizeKIo } from "./_kernels_quantize_k_io.ts";
 
 /**
  * Builds the quantizer module (imports `env.memory`, not shared).
@@ -51,6 +52,7 @@ export function buildQuantizeKModule(): Uint8Array {
   buildQkx2(m);
   buildQx(m);
   buildRequant(m);
+  buildQuantizeKIo(m);
   return m.encode();
 }
 
