@@ -1,7 +1,9 @@
 /**
  * Quantization across worker threads: a tensor's rows are cut into chunks
  * of about a million values (whole rows; whole matrices for expert
- * tensors), queued, and taken by whichever worker is free, each encoded by
+ * tensors), queued, and taken by whichever worker is free (a chunk is
+ * copied for its worker only then, so besides the tensors the writer holds
+ * only the chunks in flight take memory), each encoded by
  * the same encoders as on the main thread; the bytes are placed at their
  * rows' offsets, so the file is the same byte for byte. The queue spans
  * tensors: while one tensor's last chunks run, the next tensor's are
@@ -52,11 +54,12 @@ interface Reply {
 interface Job {
   msg: {
     type: DTypeName;
-    values: Float32Array;
     perRow: number;
     imatrix?: Float32Array;
     rowsPerMatrix?: number;
   };
+  /** The chunk's values, copied when a worker takes it (so only the chunks in flight are copies). */
+  values: () => Float32Array;
   done: (r: Reply) => void;
 }
 
@@ -107,9 +110,10 @@ export function createQuantPool(
     const job = queue.shift();
     if (!job) return;
     busy.set(w, job);
-    const transfer = [job.msg.values.buffer as ArrayBuffer];
+    const values = job.values();
+    const transfer = [values.buffer as ArrayBuffer];
     if (job.msg.imatrix) transfer.push(job.msg.imatrix.buffer as ArrayBuffer);
-    w.postMessage({ id: 0, ...job.msg }, transfer);
+    w.postMessage({ id: 0, ...job.msg, values }, transfer);
   };
   for (const w of workers) {
     w.onmessage = (e: MessageEvent<Reply>) => {
@@ -119,7 +123,10 @@ export function createQuantPool(
       job?.done(e.data);
     };
   }
-  const submit = (msg: Job["msg"]): Promise<Uint8Array> =>
+  const submit = (
+    msg: Job["msg"],
+    values: Job["values"],
+  ): Promise<Uint8Array> =>
     new Promise((resolve, reject) => {
       if (closed) {
         reject(new Error("the quantization pool was closed"));
@@ -127,6 +134,7 @@ export function createQuantPool(
       }
       queue.push({
         msg,
+        values,
         done: (r) =>
           r.error !== undefined
             ? reject(new Error(r.error))
@@ -152,14 +160,16 @@ export function createQuantPool(
         const r1 = Math.min(rows, r0 + per);
         const m0 = Math.floor(r0 / rpm), m1 = Math.floor((r1 - 1) / rpm);
         parts.push(
-          submit({
-            type,
+          submit(
+            {
+              type,
+              perRow,
+              imatrix: imatrix?.slice(m0 * perRow, (m1 + 1) * perRow),
+              rowsPerMatrix,
+            },
             // a copy the worker owns (the caller's array stays usable)
-            values: values.slice(r0 * perRow, r1 * perRow),
-            perRow,
-            imatrix: imatrix?.slice(m0 * perRow, (m1 + 1) * perRow),
-            rowsPerMatrix,
-          }).then((b) => out.set(b, r0 * rowBytes)),
+            () => values.slice(r0 * perRow, r1 * perRow),
+          ).then((b) => out.set(b, r0 * rowBytes)),
         );
       }
       return Promise.all(parts).then(() => out);
