@@ -71,7 +71,11 @@ async function ours(threads: number): Promise<Run> {
   const t0 = performance.now();
   const pool = threads > 1 ? createQuantPool(threads) : undefined;
   try {
-    await writeGgufBytes(file, { preset: "Q4_K_M", encode: pool?.encode });
+    await writeGgufBytes(file, {
+      preset: "Q4_K_M",
+      encode: pool?.encode,
+      encodeStored: pool?.encodeStored,
+    });
   } finally {
     pool?.close();
   }

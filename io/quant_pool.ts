@@ -26,10 +26,28 @@ export type QuantEncoder = (
   rowsPerMatrix?: number,
 ) => Promise<Uint8Array>;
 
+/**
+ * The GGUF writer's `encodeStored` hook: rows given as their stored bytes
+ * (F32, F16 or BF16, `from`), widened by the workers themselves.
+ */
+export type StoredQuantEncoder = (
+  type: DTypeName,
+  from: DTypeName,
+  bytes: Uint8Array,
+  perRow: number,
+) => Promise<Uint8Array>;
+
 /** A pool of quantization workers. */
 export interface QuantPool {
   /** Encodes rows across the workers (see {@link QuantEncoder}). */
   encode: QuantEncoder;
+  /**
+   * Encodes rows from their stored F32 / F16 / BF16 bytes across the
+   * workers, each widening its own chunk (see {@link StoredQuantEncoder}):
+   * the same bytes as {@link QuantPool.encode} of the widened values,
+   * without a widened copy of the whole tensor on this thread.
+   */
+  encodeStored: StoredQuantEncoder;
   /** Stops the workers. */
   close(): void;
 }
@@ -57,9 +75,11 @@ interface Job {
     perRow: number;
     imatrix?: Float32Array;
     rowsPerMatrix?: number;
+    /** Stored type of `values` when it is bytes (`from` F32 / F16 / BF16). */
+    from?: DTypeName;
   };
-  /** The chunk's values, copied when a worker takes it (so only the chunks in flight are copies). */
-  values: () => Float32Array;
+  /** The chunk's values (or stored bytes), copied when a worker takes it (so only the chunks in flight are copies). */
+  values: () => Float32Array | Uint8Array;
   done: (r: Reply) => void;
 }
 
@@ -144,23 +164,37 @@ export function createQuantPool(
         if (!busy.has(w)) feed(w);
       }
     });
+  // rows cut into chunks of whole units (rows, or matrices), queued; the
+  // encoded bytes placed at their rows' offsets
+  const split = (
+    type: DTypeName,
+    rows: number,
+    perRow: number,
+    unit: number,
+    chunk: (r0: number, r1: number) => Promise<Uint8Array>,
+  ): Promise<Uint8Array> => {
+    const info = dtypeInfo(type);
+    const rowBytes = (perRow / info.blockSize) * info.blockBytes;
+    const per = Math.max(1, Math.floor(chunkValues / (perRow * unit))) * unit;
+    const out = new Uint8Array(rows * rowBytes);
+    const parts: Promise<void>[] = [];
+    for (let r0 = 0; r0 < rows; r0 += per) {
+      const r1 = Math.min(rows, r0 + per);
+      parts.push(chunk(r0, r1).then((b) => out.set(b, r0 * rowBytes)));
+    }
+    return Promise.all(parts).then(() => out);
+  };
   return {
     encode(type, values, perRow, imatrix, rowsPerMatrix) {
-      const rows = values.length / perRow;
-      const info = dtypeInfo(type);
-      const rowBytes = (perRow / info.blockSize) * info.blockBytes;
-      // chunks of whole matrices for expert tensors, of rows otherwise
-      const unit = rowsPerMatrix ?? 1;
-      const per = Math.max(1, Math.floor(chunkValues / (perRow * unit))) *
-        unit;
-      const rpm = rowsPerMatrix ?? rows;
-      const out = new Uint8Array(rows * rowBytes);
-      const parts: Promise<void>[] = [];
-      for (let r0 = 0; r0 < rows; r0 += per) {
-        const r1 = Math.min(rows, r0 + per);
-        const m0 = Math.floor(r0 / rpm), m1 = Math.floor((r1 - 1) / rpm);
-        parts.push(
-          submit(
+      const rpm = rowsPerMatrix ?? values.length / perRow;
+      return split(
+        type,
+        values.length / perRow,
+        perRow,
+        rowsPerMatrix ?? 1,
+        (r0, r1) => {
+          const m0 = Math.floor(r0 / rpm), m1 = Math.floor((r1 - 1) / rpm);
+          return submit(
             {
               type,
               perRow,
@@ -169,10 +203,31 @@ export function createQuantPool(
             },
             // a copy the worker owns (the caller's array stays usable)
             () => values.slice(r0 * perRow, r1 * perRow),
-          ).then((b) => out.set(b, r0 * rowBytes)),
+          );
+        },
+      );
+    },
+    encodeStored(type, from, bytes, perRow) {
+      const size = dtypeInfo(from);
+      if (size.kind !== "float" || size.blockSize !== 1) {
+        return Promise.reject(
+          new TypeError(
+            `Cannot quantize rows stored as ${from} in the pool: only F32, F16 and BF16 are widened by the workers`,
+          ),
         );
       }
-      return Promise.all(parts).then(() => out);
+      const rowBytes = perRow * size.blockBytes;
+      return split(
+        type,
+        bytes.length / rowBytes,
+        perRow,
+        1,
+        (r0, r1) =>
+          submit(
+            { type, perRow, from },
+            () => bytes.slice(r0 * rowBytes, r1 * rowBytes),
+          ),
+      );
     },
     close() {
       closed = true;

@@ -10,6 +10,7 @@ import { quantizeGguf } from "../../core/quants/mod.ts";
 import { quantizeWithImatrix } from "../../core/quants/k_encode_imatrix.ts";
 import { createQuantPool } from "../../io/quant_pool.ts";
 import { encodeHex } from "@std/encoding";
+import { decodeToF32, encodeFromF32 } from "../../core/dtypes.ts";
 import { memorySource } from "../../core/sources.ts";
 import { readGguf, writeGgufBytes } from "../../formats/gguf/mod.ts";
 import { syntheticLlama } from "../vectors/gen/synthetic_llama.ts";
@@ -99,13 +100,53 @@ Deno.test("quant pool: Q4_K_M files written through the pool (small chunks, next
         const want = ref.cases.find((c) =>
           c.model === `syn-${variant}` && c.id === id
         )!.sha256;
-        const out = await writeGgufBytes(await readGguf(memorySource(bytes)), {
+        const file = await readGguf(memorySource(bytes));
+        const out = await writeGgufBytes(file, {
           preset: id,
           encode: pool.encode,
         });
         assertEquals(await sha(out), want, `${variant} ${id}`);
+        // the F16 rows widened by the workers themselves
+        const stored = await writeGgufBytes(file, {
+          preset: id,
+          encode: pool.encode,
+          encodeStored: pool.encodeStored,
+        });
+        assertEquals(await sha(stored), want, `${variant} ${id} from F16`);
       }
     }
+  } finally {
+    pool.close();
+  }
+});
+
+Deno.test("quant pool: rows from stored F16 / BF16 / F32 bytes give the encoders' bytes of the widened values", async () => {
+  const perRow = 512, rows = 5;
+  const x = Float32Array.from(
+    { length: rows * perRow },
+    (_, i) => Math.sin(i * 0.23) * (1 + (i % 11)),
+  );
+  const pool = createQuantPool(2, { chunkValues: 2 * perRow });
+  try {
+    for (const from of ["F16", "BF16", "F32"] as const) {
+      const stored = encodeFromF32(from, x);
+      // an odd offset: the stored bytes need not be aligned
+      const buf = new Uint8Array(stored.length + 1);
+      buf.set(stored, 1);
+      const widened = decodeToF32(from, stored, x.length);
+      for (const t of ["Q4_K", "Q6_K", "Q8_0"] as const) {
+        assertEquals(
+          await pool.encodeStored(t, from, buf.subarray(1), perRow),
+          quantizeGguf(t, widened),
+          `${t} from ${from}`,
+        );
+      }
+    }
+    await assertRejects(
+      () => pool.encodeStored("Q8_0", "Q8_0", new Uint8Array(34), 32),
+      TypeError,
+      "only F32, F16 and BF16",
+    );
   } finally {
     pool.close();
   }
