@@ -1,9 +1,12 @@
 // Q4_K_M quantization speed, ours (the GGUF writer, 1 and 2 worker
 // threads) beside llama-quantize (1 and 2 threads) on the same F16 input,
-// rounds alternating; prints MB/s of F16 input (medians) and the ratios.
+// rounds alternating; prints MB/s of F16 input (medians), MB per CPU-second
+// (user + system time of all threads: ours from /proc/self/stat, the
+// child's from its rusage, so the load of others on a shared machine
+// matters less) and the ratios.
 //
 //   LLAMA_CPP_BIN=/path/to/bin deno run -A bench/quantize_compare.ts [--rounds 3]
-//     [--embd 2048 --ff 5632 --layers 2 --vocab 8192]
+//     [--embd 2048 --ff 5632 --layers 2 --vocab 8192] [--threads 1,2]
 //
 // The input is the synthetic gqa4 Llama of tests/vectors/gen/synthetic_llama.ts
 // (by default 256 wide, 8 layers, about 6 MB of F16; the flags give it real
@@ -17,9 +20,10 @@ import { createQuantPool } from "../io/quant_pool.ts";
 import { syntheticLlama } from "../tests/vectors/gen/synthetic_llama.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["rounds", "embd", "ff", "layers", "vocab"],
+  string: ["rounds", "embd", "ff", "layers", "vocab", "threads"],
 });
 const rounds = Number(args.rounds ?? 3);
+const threadCounts = String(args.threads ?? "1,2").split(",").map(Number);
 const bin = Deno.env.get("LLAMA_CPP_BIN");
 const shape = Object.fromEntries(
   (["embd", "ff", "layers", "vocab"] as const).filter((k) => args[k]).map((
@@ -41,22 +45,48 @@ console.log(
   `${model}; ${
     ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.includes(` ${f}`))
       .join(" ")
-  }; input ${mb.toFixed(1)} MB F16`,
+  }; input ${mb.toFixed(1)} MB F16; load average ${
+    (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ")
+  } on ${navigator.hardwareConcurrency} CPUs`,
 );
 
-async function ours(threads: number): Promise<number> {
+/** CPU seconds (user + system) of this process and of its waited-for children. */
+function cpuSeconds(): { self: number; children: number } {
+  const f = Deno.readTextFileSync("/proc/self/stat").split(") ")[1].split(" ");
+  const tick = 100; // USER_HZ
+  return {
+    self: (Number(f[11]) + Number(f[12])) / tick,
+    children: (Number(f[13]) + Number(f[14])) / tick,
+  };
+}
+
+interface Run {
+  wall: number;
+  cpu: number;
+}
+
+async function ours(threads: number): Promise<Run> {
   const file = await readGguf(memorySource(bytes));
-  const pool = threads > 1 ? createQuantPool(threads) : undefined;
+  const c0 = cpuSeconds().self;
   const t0 = performance.now();
+  const pool = threads > 1 ? createQuantPool(threads) : undefined;
   try {
-    await writeGgufBytes(file, { preset: "Q4_K_M", encode: pool?.encode });
+    await writeGgufBytes(file, {
+      preset: "Q4_K_M",
+      encode: pool?.encode,
+      encodeStored: pool?.encodeStored,
+    });
   } finally {
     pool?.close();
   }
-  return (performance.now() - t0) / 1000;
+  return {
+    wall: (performance.now() - t0) / 1000,
+    cpu: cpuSeconds().self - c0,
+  };
 }
 
-async function llama(threads: number): Promise<number> {
+async function llama(threads: number): Promise<Run> {
+  const c0 = cpuSeconds().children;
   const t0 = performance.now();
   const r = await new Deno.Command(`${bin}/llama-quantize`, {
     args: [input, `${dir}/out.gguf`, "Q4_K_M", String(threads)],
@@ -64,41 +94,56 @@ async function llama(threads: number): Promise<number> {
     stderr: "null",
   }).output();
   if (!r.success) throw new Error("llama-quantize failed");
-  return (performance.now() - t0) / 1000;
+  return {
+    wall: (performance.now() - t0) / 1000,
+    cpu: cpuSeconds().children - c0,
+  };
 }
 
-const sides: [string, () => Promise<number>][] = [
-  ["ours 1 thread", () => ours(1)],
-  ["ours 2 threads", () => ours(2)],
+const label = (who: string, t: number) =>
+  `${who} ${t} thread${t > 1 ? "s" : ""}`;
+const sides: [string, () => Promise<Run>][] = [
+  ...threadCounts.map((t) =>
+    [label("ours", t), () => ours(t)] as [string, () => Promise<Run>]
+  ),
   ...(bin
-    ? [
-      ["llama-quantize 1 thread", () => llama(1)],
-      ["llama-quantize 2 threads", () => llama(2)],
-    ] as [string, () => Promise<number>][]
+    ? threadCounts.map((t) =>
+      [label("llama-quantize", t), () => llama(t)] as [
+        string,
+        () => Promise<Run>,
+      ]
+    )
     : []),
 ];
-const times = new Map<string, number[]>(sides.map(([n]) => [n, []]));
+const runs = new Map<string, Run[]>(sides.map(([n]) => [n, []]));
 for (let r = 0; r < rounds; r++) {
   for (const [name, f] of r % 2 ? sides.slice().reverse() : sides) {
-    times.get(name)!.push(await f());
+    runs.get(name)!.push(await f());
   }
 }
 const median = (v: number[]) => v.slice().sort((a, b) => a - b)[v.length >> 1];
 const rate = new Map<string, number>();
-for (const [name, v] of times) {
-  rate.set(name, mb / median(v));
+const perCpu = new Map<string, number>();
+for (const [name, v] of runs) {
+  rate.set(name, median(v.map((r) => mb / r.wall)));
+  perCpu.set(name, median(v.map((r) => mb / r.cpu)));
   console.log(
-    `${name.padEnd(26)} ${
-      (mb / median(v)).toFixed(2).padStart(7)
-    } MB/s (median of ${v.length}, ${v.map((s) => s.toFixed(2)).join(" ")} s)`,
+    `${name.padEnd(26)} ${rate.get(name)!.toFixed(2).padStart(7)} MB/s, ${
+      perCpu.get(name)!.toFixed(2).padStart(7)
+    } MB per CPU-s (medians of ${v.length}; ${
+      v.map((r) => `${r.wall.toFixed(2)} s / ${r.cpu.toFixed(2)} CPU-s`).join(
+        ", ",
+      )
+    })`,
   );
 }
 if (bin) {
-  for (const t of [1, 2]) {
-    const a = rate.get(`ours ${t} thread${t > 1 ? "s" : ""}`)!;
-    const b = rate.get(`llama-quantize ${t} thread${t > 1 ? "s" : ""}`)!;
+  for (const t of threadCounts) {
+    const a = label("ours", t), b = label("llama-quantize", t);
     console.log(
-      `${t} thread(s): ours / llama-quantize = ${(a / b).toFixed(3)}`,
+      `${t} thread(s): ours / llama-quantize = ${
+        (rate.get(a)! / rate.get(b)!).toFixed(3)
+      } (MB/s), ${(perCpu.get(a)! / perCpu.get(b)!).toFixed(3)} (per CPU-s)`,
     );
   }
 }

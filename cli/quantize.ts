@@ -132,6 +132,7 @@ export const quantizeCommand: Command = {
       if (threads !== undefined && threads > 1 && target.name === "gguf") {
         pool = createQuantPool(threads);
         options.encode = pool.encode;
+        options.encodeStored = pool.encodeStored;
       }
       let r;
       try {

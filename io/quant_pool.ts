@@ -1,9 +1,15 @@
 /**
- * Quantization across worker threads: a tensor's rows are cut into one
- * slice per worker, each encoded by the same encoders as on the main
- * thread, and the bytes joined in order, so the file is the same byte for
- * byte. Used by `quantize -t N` / `convert --quantize … -t N` through the
- * GGUF writer's `encode` option.
+ * Quantization across worker threads: a tensor's rows are cut into chunks
+ * of about a million values (whole rows; whole matrices for expert
+ * tensors), queued, and taken by whichever worker is free (a chunk is
+ * copied for its worker only then, so besides the tensors the writer holds
+ * only the chunks in flight take memory), each encoded by
+ * the same encoders as on the main thread; the bytes are placed at their
+ * rows' offsets, so the file is the same byte for byte. The queue spans
+ * tensors: while one tensor's last chunks run, the next tensor's are
+ * already waiting, so no worker waits for a tensor boundary. Used by
+ * `quantize -t N` / `convert --quantize … -t N` through the GGUF writer's
+ * `encode` option.
  *
  * @module
  */
@@ -20,12 +26,41 @@ export type QuantEncoder = (
   rowsPerMatrix?: number,
 ) => Promise<Uint8Array>;
 
+/**
+ * The GGUF writer's `encodeStored` hook: rows given as their stored bytes
+ * (F32, F16 or BF16, `from`), widened by the workers themselves.
+ */
+export type StoredQuantEncoder = (
+  type: DTypeName,
+  from: DTypeName,
+  bytes: Uint8Array,
+  perRow: number,
+) => Promise<Uint8Array>;
+
 /** A pool of quantization workers. */
 export interface QuantPool {
   /** Encodes rows across the workers (see {@link QuantEncoder}). */
   encode: QuantEncoder;
+  /**
+   * Encodes rows from their stored F32 / F16 / BF16 bytes across the
+   * workers, each widening its own chunk (see {@link StoredQuantEncoder}):
+   * the same bytes as {@link QuantPool.encode} of the widened values,
+   * without a widened copy of the whole tensor on this thread.
+   */
+  encodeStored: StoredQuantEncoder;
   /** Stops the workers. */
   close(): void;
+}
+
+/** Options of {@link createQuantPool}. */
+export interface QuantPoolOptions {
+  /**
+   * Values per queued chunk (rounded to whole rows, or whole matrices for
+   * expert tensors; at least one). Smaller chunks balance better, larger
+   * ones cost fewer messages.
+   * @default {1048576}
+   */
+  chunkValues?: number;
 }
 
 interface Reply {
@@ -34,12 +69,27 @@ interface Reply {
   error?: string;
 }
 
+interface Job {
+  msg: {
+    type: DTypeName;
+    perRow: number;
+    imatrix?: Float32Array;
+    rowsPerMatrix?: number;
+    /** Stored type of `values` when it is bytes (`from` F32 / F16 / BF16). */
+    from?: DTypeName;
+  };
+  /** The chunk's values (or stored bytes), copied when a worker takes it (so only the chunks in flight are copies). */
+  values: () => Float32Array | Uint8Array;
+  done: (r: Reply) => void;
+}
+
 /**
- * Starts `threads` module workers that quantize row slices.
+ * Starts `threads` module workers that quantize row chunks from one queue.
  *
  * @param threads Workers (at least 1).
+ * @param options Chunk size.
  * @returns The pool; call `close()` when done.
- * @throws {RangeError} When `threads` is not a positive integer.
+ * @throws {RangeError} When `threads` or `chunkValues` is not a positive integer.
  *
  * @example
  * ```ts
@@ -55,74 +105,138 @@ interface Reply {
  * }
  * ```
  */
-export function createQuantPool(threads: number): QuantPool {
+export function createQuantPool(
+  threads: number,
+  options: QuantPoolOptions = {},
+): QuantPool {
   if (!Number.isInteger(threads) || threads < 1) {
     throw new RangeError(`Cannot start ${threads} quantization workers`);
+  }
+  const chunkValues = options.chunkValues ?? 1 << 20;
+  if (!Number.isInteger(chunkValues) || chunkValues < 1) {
+    throw new RangeError(
+      `Cannot cut quantization work into chunks of ${chunkValues} values`,
+    );
   }
   const url = new URL("./_quant_worker.ts", import.meta.url).href;
   const workers = Array.from(
     { length: threads },
     () => new Worker(url, { type: "module" }),
   );
-  let next = 0;
-  const waiting = new Map<number, (r: Reply) => void>();
+  const queue: Job[] = [];
+  const busy = new Map<Worker, Job>();
+  let closed = false;
+  const feed = (w: Worker) => {
+    const job = queue.shift();
+    if (!job) return;
+    busy.set(w, job);
+    const values = job.values();
+    const transfer = [values.buffer as ArrayBuffer];
+    if (job.msg.imatrix) transfer.push(job.msg.imatrix.buffer as ArrayBuffer);
+    w.postMessage({ id: 0, ...job.msg, values }, transfer);
+  };
   for (const w of workers) {
     w.onmessage = (e: MessageEvent<Reply>) => {
-      const done = waiting.get(e.data.id);
-      waiting.delete(e.data.id);
-      done?.(e.data);
+      const job = busy.get(w);
+      busy.delete(w);
+      feed(w);
+      job?.done(e.data);
     };
   }
-  const run = (w: Worker, job: Record<string, unknown>): Promise<Uint8Array> =>
+  const submit = (
+    msg: Job["msg"],
+    values: Job["values"],
+  ): Promise<Uint8Array> =>
     new Promise((resolve, reject) => {
-      const id = next++;
-      waiting.set(
-        id,
-        (r) =>
+      if (closed) {
+        reject(new Error("the quantization pool was closed"));
+        return;
+      }
+      queue.push({
+        msg,
+        values,
+        done: (r) =>
           r.error !== undefined
             ? reject(new Error(r.error))
             : resolve(r.bytes!),
-      );
-      w.postMessage({ id, ...job }, [
-        (job.values as Float32Array).buffer as ArrayBuffer,
-      ]);
+      });
+      for (const w of workers) {
+        if (!busy.has(w)) feed(w);
+      }
     });
+  // rows cut into chunks of whole units (rows, or matrices), queued; the
+  // encoded bytes placed at their rows' offsets
+  const split = (
+    type: DTypeName,
+    rows: number,
+    perRow: number,
+    unit: number,
+    chunk: (r0: number, r1: number) => Promise<Uint8Array>,
+  ): Promise<Uint8Array> => {
+    const info = dtypeInfo(type);
+    const rowBytes = (perRow / info.blockSize) * info.blockBytes;
+    const per = Math.max(1, Math.floor(chunkValues / (perRow * unit))) * unit;
+    const out = new Uint8Array(rows * rowBytes);
+    const parts: Promise<void>[] = [];
+    for (let r0 = 0; r0 < rows; r0 += per) {
+      const r1 = Math.min(rows, r0 + per);
+      parts.push(chunk(r0, r1).then((b) => out.set(b, r0 * rowBytes)));
+    }
+    return Promise.all(parts).then(() => out);
+  };
   return {
-    async encode(type, values, perRow, imatrix, rowsPerMatrix) {
-      const rows = values.length / perRow;
-      const info = dtypeInfo(type);
-      const rowBytes = (perRow / info.blockSize) * info.blockBytes;
-      // slices of whole matrices for expert tensors, of rows otherwise
-      const unit = rowsPerMatrix ?? 1;
-      const per = Math.ceil(rows / unit / workers.length) * unit;
-      const rpm = rowsPerMatrix ?? rows;
-      const jobs: Promise<Uint8Array>[] = [];
-      for (let k = 0, r0 = 0; r0 < rows; k++, r0 += per) {
-        const r1 = Math.min(rows, r0 + per);
-        const m0 = Math.floor(r0 / rpm), m1 = Math.floor((r1 - 1) / rpm);
-        jobs.push(run(workers[k], {
-          type,
-          values: values.slice(r0 * perRow, r1 * perRow),
-          perRow,
-          imatrix: imatrix?.slice(m0 * perRow, (m1 + 1) * perRow),
-          rowsPerMatrix,
-        }));
+    encode(type, values, perRow, imatrix, rowsPerMatrix) {
+      const rpm = rowsPerMatrix ?? values.length / perRow;
+      return split(
+        type,
+        values.length / perRow,
+        perRow,
+        rowsPerMatrix ?? 1,
+        (r0, r1) => {
+          const m0 = Math.floor(r0 / rpm), m1 = Math.floor((r1 - 1) / rpm);
+          return submit(
+            {
+              type,
+              perRow,
+              imatrix: imatrix?.slice(m0 * perRow, (m1 + 1) * perRow),
+              rowsPerMatrix,
+            },
+            // a copy the worker owns (the caller's array stays usable)
+            () => values.slice(r0 * perRow, r1 * perRow),
+          );
+        },
+      );
+    },
+    encodeStored(type, from, bytes, perRow) {
+      const size = dtypeInfo(from);
+      if (size.kind !== "float" || size.blockSize !== 1) {
+        return Promise.reject(
+          new TypeError(
+            `Cannot quantize rows stored as ${from} in the pool: only F32, F16 and BF16 are widened by the workers`,
+          ),
+        );
       }
-      const parts = await Promise.all(jobs);
-      const out = new Uint8Array(rows * rowBytes);
-      let o = 0;
-      for (const p of parts) {
-        out.set(p, o);
-        o += p.length;
-      }
-      return out;
+      const rowBytes = perRow * size.blockBytes;
+      return split(
+        type,
+        bytes.length / rowBytes,
+        perRow,
+        1,
+        (r0, r1) =>
+          submit(
+            { type, perRow, from },
+            () => bytes.slice(r0 * rowBytes, r1 * rowBytes),
+          ),
+      );
     },
     close() {
+      closed = true;
       for (const w of workers) w.terminate();
-      for (const done of waiting.values()) {
-        done({ id: -1, error: "the quantization pool was closed" });
+      const jobs = [...busy.values(), ...queue.splice(0)];
+      busy.clear();
+      for (const j of jobs) {
+        j.done({ id: -1, error: "the quantization pool was closed" });
       }
-      waiting.clear();
     },
   };
 }

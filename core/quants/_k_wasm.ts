@@ -16,14 +16,15 @@ import { K_QUANT_WASM_BASE64 } from "./_k_wasm_bytes.ts";
 /** Blocks searched per WebAssembly call. */
 export const K_WASM_CHUNK = 64;
 
-const fround = Math.fround;
 const GROUP_BYTES = 32 * 16; // one group: 32 values × 4 lanes × 4 bytes
 const PX = 0;
 const PW = PX + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PL = PW + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PO = PL + K_WASM_CHUNK * 2 * GROUP_BYTES;
 const PS = PO + K_WASM_CHUNK * 4 * 32; // Q4_K: 2 groups × 48 bytes, Q6_K: 4 × 32
-const END = PS + 6 * GROUP_BYTES; // qkx2 scratch: x − min and codes of a pair
+const PIN = PS + 6 * GROUP_BYTES; // qkx2 scratch: x − min and codes of a pair
+const POUT = PIN + K_WASM_CHUNK * 1024; // the caller's values, blocks in order
+const END = POUT + K_WASM_CHUNK * 192; // packed codes
 
 interface Engine {
   f32: Float32Array;
@@ -31,6 +32,11 @@ interface Engine {
   qkx2: (...args: number[]) => void;
   qx: (...args: number[]) => void;
   requant: (...args: number[]) => void;
+  k4prep: (...args: number[]) => void;
+  q6prep: (...args: number[]) => void;
+  k4pack: (...args: number[]) => void;
+  q6pack: (...args: number[]) => void;
+  u8: Uint8Array;
 }
 
 let engine: Engine | null | undefined;
@@ -66,6 +72,11 @@ function start(): Engine | null {
       qkx2: inst.exports.qkx2 as (...args: number[]) => void,
       qx: inst.exports.qx as (...args: number[]) => void,
       requant: inst.exports.requant as (...args: number[]) => void,
+      k4prep: inst.exports.k4prep as (...args: number[]) => void,
+      q6prep: inst.exports.q6prep as (...args: number[]) => void,
+      k4pack: inst.exports.k4pack as (...args: number[]) => void,
+      q6pack: inst.exports.q6pack as (...args: number[]) => void,
+      u8: new Uint8Array(memory.buffer),
     };
   } catch {
     engine = null;
@@ -120,25 +131,10 @@ export function k4SearchWasm(
   if (!e) return false;
   const { f32, i32 } = e;
   const wx = PW >> 2;
-  for (let b = 0; b < nb; b++) {
-    for (let j = 0; j < 8; j++) {
-      const base = s + 256 * b + 32 * j;
-      let sumX2 = 0;
-      for (let l = 0; l < 32; l++) {
-        const v = x[base + l];
-        sumX2 = fround(sumX2 + fround(v * v));
-      }
-      const avX = fround(Math.sqrt(fround(sumX2 / 32)));
-      // group (2b + j/4), lane j%4: value l at 4·l
-      let o = (b * 2 + (j >> 2)) * 128 + (j & 3);
-      for (let l = 0; l < 32; l++, o += 4) {
-        const v = x[base + l];
-        f32[o] = v;
-        f32[wx + o] = avX + Math.abs(v);
-      }
-    }
-  }
-  e.qkx2(PX, PW, PL, PO, 2 * nb, 32, nmax, rmin, rdelta, nstep, PS);
+  // the values as given; k4prep lays them out and computes the weights
+  f32.set(x.subarray(s, s + 256 * nb), PIN >> 2);
+  e.k4prep(PIN, PX, PW, nb);
+  e.qkx2(PX, PW, PL, PO, 2 * nb, nmax, rmin, rdelta, nstep, PS);
   const lx = PL >> 2;
   const ox = PO >> 2;
   let weights: Float32Array | undefined;
@@ -220,15 +216,9 @@ export function q6SearchWasm(
   const e = kWasmState.enabled ? start() : null;
   if (!e) return false;
   const { f32, i32 } = e;
-  // group (4b + j/4), lane j%4: value l at 4·l (16 values a group)
-  for (let b = 0; b < nb; b++) {
-    for (let j = 0; j < 16; j++) {
-      const base = s + 256 * b + 16 * j;
-      let o = (b * 4 + (j >> 2)) * 64 + (j & 3);
-      for (let l = 0; l < 16; l++, o += 4) f32[o] = x[base + l];
-    }
-  }
-  e.qx(PX, PL, PO, 4 * nb, 16, 32, GROUP_MAX_EPS, F_0_1, PS);
+  f32.set(x.subarray(s, s + 256 * nb), PIN >> 2);
+  e.q6prep(PIN, PX, nb);
+  e.qx(PX, PL, PO, 4 * nb, 32, GROUP_MAX_EPS, F_0_1, PS);
   const lx = PL >> 2;
   const ox = PO >> 2;
   for (let b = 0; b < nb; b++) {
@@ -285,15 +275,7 @@ export function k4RequantWasm(
 ): void {
   const e = start()!;
   const { f32, i32 } = e;
-  const px = PO >> 2;
-  // d then dm of group g (lane k) at 8·g + k and 8·g + 4 + k
-  for (let b = 0; b < nb; b++) {
-    for (let j = 0; j < 8; j++) {
-      const o = px + (2 * b + (j >> 2)) * 8 + (j & 3);
-      f32[o] = dd[16 * b + j];
-      f32[o + 4] = dd[16 * b + 8 + j];
-    }
-  }
+  k4SetDd(f32, nb, dd);
   e.requant(PX, PL, PO, 2 * nb, 32, 0, nmax, 0);
   const lx = PL >> 2;
   for (let b = 0; b < nb; b++) {
@@ -334,15 +316,7 @@ export function q6RequantWasm(
 ): void {
   const e = start()!;
   const { f32, i32 } = e;
-  const px = PO >> 2;
-  // d of group g (lane k) at 8·g + k, dm (zero) at 8·g + 4 + k
-  for (let b = 0; b < nb; b++) {
-    for (let j = 0; j < 16; j++) {
-      const o = px + (4 * b + (j >> 2)) * 8 + (j & 3);
-      f32[o] = dd[16 * b + j];
-      f32[o + 4] = 0;
-    }
-  }
+  q6SetDd(f32, nb, dd);
   e.requant(PX, PL, PO, 4 * nb, 16, -32, 31, 32);
   const lx = PL >> 2;
   for (let b = 0; b < nb; b++) {
@@ -351,6 +325,116 @@ export function q6RequantWasm(
       for (let l = 0, d = 256 * b + 16 * j; l < 16; l++, o += 4) {
         L[d + l] = i32[o];
       }
+    }
+  }
+}
+
+/**
+ * The final Q4_K codes of the blocks of the last {@link k4SearchWasm}
+ * call (as {@link k4RequantWasm} with `nmax` 15), packed: each block's 128
+ * code bytes go to `out[o + 144·b + 16 ..]`.
+ *
+ * @param nb Blocks (as in the search call).
+ * @param dd `d` and `dm` of each sub-block, 16 per block.
+ * @param out The Q4_K blocks.
+ * @param o Byte offset of the first block.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { k4RequantPackWasm, k4SearchWasm } from "./_k_wasm.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const sc = new Float32Array(8), mn = new Float32Array(8);
+ * if (k4SearchWasm(x, 0, 1, 15, -1, Math.fround(0.1), 20, sc, mn)) {
+ *   const dd = new Float32Array(16).fill(0.1, 0, 8).fill(1, 8);
+ *   const out = new Uint8Array(144);
+ *   k4RequantPackWasm(1, dd, out, 0);
+ *   assert((out[16] & 15) === 10); // (sin 0 + 1) / 0.1
+ * }
+ * ```
+ */
+export function k4RequantPackWasm(
+  nb: number,
+  dd: Float32Array,
+  out: Uint8Array,
+  o: number,
+): void {
+  const e = start()!;
+  k4SetDd(e.f32, nb, dd);
+  e.requant(PX, PL, PO, 2 * nb, 32, 0, 15, 0);
+  e.k4pack(PL, POUT, nb);
+  for (let b = 0; b < nb; b++) {
+    out.set(
+      e.u8.subarray(POUT + 128 * b, POUT + 128 * (b + 1)),
+      o + 144 * b + 16,
+    );
+  }
+}
+
+/**
+ * The final Q6_K codes of the blocks of the last {@link q6SearchWasm}
+ * call (as {@link q6RequantWasm}), packed: the 192 code bytes of block `b`
+ * go to `out[o + 210·b ..]` where `kept[b]` is non-zero (the others stay
+ * zero, as ggml leaves blocks whose scales are all below its epsilon).
+ *
+ * @param nb Blocks (as in the search call).
+ * @param dd `d` of each sub-block, 16 per block.
+ * @param out The Q6_K blocks.
+ * @param o Byte offset of the first block.
+ * @param kept Per block: whether to store its codes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { q6RequantPackWasm, q6SearchWasm } from "./_k_wasm.ts";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * if (q6SearchWasm(x, 0, 1, new Float32Array(16))) {
+ *   const out = new Uint8Array(210);
+ *   q6RequantPackWasm(1, new Float32Array(16).fill(0.5), out, 0, [1]);
+ *   assert((out[1] & 15) === 2); // round(sin 1 / 0.5) + 32 = 34, low nibble 2
+ * }
+ * ```
+ */
+export function q6RequantPackWasm(
+  nb: number,
+  dd: Float32Array,
+  out: Uint8Array,
+  o: number,
+  kept: ArrayLike<number>,
+): void {
+  const e = start()!;
+  q6SetDd(e.f32, nb, dd);
+  e.requant(PX, PL, PO, 4 * nb, 16, -32, 31, 32);
+  e.q6pack(PL, POUT, nb);
+  for (let b = 0; b < nb; b++) {
+    if (!kept[b]) continue;
+    out.set(
+      e.u8.subarray(POUT + 192 * b, POUT + 192 * (b + 1)),
+      o + 210 * b,
+    );
+  }
+}
+
+/** `d` then `dm` of group g (lane k) at 8·g + k and 8·g + 4 + k, for Q4_K / Q5_K. */
+function k4SetDd(f32: Float32Array, nb: number, dd: Float32Array): void {
+  const px = PO >> 2;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 8; j++) {
+      const o = px + (2 * b + (j >> 2)) * 8 + (j & 3);
+      f32[o] = dd[16 * b + j];
+      f32[o + 4] = dd[16 * b + 8 + j];
+    }
+  }
+}
+
+/** `d` of group g (lane k) at 8·g + k, dm (zero) at 8·g + 4 + k, for Q6_K. */
+function q6SetDd(f32: Float32Array, nb: number, dd: Float32Array): void {
+  const px = PO >> 2;
+  for (let b = 0; b < nb; b++) {
+    for (let j = 0; j < 16; j++) {
+      const o = px + (4 * b + (j >> 2)) * 8 + (j & 3);
+      f32[o] = dd[16 * b + j];
+      f32[o + 4] = 0;
     }
   }
 }

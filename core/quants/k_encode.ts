@@ -17,10 +17,11 @@ import {
   makeQxQuants,
 } from "./_k_search.ts";
 import {
+  k4RequantPackWasm,
   k4RequantWasm,
   k4SearchWasm,
   K_WASM_CHUNK,
-  q6RequantWasm,
+  q6RequantPackWasm,
   q6SearchWasm,
 } from "./_k_wasm.ts";
 import { QUANT_BLOCKS } from "./blocks.ts";
@@ -353,6 +354,11 @@ function encodeK4(
         const o = (i0 + b) * blockBytes;
         k4Header(out, o, scales, 8 * b, mins, t.sm, dd, 16 * b);
       }
+      if (blockBytes === 144) {
+        // Q4_K: codes packed in WebAssembly too
+        k4RequantPackWasm(n, dd, out, i0 * 144);
+        continue;
+      }
       k4RequantWasm(n, nmax, dd, L);
       for (let b = 0; b < n; b++) pack((i0 + b) * blockBytes, L, 256 * b);
     } else {
@@ -482,10 +488,7 @@ export function quantizeQ6_K(x: Float32Array): Uint8Array {
       for (let b = 0; b < n; b++) {
         kept[b] = q6Header(out, (i0 + b) * 210, scales, 16 * b, dd) ? 1 : 0;
       }
-      q6RequantWasm(n, dd, L);
-      for (let b = 0; b < n; b++) {
-        if (kept[b]) packQ6(out, (i0 + b) * 210, L, 256 * b);
-      }
+      q6RequantPackWasm(n, dd, out, i0 * 210, kept);
       continue;
     }
     for (let b = 0; b < n; b++) {

@@ -163,6 +163,19 @@ export interface GgufWriteOptions {
     imatrix?: Float32Array,
     rowsPerMatrix?: number,
   ) => Promise<Uint8Array>;
+  /**
+   * Encodes a tensor stored as F32, F16 or BF16 (and quantized without an
+   * importance matrix) from its stored bytes, so the workers widen it and
+   * this thread holds no widened copy (`createQuantPool(...).encodeStored`);
+   * it must give the bytes `encode` gives for the widened values.
+   * @default {undefined} `encode`, or this thread
+   */
+  encodeStored?: (
+    type: DTypeName,
+    from: DTypeName,
+    bytes: Uint8Array,
+    perRow: number,
+  ) => Promise<Uint8Array>;
 }
 
 /**
@@ -564,6 +577,7 @@ async function tensorBytes(
   p: GgufTensorPlan,
   imatrix?: Float32Array,
   encode?: GgufWriteOptions["encode"],
+  stored?: GgufWriteOptions["encodeStored"],
 ): Promise<Uint8Array> {
   let bytes: Uint8Array;
   if (t.quant && p.to === t.dtype) {
@@ -573,6 +587,21 @@ async function tensorBytes(
   }
   if (p.action === "copy") {
     bytes = t.bytes;
+  } else if (
+    stored && !imatrix && !t.quant && QUANTIZE_TYPES.includes(p.to) &&
+    (t.dtype === "F32" || t.dtype === "F16" || t.dtype === "BF16")
+  ) {
+    // the workers widen the stored rows themselves
+    const need = p.shape.reduce((a, b) => a * b, 1) *
+      dtypeInfo(t.dtype).blockBytes;
+    if (t.bytes.byteLength < need) {
+      throw new RangeError(
+        `Cannot read tensor "${p.name}": ${t.dtype} [${
+          p.shape.join(", ")
+        }] needs ${need} bytes, has ${t.bytes.byteLength}`,
+      );
+    }
+    bytes = await stored(p.to, t.dtype, t.bytes.subarray(0, need), p.dims[0]);
   } else {
     const values = toFloat32(t);
     if (imatrix && dtypeInfo(p.to).kind === "quant") {
@@ -637,8 +666,8 @@ export async function* writeGguf(
   const { header, plan, alignment } = layout(model, options);
   options.onPlan?.(plan.map((p) => ({ ...p })));
   yield header;
-  for (const p of plan) {
-    const bytes = await tensorBytes(
+  const bytesOf = async (p: GgufTensorPlan) =>
+    tensorBytes(
       await model.tensors.load(p.name),
       p,
       // llama-quantize ignores an importance matrix of the wrong size for
@@ -648,7 +677,21 @@ export async function* writeGguf(
         ? undefined
         : options.imatrix?.get(p.name),
       options.encode,
+      options.encodeStored,
     );
+  // with an `encode` hook (workers), the next tensor is read and handed
+  // over while this one is encoded, so the workers never wait on a tensor
+  // boundary; at most two tensors are in memory
+  const ahead = options.encode || options.encodeStored ? 1 : 0;
+  const pending: Promise<Uint8Array>[] = [];
+  let started = 0;
+  for (const p of plan) {
+    while (started < plan.length && pending.length <= ahead) {
+      const job = bytesOf(plan[started++]);
+      job.catch(() => {}); // awaited in turn below
+      pending.push(job);
+    }
+    const bytes = await pending.shift()!;
     yield bytes;
     const pad = (alignment - (p.byteLength % alignment)) % alignment;
     if (pad > 0) yield new Uint8Array(pad);

@@ -34,6 +34,7 @@ import {
   v128,
 } from "./_asm.ts";
 import { encodeBase64 } from "@std/encoding";
+import { buildQuantizeKIo } from "./_kernels_quantize_k_io.ts";
 
 /**
  * Builds the quantizer module (imports `env.memory`, not shared).
@@ -51,14 +52,21 @@ export function buildQuantizeKModule(): Uint8Array {
   buildQkx2(m);
   buildQx(m);
   buildRequant(m);
+  buildQuantizeKIo(m);
   return m.encode();
 }
 
+/** Sub-block length of `qx` (Q6_K): its loops are unrolled. */
+const QX_N = 16;
+
 /**
  * `qx`: ggml's `make_qx_quants` (rmse_type 1, weights x², the Q6_K search)
- * for four sub-blocks of `n` values per group. Writes the codes plus `nmax`
- * at `pl`, and 32 bytes at `po`: the scale and a lane mask of sub-blocks
- * whose largest magnitude is below `eps` (redone by the caller).
+ * for four sub-blocks of 16 values per group, two groups interleaved in
+ * every step (independent F32 sums overlap; each lane keeps C's order) and
+ * the loops over the values unrolled. Writes the codes plus `nmax` at `pl`,
+ * and 32 bytes per group at `po`: the scale and a lane mask of sub-blocks
+ * whose largest magnitude is below `eps` (redone by the caller). `groups`
+ * must be even.
  */
 function buildQx(m: ModuleBuilder): void {
   const f = m.func("qx", [
@@ -66,40 +74,40 @@ function buildQx(m: ModuleBuilder): void {
     ["pl", T.i32],
     ["po", T.i32],
     ["groups", T.i32],
-    ["n", T.i32],
     ["nmax", T.i32],
     ["eps", T.f32],
     ["tenth", T.f32],
     ["scratch", T.i32],
   ]);
   const p = f.params;
-  const [g, i, is, a] = f.locals(T.i32, 4);
-  const [amax, mx, iscale, scale, best, slx, sl2, xi, lv, lf, w, acc] = f
-    .locals(T.v128, 12);
-  const [lo, hi, off, magic] = f.locals(T.v128, 4);
-  const bytes = i32.shl(get(p.n), i32.const(4));
-  const at = (base: typeof p.px) => i32.add(get(base), get(a));
-  const laux = i32.add(get(p.scratch), get(a));
-  // one pass: codes at `store`, Σ(w·x)·l and Σ(w·l)·l in C's order
-  const pass = (label: string, store: ReturnType<typeof get>) =>
-    seq(
-      set(slx, v128.const(new Array(16).fill(0))),
-      set(sl2, v128.const(new Array(16).fill(0))),
-      forLoop(
-        label,
-        i,
-        i32.const(0),
-        get(p.n),
-        i32.const(1),
-        set(a, i32.shl(get(i), i32.const(4))),
-        set(xi, v128.load(at(p.px))),
+  const N = QX_N;
+  const bytes = N * 16;
+  const G = [0, 1];
+  const [g, is] = f.locals(T.i32, 2);
+  const V = () => G.map(() => f.local(T.v128));
+  const amax = V(), mx = V(), iscale = V(), scale = V(), best = V();
+  const slx = V(), sl2 = V(), xi = V(), lv = V(), lf = V(), w = V();
+  const acc = V(), bestIs = V();
+  const [lo, hi, off, magic, zero] = f.locals(T.v128, 5);
+  type C = ReturnType<typeof get>;
+  const at = (k: number, i: number) => 16 * i + (k ? bytes : 0);
+  const ldX = (k: number, i: number): C => v128.load(get(p.px), at(k, i));
+  const each = (fn: (k: number) => C[]) => G.flatMap((k) => fn(k));
+  const over = (body: (i: number) => C[]): C =>
+    seq(...Array.from({ length: N }, (_, i) => body(i)).flat());
+  // one pass: Σ(w·x)·l and Σ(w·l)·l in C's order (codes not kept)
+  const pass = (): C[] => [
+    ...each((k) => [set(slx[k], get(zero)), set(sl2[k], get(zero))]),
+    over((i) =>
+      each((k) => [
+        set(xi[k], ldX(k, i)),
         set(
-          lv,
+          lv[k],
           i32x4.min_s(
             i32x4.max_s(
               i32x4.sub(
                 v128.and(
-                  f32x4.add(f32x4.mul(get(iscale), get(xi)), get(magic)),
+                  f32x4.add(f32x4.mul(get(iscale[k]), get(xi[k])), get(magic)),
                   i32x4.splat(i32.const(0x7fffff)),
                 ),
                 i32x4.splat(i32.const(0x400000)),
@@ -109,67 +117,75 @@ function buildQx(m: ModuleBuilder): void {
             get(hi),
           ),
         ),
-        v128.store(store, i32x4.add(get(lv), get(off))),
-        set(lf, f32x4.convert_i32x4_s(get(lv))),
-        set(w, f32x4.mul(get(xi), get(xi))),
+        set(lf[k], f32x4.convert_i32x4_s(get(lv[k]))),
+        set(w[k], f32x4.mul(get(xi[k]), get(xi[k]))),
         set(
-          slx,
-          f32x4.add(get(slx), f32x4.mul(f32x4.mul(get(w), get(xi)), get(lf))),
+          slx[k],
+          f32x4.add(
+            get(slx[k]),
+            f32x4.mul(f32x4.mul(get(w[k]), get(xi[k])), get(lf[k])),
+          ),
         ),
         set(
-          sl2,
-          f32x4.add(get(sl2), f32x4.mul(f32x4.mul(get(w), get(lf)), get(lf))),
+          sl2[k],
+          f32x4.add(
+            get(sl2[k]),
+            f32x4.mul(f32x4.mul(get(w[k]), get(lf[k])), get(lf[k])),
+          ),
         ),
-      ),
-    );
-  const zero = v128.const(new Array(16).fill(0));
+      ])
+    ),
+  ];
+  const stL = (k: number, i: number, v: C): C =>
+    v128.store(get(p.pl), v, at(k, i));
   f.body(
     set(off, i32x4.splat(get(p.nmax))),
     set(lo, i32x4.splat(i32.sub(i32.const(0), get(p.nmax)))),
     set(hi, i32x4.splat(i32.sub(get(p.nmax), i32.const(1)))),
     set(magic, f32x4.splat(f32.const(12582912))),
+    set(zero, v128.const(new Array(16).fill(0))),
     forLoop(
-      "group",
+      "pair",
       g,
       i32.const(0),
       get(p.groups),
-      i32.const(1),
-      set(amax, zero),
-      set(mx, zero),
-      forLoop(
-        "amax",
-        i,
-        i32.const(0),
-        get(p.n),
-        i32.const(1),
-        set(a, i32.shl(get(i), i32.const(4))),
-        set(xi, v128.load(at(p.px))),
-        set(lf, f32x4.abs(get(xi))),
-        set(acc, f32x4.gt(get(lf), get(amax))),
-        set(amax, v128.bitselect(get(lf), get(amax), get(acc))),
-        set(mx, v128.bitselect(get(xi), get(mx), get(acc))),
+      i32.const(2),
+      ...each((k) => [set(amax[k], get(zero)), set(mx[k], get(zero))]),
+      over((i) =>
+        each((k) => [
+          set(xi[k], ldX(k, i)),
+          set(lf[k], f32x4.abs(get(xi[k]))),
+          set(acc[k], f32x4.gt(get(lf[k]), get(amax[k]))),
+          set(amax[k], v128.bitselect(get(lf[k]), get(amax[k]), get(acc[k]))),
+          set(mx[k], v128.bitselect(get(xi[k]), get(mx[k]), get(acc[k]))),
+        ])
       ),
-      v128.store(
-        i32.add(get(p.po), i32.const(16)),
-        f32x4.lt(get(amax), f32x4.splat(get(p.eps))),
-      ),
-      set(
-        iscale,
-        f32x4.div(
-          f32x4.splat(f32.neg(f32.convert_i32_s(get(p.nmax)))),
-          get(mx),
+      ...each((k) => [
+        v128.store(
+          i32.add(get(p.po), i32.const(32 * k + 16)),
+          f32x4.lt(get(amax[k]), f32x4.splat(get(p.eps))),
         ),
-      ),
-      pass("first", at(p.pl)),
+        set(
+          iscale[k],
+          f32x4.div(
+            f32x4.splat(f32.neg(f32.convert_i32_s(get(p.nmax)))),
+            get(mx[k]),
+          ),
+        ),
+      ]),
+      ...pass(),
+      ...each((k) => [set(bestIs[k], get(iscale[k]))]),
       // scale = Σl² ? Σlx/Σl² : 0
-      set(
-        scale,
-        v128.and(
-          f32x4.div(get(slx), get(sl2)),
-          v128.not(f32x4.eq(get(sl2), zero)),
+      ...each((k) => [
+        set(
+          scale[k],
+          v128.and(
+            f32x4.div(get(slx[k]), get(sl2[k])),
+            v128.not(f32x4.eq(get(sl2[k]), get(zero))),
+          ),
         ),
-      ),
-      set(best, f32x4.mul(get(scale), get(slx))),
+        set(best[k], f32x4.mul(get(scale[k]), get(slx[k]))),
+      ]),
       forLoop(
         "search",
         is,
@@ -177,79 +193,105 @@ function buildQx(m: ModuleBuilder): void {
         i32.const(10),
         i32.const(1),
         if_(get(is), [
-          set(
-            iscale,
-            f32x4.div(
-              f32x4.splat(
-                f32.neg(
-                  f32.add(
-                    f32.convert_i32_s(get(p.nmax)),
-                    f32.mul(get(p.tenth), f32.convert_i32_s(get(is))),
+          ...each((k) => [
+            set(
+              iscale[k],
+              f32x4.div(
+                f32x4.splat(
+                  f32.neg(
+                    f32.add(
+                      f32.convert_i32_s(get(p.nmax)),
+                      f32.mul(get(p.tenth), f32.convert_i32_s(get(is))),
+                    ),
                   ),
                 ),
-              ),
-              get(mx),
-            ),
-          ),
-          pass("cand", laux),
-          set(
-            acc,
-            v128.and(
-              f32x4.gt(get(sl2), zero),
-              f32x4.gt(
-                f32x4.mul(get(slx), get(slx)),
-                f32x4.mul(get(best), get(sl2)),
-              ),
-            ),
-          ),
-          if_(anyTrue(get(acc)), [
-            forLoop(
-              "take",
-              i,
-              i32.const(0),
-              get(p.n),
-              i32.const(1),
-              set(a, i32.shl(get(i), i32.const(4))),
-              v128.store(
-                at(p.pl),
-                v128.bitselect(
-                  v128.load(laux),
-                  v128.load(at(p.pl)),
-                  get(acc),
-                ),
-              ),
-            ),
-            set(
-              scale,
-              v128.bitselect(
-                f32x4.div(get(slx), get(sl2)),
-                get(scale),
-                get(acc),
-              ),
-            ),
-            set(
-              best,
-              v128.bitselect(
-                f32x4.mul(get(scale), get(slx)),
-                get(best),
-                get(acc),
+                get(mx[k]),
               ),
             ),
           ]),
+          ...pass(),
+          ...each((k) => [
+            set(
+              acc[k],
+              v128.and(
+                f32x4.gt(get(sl2[k]), get(zero)),
+                f32x4.gt(
+                  f32x4.mul(get(slx[k]), get(slx[k])),
+                  f32x4.mul(get(best[k]), get(sl2[k])),
+                ),
+              ),
+            ),
+            if_(anyTrue(get(acc[k])), [
+              set(
+                bestIs[k],
+                v128.bitselect(get(iscale[k]), get(bestIs[k]), get(acc[k])),
+              ),
+              set(
+                scale[k],
+                v128.bitselect(
+                  f32x4.div(get(slx[k]), get(sl2[k])),
+                  get(scale[k]),
+                  get(acc[k]),
+                ),
+              ),
+              set(
+                best[k],
+                v128.bitselect(
+                  f32x4.mul(get(scale[k]), get(slx[k])),
+                  get(best[k]),
+                  get(acc[k]),
+                ),
+              ),
+            ]),
+          ]),
         ]),
       ),
-      v128.store(get(p.po), get(scale)),
-      set(p.px, i32.add(get(p.px), bytes)),
-      set(p.pl, i32.add(get(p.pl), bytes)),
-      set(p.po, i32.add(get(p.po), i32.const(32))),
+      // the codes of the best candidate, computed once
+      over((i) =>
+        each((k) => [
+          stL(
+            k,
+            i,
+            i32x4.add(
+              get(off),
+              i32x4.min_s(
+                i32x4.max_s(
+                  i32x4.sub(
+                    v128.and(
+                      f32x4.add(
+                        f32x4.mul(get(bestIs[k]), ldX(k, i)),
+                        get(magic),
+                      ),
+                      i32x4.splat(i32.const(0x7fffff)),
+                    ),
+                    i32x4.splat(i32.const(0x400000)),
+                  ),
+                  get(lo),
+                ),
+                get(hi),
+              ),
+            ),
+          ),
+        ])
+      ),
+      ...each((k) => [
+        v128.store(i32.add(get(p.po), i32.const(32 * k)), get(scale[k])),
+      ]),
+      set(p.px, i32.add(get(p.px), i32.const(2 * bytes))),
+      set(p.pl, i32.add(get(p.pl), i32.const(2 * bytes))),
+      set(p.po, i32.add(get(p.po), i32.const(64))),
     ),
   );
 }
 
+/** Sub-block length of `qkx2` (Q4_K and Q5_K): its loops are unrolled. */
+const QKX2_N = 32;
+
 /**
  * `qkx2`: two groups (the eight sub-blocks of a 256-block) interleaved in
- * every loop, so the two groups' sequential F32 sums overlap in the
- * pipeline; each lane still runs C's operations in C's order.
+ * every step, so the two groups' sequential F32 sums overlap in the
+ * pipeline; each lane still runs C's operations in C's order. The loops
+ * over the 32 values are unrolled (addresses become constant offsets).
  */
 function buildQkx2(m: ModuleBuilder): void {
   const f = m.func("qkx2", [
@@ -258,7 +300,6 @@ function buildQkx2(m: ModuleBuilder): void {
     ["pl", T.i32],
     ["po", T.i32],
     ["groups", T.i32],
-    ["n", T.i32],
     ["nmax", T.i32],
     ["rmin", T.f32],
     ["rdelta", T.f32],
@@ -266,8 +307,10 @@ function buildQkx2(m: ModuleBuilder): void {
     ["scratch", T.i32],
   ]);
   const p = f.params;
+  const N = QKX2_N;
+  const bytes = N * 16;
   const G = [0, 1];
-  const [g, i, is, a, bytes] = f.locals(T.i32, 5);
+  const [g, is] = f.locals(T.i32, 2);
   const V = () => G.map(() => f.local(T.v128));
   const mn = V(), mx = V(), sumW = V(), sumX = V(), iscale = V();
   const scale = V(), best = V(), sumL = V(), sumL2 = V(), sumXL = V();
@@ -275,20 +318,23 @@ function buildQkx2(m: ModuleBuilder): void {
   const cur = V(), acc = V();
   const [nmaxV, nmaxF, zero, magic] = f.locals(T.v128, 4);
   const [step] = f.locals(T.f32, 1);
-  // group k of the pair: its vectors follow group 0's by n·16 bytes
-  const at = (base: typeof p.px, k: number) =>
-    i32.add(i32.add(get(base), get(a)), k ? get(bytes) : i32.const(0));
-  const xmAt = (k: number) =>
-    i32.add(
-      i32.add(get(p.scratch), get(a)),
-      k ? get(bytes) : i32.const(0),
-    );
-  const lauxAt = (k: number) =>
-    i32.add(
-      i32.add(get(p.scratch), get(a)),
-      i32.shl(get(bytes), i32.const(k ? 2 : 1)),
-    );
-  const codeOf = (v: ReturnType<typeof get>) =>
+  type C = ReturnType<typeof get>;
+  // value i of group k of the pair: group 1's vectors follow group 0's
+  const off = (k: number, i: number) => 16 * i + (k ? bytes : 0);
+  const ld = (base: typeof p.px, k: number, i: number): C =>
+    v128.load(get(base), off(k, i));
+  const st = (base: typeof p.px, k: number, i: number, v: C): C =>
+    v128.store(get(base), v, off(k, i));
+  // scratch: x − min of both groups, then the candidate codes of both
+  const ldXm = (k: number, i: number): C =>
+    v128.load(get(p.scratch), off(k, i));
+  const stXm = (k: number, i: number, v: C): C =>
+    v128.store(get(p.scratch), v, off(k, i));
+  const ldAux = (k: number, i: number): C =>
+    v128.load(get(p.scratch), 2 * bytes + off(k, i));
+  const stAux = (k: number, i: number, v: C): C =>
+    v128.store(get(p.scratch), v, 2 * bytes + off(k, i));
+  const codeOf = (v: C) =>
     i32x4.min_s(
       i32x4.max_s(
         i32x4.sub(
@@ -302,20 +348,12 @@ function buildQkx2(m: ModuleBuilder): void {
       ),
       get(nmaxV),
     );
-  const each = (fn: (k: number) => ReturnType<typeof get>[]) =>
-    G.flatMap((k) => fn(k));
-  const over = (label: string, from: number, body: ReturnType<typeof get>[]) =>
-    forLoop(
-      label,
-      i,
-      i32.const(from),
-      get(p.n),
-      i32.const(1),
-      set(a, i32.shl(get(i), i32.const(4))),
-      ...body,
+  const each = (fn: (k: number) => C[]) => G.flatMap((k) => fn(k));
+  const over = (from: number, body: (i: number) => C[]): C =>
+    seq(
+      ...Array.from({ length: N - from }, (_, j) => body(from + j)).flat(),
     );
   f.body(
-    set(bytes, i32.shl(get(p.n), i32.const(4))),
     set(nmaxV, i32x4.splat(get(p.nmax))),
     set(nmaxF, f32x4.splat(f32.convert_i32_s(get(p.nmax)))),
     set(zero, v128.const(new Array(16).fill(0))),
@@ -326,19 +364,16 @@ function buildQkx2(m: ModuleBuilder): void {
       i32.const(0),
       get(p.groups),
       i32.const(2),
-      set(a, i32.const(0)),
       ...each((k) => [
-        set(mn[k], v128.load(at(p.px, k))),
+        set(mn[k], ld(p.px, k, 0)),
         set(mx[k], get(mn[k])),
-        set(sumW[k], v128.load(at(p.pw, k))),
+        set(sumW[k], ld(p.pw, k, 0)),
         set(sumX[k], f32x4.mul(get(sumW[k]), get(mn[k]))),
       ]),
-      over(
-        "init",
-        1,
+      over(1, (i) =>
         each((k) => [
-          set(lf[k], v128.load(at(p.px, k))),
-          set(wl[k], v128.load(at(p.pw, k))),
+          set(lf[k], ld(p.px, k, i)),
+          set(wl[k], ld(p.pw, k, i)),
           set(
             mn[k],
             v128.bitselect(
@@ -360,8 +395,7 @@ function buildQkx2(m: ModuleBuilder): void {
             sumX[k],
             f32x4.add(get(sumX[k]), f32x4.mul(get(wl[k]), get(lf[k]))),
           ),
-        ]),
-      ),
+        ])),
       ...each((k) => [
         set(
           mn[k],
@@ -382,15 +416,13 @@ function buildQkx2(m: ModuleBuilder): void {
         set(scale[k], f32x4.div(f32x4.splat(f32.const(1)), get(iscale[k]))),
         set(best[k], get(zero)),
       ]),
-      over(
-        "first",
-        0,
+      over(0, (i) =>
         each((k) => [
-          set(wl[k], v128.load(at(p.px, k))),
+          set(wl[k], ld(p.px, k, i)),
           set(lf[k], f32x4.sub(get(wl[k]), get(mn[k]))),
-          v128.store(xmAt(k), get(lf[k])),
+          stXm(k, i, get(lf[k])),
           set(lv[k], codeOf(f32x4.mul(get(iscale[k]), get(lf[k])))),
-          v128.store(at(p.pl, k), get(lv[k])),
+          st(p.pl, k, i, get(lv[k])),
           set(
             dd[k],
             f32x4.sub(
@@ -405,14 +437,10 @@ function buildQkx2(m: ModuleBuilder): void {
             best[k],
             f32x4.add(
               get(best[k]),
-              f32x4.mul(
-                v128.load(at(p.pw, k)),
-                f32x4.mul(get(dd[k]), get(dd[k])),
-              ),
+              f32x4.mul(ld(p.pw, k, i), f32x4.mul(get(dd[k]), get(dd[k]))),
             ),
           ),
-        ]),
-      ),
+        ])),
       if_(i32.ge_s(get(p.nstep), i32.const(1)), [
         forLoop(
           "search",
@@ -443,17 +471,12 @@ function buildQkx2(m: ModuleBuilder): void {
             set(sumL2[k], get(zero)),
             set(sumXL[k], get(zero)),
           ]),
-          over(
-            "cand",
-            0,
+          over(0, (i) =>
             each((k) => [
-              set(
-                lv[k],
-                codeOf(f32x4.mul(get(iscale[k]), v128.load(xmAt(k)))),
-              ),
-              v128.store(lauxAt(k), get(lv[k])),
+              set(lv[k], codeOf(f32x4.mul(get(iscale[k]), ldXm(k, i)))),
+              stAux(k, i, get(lv[k])),
               set(lf[k], f32x4.convert_i32x4_s(get(lv[k]))),
-              set(wl[k], f32x4.mul(v128.load(at(p.pw, k)), get(lf[k]))),
+              set(wl[k], f32x4.mul(ld(p.pw, k, i), get(lf[k]))),
               set(sumL[k], f32x4.add(get(sumL[k]), get(wl[k]))),
               set(
                 sumL2[k],
@@ -461,13 +484,9 @@ function buildQkx2(m: ModuleBuilder): void {
               ),
               set(
                 sumXL[k],
-                f32x4.add(
-                  get(sumXL[k]),
-                  f32x4.mul(get(wl[k]), v128.load(at(p.px, k))),
-                ),
+                f32x4.add(get(sumXL[k]), f32x4.mul(get(wl[k]), ld(p.px, k, i))),
               ),
-            ]),
-          ),
+            ])),
           ...each((k) => [
             // D = Σw·ΣL² − (ΣL)²
             set(
@@ -509,9 +528,7 @@ function buildQkx2(m: ModuleBuilder): void {
             set(tm[k], v128.bitselect(get(zero), get(tm[k]), get(acc[k]))),
             set(cur[k], get(zero)),
           ]),
-          over(
-            "err",
-            0,
+          over(0, (i) =>
             each((k) => [
               set(
                 lf[k],
@@ -519,25 +536,21 @@ function buildQkx2(m: ModuleBuilder): void {
                   f32x4.add(
                     f32x4.mul(
                       get(ts[k]),
-                      f32x4.convert_i32x4_s(v128.load(lauxAt(k))),
+                      f32x4.convert_i32x4_s(ldAux(k, i)),
                     ),
                     get(tm[k]),
                   ),
-                  v128.load(at(p.px, k)),
+                  ld(p.px, k, i),
                 ),
               ),
               set(
                 cur[k],
                 f32x4.add(
                   get(cur[k]),
-                  f32x4.mul(
-                    v128.load(at(p.pw, k)),
-                    f32x4.mul(get(lf[k]), get(lf[k])),
-                  ),
+                  f32x4.mul(ld(p.pw, k, i), f32x4.mul(get(lf[k]), get(lf[k]))),
                 ),
               ),
-            ]),
-          ),
+            ])),
           ...each((k) => [
             set(
               acc[k],
@@ -547,14 +560,12 @@ function buildQkx2(m: ModuleBuilder): void {
               ),
             ),
             if_(anyTrue(get(acc[k])), [
-              over("take", 0, [
-                v128.store(
-                  at(p.pl, k),
-                  v128.bitselect(
-                    v128.load(lauxAt(k)),
-                    v128.load(at(p.pl, k)),
-                    get(acc[k]),
-                  ),
+              over(0, (i) => [
+                st(
+                  p.pl,
+                  k,
+                  i,
+                  v128.bitselect(ldAux(k, i), ld(p.pl, k, i), get(acc[k])),
                 ),
               ]),
               set(
@@ -566,11 +577,8 @@ function buildQkx2(m: ModuleBuilder): void {
                 v128.bitselect(get(ts[k]), get(scale[k]), get(acc[k])),
               ),
               set(mn[k], v128.bitselect(get(tm[k]), get(mn[k]), get(acc[k]))),
-              over("xm", 0, [
-                v128.store(
-                  xmAt(k),
-                  f32x4.sub(v128.load(at(p.px, k)), get(mn[k])),
-                ),
+              over(0, (i) => [
+                stXm(k, i, f32x4.sub(ld(p.px, k, i), get(mn[k]))),
               ]),
             ]),
           ]),
@@ -583,9 +591,9 @@ function buildQkx2(m: ModuleBuilder): void {
           f32x4.neg(get(mn[k])),
         ),
       ]),
-      set(p.px, i32.add(get(p.px), i32.shl(get(bytes), i32.const(1)))),
-      set(p.pw, i32.add(get(p.pw), i32.shl(get(bytes), i32.const(1)))),
-      set(p.pl, i32.add(get(p.pl), i32.shl(get(bytes), i32.const(1)))),
+      set(p.px, i32.add(get(p.px), i32.const(2 * bytes))),
+      set(p.pw, i32.add(get(p.pw), i32.const(2 * bytes))),
+      set(p.pl, i32.add(get(p.pl), i32.const(2 * bytes))),
       set(p.po, i32.add(get(p.po), i32.const(96))),
     ),
   );
