@@ -6,20 +6,24 @@
  * prompt, to within a loose bound. The writer is checked to produce the
  * very bytes llama.cpp ran (sha256).
  *
- * Not yet at F32 rounding: IQ3_S agrees to 2e-7 at positions 0–2, then by
- * ~1.2e-2 of the logits' RMS from position 3 on (it depends on the tokens:
- * another prompt agrees to 2e-7 everywhere); IQ2_XS by ~1.5e-2 from
- * position 0. Our own kernel variants (relaxed SIMD or not) agree with each
- * other to 2e-7, and Q8_0 / Q4_0 files of the same model agree with
- * llama.cpp to 1e-7 at every position, so the gap is in the IQ2_XS / IQ3_S
- * products of one of the two sides (llama.cpp's prebuilt AVX-512 CPU
- * variant was not compared op by op); the bound below is what holds today.
+ * The agreement is to the model's own sensitivity, not to F32 rounding:
+ * llama.cpp rounds each matrix input to Q8_K codes, and this random
+ * 8-layer model has activations within an F32 rounding of a code boundary,
+ * so last-bit differences (llama.cpp's vectorized expf in SiLU, its
+ * summation orders) flip codes and move the logits by ~1e-2. Measured: our
+ * own logits move by as much when every norm weight is nudged by one unit
+ * in the last place (IQ3_S with seed 1: 2e-7 at positions 0–2, then
+ * 9.9e-3, 8.6e-3, 1.1e-2 … — llama.cpp's difference from ours, position for
+ * position); Q8_0 and Q4_0 files of the same model agree with llama.cpp to
+ * 1e-7. So the test measures that sensitivity (one nudged copy of each
+ * file) and requires llama.cpp's logits within twice it, and within 2.5e-2
+ * of the logits' RMS overall.
  */
 
 import { assert, assertEquals } from "@std/assert";
 import { encodeHex } from "@std/encoding";
 import { memorySource } from "../../core/sources.ts";
-import { readGguf } from "../../formats/gguf/mod.ts";
+import { readGguf, readGgufHeader } from "../../formats/gguf/mod.ts";
 import { transformerFromGguf } from "../../models/transformer.ts";
 import { shutdownKernels } from "../../kernels/fast/runtime.ts";
 import {
@@ -35,6 +39,33 @@ const REF: {
     new URL("../vectors/iq_llama/logits.json", import.meta.url),
   ),
 );
+
+/** The file with every norm weight moved by one unit in the last place (seeded). */
+async function nudged(bytes: Uint8Array, seed: number): Promise<Uint8Array> {
+  const h = await readGgufHeader(memorySource(bytes));
+  const out = bytes.slice();
+  for (const t of h.tensors.filter((t) => t.name.endsWith("norm.weight"))) {
+    const dv = new DataView(out.buffer, h.dataOffset + t.offset, t.byteLength);
+    for (let i = 0; i < t.byteLength; i += 4) {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      const u = dv.getUint32(i, true);
+      dv.setUint32(i, seed & 0x10000 ? u + 1 : u - 1, true);
+    }
+  }
+  return out;
+}
+
+/** Per position, RMS of `a − b` over the RMS of `b`. */
+function relRms(a: ArrayLike<number>[], b: ArrayLike<number>[]): number[] {
+  return b.map((row, p) => {
+    let ss = 0, d2 = 0;
+    for (let k = 0; k < row.length; k++) {
+      ss += row[k] * row[k];
+      d2 += (a[p][k] - row[k]) ** 2;
+    }
+    return Math.sqrt(d2 / ss);
+  });
+}
 
 Deno.test("IQ3_S and IQ2_XS files written by modelhost: llama.cpp's logits at every position", async () => {
   assertEquals(REF.prompt, IQ_LLAMA_PROMPT);
@@ -52,13 +83,19 @@ Deno.test("IQ3_S and IQ2_XS files written by modelhost: llama.cpp's logits at ev
         ref.sha256,
         `${type}: the file llama.cpp ran`,
       );
-      const model = await transformerFromGguf(
-        await readGguf(memorySource(bytes)),
-      );
       const vocab = ref.logits[0].length;
-      const got = model.forward(IQ_LLAMA_PROMPT, undefined, {
-        allPositions: true,
-      });
+      const run = async (b: Uint8Array) =>
+        (await transformerFromGguf(await readGguf(memorySource(b)))).forward(
+          IQ_LLAMA_PROMPT,
+          undefined,
+          { allPositions: true },
+        );
+      const got = await run(bytes);
+      const rows = (x: Float32Array) =>
+        IQ_LLAMA_PROMPT.map((_, p) => x.subarray(p * vocab, (p + 1) * vocab));
+      const sensitivity = Math.max(
+        ...relRms(rows(await run(await nudged(bytes, 1))), rows(got)),
+      );
       assertEquals(got.length, IQ_LLAMA_PROMPT.length * vocab);
       let worstRms = 0, worstMax = 0, sameTop = 0;
       for (let p = 0; p < IQ_LLAMA_PROMPT.length; p++) {
@@ -81,10 +118,13 @@ Deno.test("IQ3_S and IQ2_XS files written by modelhost: llama.cpp's logits at ev
         worstMax = Math.max(worstMax, max / rms);
         if (a === b) sameTop++;
       }
-      // Measured (see the module doc): RMS difference 1.5e-2 (IQ3_S) and
-      // 1.7e-2 (IQ2_XS) of the logits' RMS, largest 7.6e-2, one top-token
-      // swap between two logits 3e-3 apart; Q8_0 and Q4_0 files of the same
-      // model agree to 1e-7 at every position
+      // measured: 1.5e-2 (IQ3_S) and 1.7e-2 (IQ2_XS) from llama.cpp, our
+      // own sensitivity 1.5e-2 and 1.7e-2; largest 7.6e-2, one top-token
+      // swap between two logits 3e-3 apart
+      assert(
+        worstRms <= 2 * sensitivity,
+        `${type}: logits differ from llama.cpp's by ${worstRms} of their RMS, more than twice the model's own sensitivity to last-bit changes (${sensitivity})`,
+      );
       assert(
         worstRms < 2.5e-2 && worstMax < 0.1,
         `${type}: logits differ from llama.cpp's by ${worstRms} (RMS) and ${worstMax} (largest) of their RMS`,
