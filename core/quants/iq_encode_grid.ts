@@ -1,24 +1,25 @@
 /**
- * Encoders of the lattice types IQ2_XS and IQ3_S, byte-identical to ggml's
- * `quantize_iq2_xs` / `quantize_iq3_s` (what `llama-quantize` writes with
- * an importance matrix). Every float operation is rounded to F32 in C's
- * order, as in `iq_encode.ts`.
+ * Encoders of the lattice types IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S,
+ * byte-identical to ggml's `quantize_iq2_xs` / `quantize_iq2_s` /
+ * `quantize_iq3_xxs` / `quantize_iq3_s` (what `llama-quantize` writes,
+ * with or without an importance matrix). Every float operation is rounded
+ * to F32 in C's order, as in `iq_encode.ts`.
  *
  * Both search a scale per group of values, round each group to the nearest
  * lattice point and, when that point is not in the type's grid, take the
- * best of its grid neighbours. The neighbour lists are ggml's
- * (`iq2xs_init_impl` / `iq3xs_init_impl`): for a point off the grid, the
- * grid entries at the smallest and the second smallest squared distance,
- * ordered by distance then by grid index. They are built here on first use
- * of each point (the same lists; ggml builds all of them up front).
+ * best of its grid neighbours (ggml's lists, `_iq_lattice.ts`).
  *
  * @module
  */
 
-import { checkValues, nearestInt } from "./_common.ts";
-import { QUANT_BLOCKS } from "./blocks.ts";
+import { nearestInt } from "./_common.ts";
 import { f32ToHalfBits } from "./f16.ts";
-import { IQ2XS_GRID, IQ3S_GRID, IQ3XXS_GRID } from "./_iq_tables.ts";
+import {
+  bestNeighbour,
+  checkImatrix,
+  latticeOf,
+  rowsOf,
+} from "./_iq_lattice.ts";
 
 const fround = Math.fround;
 const GROUP_MAX_EPS = fround(1e-15);
@@ -29,167 +30,11 @@ const D_STRETCH = fround(1.033);
 /** IQ3_XXS's (ggml's 1.0125f). */
 const D_STRETCH_XXS = fround(1.0125);
 const EPS_IQ3_XXS = fround(1e-8);
-
-/**
- * A grid as ggml's quantizers see it: each entry's coordinates as odd
- * numbers `2l + 1`, the map from packed levels to entry (−1 off the
- * grid), and the neighbour lists of points off the grid.
- */
-interface Lattice {
-  /** Coordinates per entry. */
-  dim: number;
-  /** Bits per packed level. */
-  bits: number;
-  /** `2l + 1` per coordinate, `dim` per entry. */
-  pos: Int8Array;
-  /** Packed levels → entry, or −1. */
-  map: Int32Array;
-  /** How many of the smallest distances a neighbour list spans. */
-  nwant: number;
-  /** The neighbour lists computed so far, by packed levels. */
-  near: Map<number, Uint16Array>;
-}
-
-function lattice(
-  grid: Int8Array,
-  dim: number,
-  bits: number,
-  level: (v: number) => number,
-  mapSize: number,
-  nwant: number,
-): Lattice {
-  const n = grid.length / dim;
-  const pos = new Int8Array(grid.length);
-  const map = new Int32Array(mapSize).fill(-1);
-  for (let k = 0; k < n; k++) {
-    let index = 0;
-    for (let i = 0; i < dim; i++) {
-      const l = level(grid[k * dim + i]);
-      pos[k * dim + i] = 2 * l + 1;
-      index |= l << (bits * i);
-    }
-    map[index] = k;
-  }
-  return { dim, bits, pos, map, nwant, near: new Map() };
-}
-
-/**
- * ggml's neighbour list of the off-grid point `u`: the entries at the
- * `nwant` smallest squared distances, by distance then index.
- */
-function neighbours(g: Lattice, u: number): Uint16Array {
-  let list = g.near.get(u);
-  if (list) return list;
-  const { dim, bits, pos } = g;
-  const n = pos.length / dim;
-  const mask = (1 << bits) - 1;
-  const p = new Int32Array(dim);
-  for (let k = 0; k < dim; k++) p[k] = 2 * ((u >> (bits * k)) & mask) + 1;
-  const d2 = new Int32Array(n);
-  for (let j = 0; j < n; j++) {
-    let s = 0;
-    for (let k = 0; k < dim; k++) {
-      const t = pos[j * dim + k] - p[k];
-      s += t * t;
-    }
-    d2[j] = s;
-  }
-  const levels = [...new Set(d2)].sort((a, b) => a - b).slice(0, g.nwant);
-  const out: number[] = [];
-  for (const d of levels) {
-    for (let j = 0; j < n; j++) if (d2[j] === d) out.push(j);
-  }
-  list = Uint16Array.from(out);
-  g.near.set(u, list);
-  return list;
-}
-
-/**
- * ggml's `iq2_find_best_neighbour` / `iq3_find_best_neighbour`: the
- * neighbour of `u` closest to `xval` (weighted) at `scale`; writes its
- * levels into `L` and returns its index.
- */
-function bestNeighbour(
-  g: Lattice,
-  u: number,
-  xval: Float32Array,
-  xo: number,
-  weight: Float32Array,
-  scale: number,
-  L: Int8Array,
-): number {
-  const list = neighbours(g, u), dim = g.dim;
-  let best = Number.MAX_VALUE, index = -1;
-  for (const j of list) {
-    let d2 = 0;
-    for (let i = 0; i < dim; i++) {
-      const diff = fround(fround(scale * g.pos[j * dim + i]) - xval[xo + i]);
-      d2 = fround(d2 + fround(fround(weight[xo + i] * diff) * diff));
-    }
-    if (d2 < best) {
-      best = d2;
-      index = j;
-    }
-  }
-  for (let i = 0; i < dim; i++) L[xo + i] = (g.pos[index * dim + i] - 1) >> 1;
-  return index;
-}
-
-let iq2xs: Lattice | undefined;
-const iq2xsLattice = (): Lattice =>
-  iq2xs ??= lattice(
-    IQ2XS_GRID,
-    8,
-    2,
-    (v) => v === 0x08 ? 0 : v === 0x19 ? 1 : 2,
-    43692,
-    2,
-  );
-
-let iq3xxs: Lattice | undefined;
-const iq3xxsLattice = (): Lattice =>
-  iq3xxs ??= lattice(
-    IQ3XXS_GRID,
-    4,
-    3,
-    (v) => [0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3e].indexOf(v),
-    4096,
-    2,
-  );
-
-let iq3s: Lattice | undefined;
-const iq3sLattice = (): Lattice =>
-  iq3s ??= lattice(IQ3S_GRID, 4, 3, (v) => (v - 1) >> 1, 4096, 3);
-
-function checkImatrix(
-  what: string,
-  nPerRow: number,
-  imatrix: Float32Array | undefined,
-): Float32Array {
-  if (!imatrix) {
-    throw new TypeError(`${what} needs an importance matrix (as in ggml)`);
-  }
-  if (imatrix.length !== nPerRow) {
-    throw new RangeError(
-      `${what}: the importance matrix has ${imatrix.length} weights, the rows ${nPerRow} values`,
-    );
-  }
-  return imatrix;
-}
-
-function rowsOf(
-  type: "IQ2_XS" | "IQ3_S" | "IQ3_XXS",
-  x: Float32Array,
-  nPerRow: number,
-): number {
-  const nb = checkValues(QUANT_BLOCKS[type], x);
-  if (nPerRow <= 0 || nPerRow % 256 !== 0 || x.length % nPerRow !== 0) {
-    throw new RangeError(
-      `${type}: a row of ${nPerRow} values does not divide ${x.length} values into whole 256-value blocks`,
-    );
-  }
-  return nb;
-}
+/** IQ2_S's `GROUP_MAX_EPS_IQ2_S`. */
+const EPS_IQ2_S = fround(1e-8);
+/** IQ2_S stores its super-block scale shrunk by this (ggml's 0.9875f). */
+const D_SHRINK_IQ2_S = fround(0.9875);
+const QUARTER = fround(0.25);
 
 /**
  * Encodes IQ2_XS as ggml's `quantize_iq2_xs` (what `llama-quantize` writes
@@ -216,12 +61,59 @@ export function quantizeIQ2_XS(
   nPerRow: number,
   imatrix: Float32Array,
 ): Uint8Array {
-  const nb = rowsOf("IQ2_XS", x, nPerRow);
-  const qwAll = checkImatrix("IQ2_XS", nPerRow, imatrix);
-  const g = iq2xsLattice();
-  const out = new Uint8Array(nb * 74);
+  return iq2Impl(false, x, nPerRow, imatrix);
+}
+
+/**
+ * Encodes IQ2_S as ggml's `quantize_iq2_s`, optionally weighted by an
+ * importance matrix (`llama-quantize` asks for one for the IQ2 presets).
+ *
+ * @param x The values (whole rows).
+ * @param nPerRow Values per row (a multiple of 256); defaults to all values.
+ * @param imatrix One importance weight per column, or none.
+ * @returns The super-blocks (82 bytes per 256 values).
+ * @throws {RangeError} When the sizes do not fit.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { dequantizeGguf, quantizeIQ2_S } from "@modelhost/modelhost/formats/gguf";
+ * const x = Float32Array.from({ length: 256 }, (_, i) => Math.sin(i));
+ * const y = dequantizeGguf("IQ2_S", quantizeIQ2_S(x), 256);
+ * assert(Math.abs(y[3] - x[3]) < 0.5);
+ * ```
+ */
+export function quantizeIQ2_S(
+  x: Float32Array,
+  nPerRow: number = x.length,
+  imatrix?: Float32Array,
+): Uint8Array {
+  return iq2Impl(true, x, nPerRow, imatrix);
+}
+
+/**
+ * ggml's `quantize_row_iq2_xs_impl` and, with `s`, `quantize_row_iq2_s_impl`
+ * (the 1024-entry grid, eight free sign bits, an optional matrix, the grid
+ * index split into a low byte and two high bits, the scale stretched by
+ * 0.9875).
+ */
+function iq2Impl(
+  s: boolean,
+  x: Float32Array,
+  nPerRow: number,
+  imatrix: Float32Array | undefined,
+): Uint8Array {
+  const type = s ? "IQ2_S" : "IQ2_XS";
+  const nb = rowsOf(type, x, nPerRow);
+  const qwAll = s && !imatrix
+    ? undefined
+    : checkImatrix(type, nPerRow, imatrix);
+  const g = latticeOf(type);
+  const bb = s ? 82 : 74;
+  const out = new Uint8Array(nb * bb);
   const dv = new DataView(out.buffer);
   const kMaxQ = 3;
+  const eps = s ? EPS_IQ2_S : GROUP_MAX_EPS;
   const scales = new Float32Array(16);
   const weight = new Float32Array(16), waux = new Float32Array(16);
   const xval = new Float32Array(16);
@@ -231,35 +123,38 @@ export function quantizeIQ2_XS(
   const q2 = new Uint16Array(32);
   const perRow = nPerRow / 256;
   for (let ibl = 0; ibl < nb; ibl++) {
-    const o = 74 * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
+    const o = bb * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     q2.fill(0);
     let maxScale = 0;
     let sumx2 = 0;
     for (let i = 0; i < 256; i++) {
       sumx2 = fround(sumx2 + fround(x[xo + i] * x[xo + i]));
     }
-    const sigma2 = fround(sumx2 / 256);
+    const sigma2 = s ? fround(fround(2 * sumx2) / 256) : fround(sumx2 / 256);
     for (let ib = 0; ib < 16; ib++) {
       const xb = xo + 16 * ib;
       for (let i = 0; i < 16; i++) {
-        weight[i] = fround(
-          qwAll[qo + 16 * ib + i] *
-            fround(Math.sqrt(fround(sigma2 + fround(x[xb + i] * x[xb + i])))),
-        );
+        const v = x[xb + i];
+        weight[i] = qwAll
+          ? fround(
+            qwAll[qo + 16 * ib + i] *
+              fround(Math.sqrt(fround(sigma2 + fround(v * v)))),
+          )
+          : fround(fround(QUARTER * sigma2) + fround(v * v));
         waux[i] = fround(Math.sqrt(weight[i]));
       }
       for (let k = 0; k < 2; k++) {
-        let nflip = 0, s = 0;
+        let nflip = 0, sg = 0;
         for (let i = 0; i < 8; i++) {
           const v = x[xb + 8 * k + i];
           if (v >= 0) xval[8 * k + i] = v;
           else {
             xval[8 * k + i] = -v;
             nflip++;
-            s |= 1 << i;
+            sg |= 1 << i;
           }
         }
-        if (nflip % 2) {
+        if (!s && nflip % 2) {
           let imin = 0;
           let min = fround(
             fround(weight[8 * k] * x[xb + 8 * k]) * x[xb + 8 * k],
@@ -273,14 +168,14 @@ export function quantizeIQ2_XS(
             }
           }
           xval[8 * k + imin] = -xval[8 * k + imin];
-          s ^= 1 << imin;
+          sg ^= 1 << imin;
         }
-        signs[k] = s & 127;
+        signs[k] = s ? sg : sg & 127;
       }
       let max = xval[0];
       for (let i = 1; i < 16; i++) max = Math.max(max, xval[i]);
       L.fill(0);
-      if (max < GROUP_MAX_EPS) {
+      if (max < eps) {
         scales[ib] = 0;
         continue;
       }
@@ -344,33 +239,41 @@ export function quantizeIQ2_XS(
         }
         if (sumq2 > 0) scale = fround(sumqx / sumq2);
       }
+      const signMask = s ? 255 : 127;
       if (scale < 0) {
         scale = -scale;
-        signs[0] = ~signs[0] & 127;
-        signs[1] = ~signs[1] & 127;
+        signs[0] = ~signs[0] & signMask;
+        signs[1] = ~signs[1] & signMask;
       }
       for (let k = 0; k < 2; k++) {
         let u = 0;
         for (let i = 0; i < 8; i++) u |= L[8 * k + i] << (2 * i);
         const index = g.map[u];
         if (index < 0) {
-          throw new RangeError(`IQ2_XS: levels ${u} are not on the grid`);
+          throw new RangeError(`${type}: levels ${u} are not on the grid`);
         }
-        q2[2 * ib + k] = index | (signs[k] << 9);
+        if (s) {
+          const i8 = 2 * ib + k;
+          out[o + 2 + i8] = index & 255;
+          out[o + 66 + (i8 >> 2)] |= (index >> 8) << (2 * (i8 % 4));
+          out[o + 34 + i8] = signs[k];
+        } else q2[2 * ib + k] = index | (signs[k] << 9);
       }
       scales[ib] = scale;
       maxScale = Math.max(maxScale, scale);
     }
-    if (!maxScale) continue; // d = 0, qs and scales 0
+    if (!maxScale) continue; // d = 0, scales 0 (IQ2_XS: qs 0 too)
     const d = fround(maxScale / 31);
-    dv.setUint16(o, f32ToHalfBits(d), true);
+    dv.setUint16(o, f32ToHalfBits(s ? fround(d * D_SHRINK_IQ2_S) : d), true);
     const id = fround(1 / d);
     for (let ib = 0; ib < 16; ib++) {
       let l = nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1)));
       l = Math.max(0, Math.min(15, l));
-      out[o + 66 + (ib >> 1)] |= ib % 2 ? l << 4 : l;
+      out[o + (s ? 74 : 66) + (ib >> 1)] |= ib % 2 ? l << 4 : l;
     }
-    for (let i = 0; i < 32; i++) dv.setUint16(o + 2 + 2 * i, q2[i], true);
+    if (!s) {
+      for (let i = 0; i < 32; i++) dv.setUint16(o + 2 + 2 * i, q2[i], true);
+    }
   }
   return out;
 }
@@ -444,7 +347,7 @@ function iq3Impl(
   const type = xxs ? "IQ3_XXS" : "IQ3_S";
   const nb = rowsOf(type, x, nPerRow);
   const qwAll = imatrix && checkImatrix(type, nPerRow, imatrix);
-  const g = xxs ? iq3xxsLattice() : iq3sLattice();
+  const g = latticeOf(xxs ? "IQ3_XXS" : "IQ3_S");
   const bb = xxs ? 98 : 110;
   const out = new Uint8Array(nb * bb);
   const dv = new DataView(out.buffer);

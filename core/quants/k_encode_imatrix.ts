@@ -13,14 +13,23 @@ import type { DTypeName } from "../dtypes.ts";
 import { UnsupportedDTypeError } from "../errors.ts";
 import { nearestInt, scaleMinK4 } from "./_common.ts";
 import { F_0_1, GROUP_MAX_EPS } from "./_k_search.ts";
+import { makeQp } from "./_qp_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
 import { quantizeQ8_0 } from "./legacy.ts";
 import { quantizeIQ4_NL, quantizeIQ4_XS } from "./iq_encode.ts";
 import {
+  quantizeIQ2_S,
   quantizeIQ2_XS,
   quantizeIQ3_S,
   quantizeIQ3_XXS,
 } from "./iq_encode_grid.ts";
+import {
+  quantizeIQ1_M,
+  quantizeIQ1_S,
+  quantizeIQ2_XXS,
+  quantizeTQ1_0,
+  quantizeTQ2_0,
+} from "./iq_encode_low.ts";
 
 const f = Math.fround;
 
@@ -164,78 +173,6 @@ function makeQkx3(
   }
   mins[mi] = -min;
   return scale;
-}
-
-/** `make_qp_quants`: non-negative codes up to `nmax` for the scales, weighted. */
-function makeQp(
-  n: number,
-  nmax: number,
-  x: Float32Array,
-  L: Int32Array,
-  qw: Float32Array,
-): number {
-  let max = 0;
-  for (let i = 0; i < n; i++) max = Math.max(max, x[i]);
-  if (max < GROUP_MAX_EPS) {
-    for (let i = 0; i < n; i++) L[i] = 0;
-    return 0;
-  }
-  let iscale = f(nmax / max);
-  for (let i = 0; i < n; i++) L[i] = nearestInt(f(iscale * x[i]));
-  const scale = f(1 / iscale);
-  let bestMse = 0;
-  for (let i = 0; i < n; i++) {
-    const diff = f(x[i] - f(scale * L[i]));
-    bestMse = f(bestMse + f(f(qw[i] * diff) * diff));
-  }
-  for (let is = -4; is <= 4; is++) {
-    if (is === 0) continue;
-    const iscaleIs = f(f(f(F_0_1 * is) + nmax) / max);
-    const scaleIs = f(1 / iscaleIs);
-    let mse = 0;
-    for (let i = 0; i < n; i++) {
-      let l = nearestInt(f(iscaleIs * x[i]));
-      l = Math.min(nmax, l);
-      const diff = f(x[i] - f(scaleIs * l));
-      mse = f(mse + f(f(qw[i] * diff) * diff));
-    }
-    if (mse < bestMse) {
-      bestMse = mse;
-      iscale = iscaleIs;
-    }
-  }
-  let sumlx = 0, suml2 = 0;
-  for (let i = 0; i < n; i++) {
-    let l = nearestInt(f(iscale * x[i]));
-    l = Math.min(nmax, l);
-    L[i] = l;
-    sumlx = f(sumlx + f(f(qw[i] * x[i]) * l));
-    suml2 = f(suml2 + f(f(qw[i] * l) * l));
-  }
-  for (let itry = 0; itry < 5; itry++) {
-    let changed = 0;
-    for (let i = 0; i < n; i++) {
-      const w = qw[i];
-      let slx = f(sumlx - f(f(w * x[i]) * L[i]));
-      let sl2 = f(suml2 - f(f(w * L[i]) * L[i]));
-      if (slx > 0 && sl2 > 0) {
-        let nl = nearestInt(f(f(x[i] * sl2) / slx));
-        nl = Math.min(nmax, nl);
-        if (nl !== L[i]) {
-          slx = f(slx + f(f(w * x[i]) * nl));
-          sl2 = f(sl2 + f(f(w * nl) * nl));
-          if (f(f(slx * slx) * suml2) > f(f(sumlx * sumlx) * sl2)) {
-            L[i] = nl;
-            sumlx = slx;
-            suml2 = sl2;
-            changed++;
-          }
-        }
-      }
-    }
-    if (!changed) break;
-  }
-  return suml2 > 0 ? f(sumlx / suml2) : 0;
 }
 
 function packK4(out: Uint8Array, sc: number, Ls: Int32Array, Lm: Int32Array) {
@@ -612,6 +549,12 @@ export const IMATRIX_QUANTIZE_TYPES: readonly DTypeName[] = [
   "IQ3_S",
   "IQ2_XS",
   "IQ3_XXS",
+  "IQ2_XXS",
+  "IQ2_S",
+  "IQ1_S",
+  "IQ1_M",
+  "TQ1_0",
+  "TQ2_0",
 ];
 
 /** The IQ encoders that take the matrix (one row at a time). */
@@ -626,6 +569,10 @@ const IQ_ROW: Partial<
   IQ3_S: quantizeIQ3_S,
   IQ2_XS: quantizeIQ2_XS,
   IQ3_XXS: quantizeIQ3_XXS,
+  IQ2_XXS: quantizeIQ2_XXS,
+  IQ2_S: quantizeIQ2_S,
+  IQ1_S: quantizeIQ1_S,
+  IQ1_M: quantizeIQ1_M,
 };
 
 const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
@@ -643,8 +590,9 @@ const BLOCK: Partial<Record<DTypeName, [number, number]>> = {
 /**
  * Encodes rows as llama-quantize does with an importance matrix
  * (`ggml_quantize_chunk` with `quant_weights`): Q4_K, Q5_K, Q6_K, Q4_0,
- * Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS and IQ2_XS with their weighted
- * searches; Q8_0 ignores the weights; Q2_K and Q3_K too.
+ * Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, IQ3_S, IQ3_XXS, IQ2_XS, IQ2_XXS, IQ2_S,
+ * IQ1_S and IQ1_M with their weighted searches, Q2_K and Q3_K too; Q8_0,
+ * TQ1_0 and TQ2_0 ignore the weights.
  *
  * @param type The target type.
  * @param x Values, `rows × perRow`.
@@ -671,7 +619,10 @@ export function quantizeWithImatrix(
   weights: Float32Array,
   rowsPerMatrix?: number,
 ): Uint8Array {
+  // ggml's Q8_0, TQ1_0 and TQ2_0 quantizers take no weights
   if (type === "Q8_0") return quantizeQ8_0(x);
+  if (type === "TQ1_0") return quantizeTQ1_0(x);
+  if (type === "TQ2_0") return quantizeTQ2_0(x);
   const iqRow = IQ_ROW[type];
   if (iqRow) {
     const rows = x.length / perRow, per = rowsPerMatrix ?? rows;

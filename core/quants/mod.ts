@@ -52,10 +52,18 @@ export {
   quantizeMXFP4,
 } from "./iq_encode.ts";
 export {
+  quantizeIQ2_S,
   quantizeIQ2_XS,
   quantizeIQ3_S,
   quantizeIQ3_XXS,
 } from "./iq_encode_grid.ts";
+export {
+  quantizeIQ1_M,
+  quantizeIQ1_S,
+  quantizeIQ2_XXS,
+  quantizeTQ1_0,
+  quantizeTQ2_0,
+} from "./iq_encode_low.ts";
 export {
   F16_TO_F32_BITS,
   f32ToHalfBits,
@@ -92,6 +100,12 @@ export const QUANTIZE_TYPES: readonly DTypeName[] = [
   "IQ3_S",
   "IQ2_XS",
   "IQ3_XXS",
+  "IQ2_XXS",
+  "IQ2_S",
+  "IQ1_S",
+  "IQ1_M",
+  "TQ1_0",
+  "TQ2_0",
 ];
 
 /**

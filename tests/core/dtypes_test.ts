@@ -160,12 +160,6 @@ Deno.test("every quantized type decodes; those without an encoder refuse it with
     [
       "Q8_1",
       "Q8_K",
-      "IQ2_XXS",
-      "IQ1_S",
-      "IQ2_S",
-      "IQ1_M",
-      "TQ1_0",
-      "TQ2_0",
       "NVFP4",
       "Q1_0",
       "Q2_0",

@@ -2,8 +2,9 @@
  * The IQ, TQ, FP4, Q1_0 and Q2_0 block types against ggml itself
  * (`tests/vectors/gen/iq_quants.py`: ggml's quantizers and `to_float`, with
  * gguf-py's NumPy readers agreeing bit for bit): every type decodes to
- * ggml's exact F32 values, and the IQ4_NL, IQ4_XS and MXFP4 encoders write
- * ggml's exact bytes, with and without an importance matrix; the scalar dot
+ * ggml's exact F32 values, and the IQ4_NL, IQ4_XS, MXFP4, IQ3, IQ2, IQ1 and
+ * TQ encoders write ggml's exact bytes, with and without an importance
+ * matrix; the scalar dot
  * rules of `kernels/quant_ref.ts` for them equal ggml's CPU `vec_dot`.
  */
 
@@ -20,10 +21,18 @@ import {
   quantizeMXFP4,
 } from "../../core/quants/iq_encode.ts";
 import {
+  quantizeIQ2_S,
   quantizeIQ2_XS,
   quantizeIQ3_S,
   quantizeIQ3_XXS,
 } from "../../core/quants/iq_encode_grid.ts";
+import {
+  quantizeIQ1_M,
+  quantizeIQ1_S,
+  quantizeIQ2_XXS,
+  quantizeTQ1_0,
+  quantizeTQ2_0,
+} from "../../core/quants/iq_encode_low.ts";
 import {
   activationBlocksOf,
   quantizeActivationsRef,
@@ -95,7 +104,7 @@ Deno.test("iq quants: every type decodes to ggml's F32 values bit for bit", asyn
   }
 });
 
-Deno.test("iq quants: IQ4_NL, IQ4_XS, MXFP4, IQ2_XS and IQ3_S encoders write ggml's bytes", async () => {
+Deno.test("iq quants: the IQ4, MXFP4, IQ3, IQ2, IQ1 and TQ encoders write ggml's bytes", async () => {
   const src = toFloat32(await load("src"));
   const imatrix = toFloat32(await load("imatrix"));
   const cases: [string, (x: Float32Array) => Uint8Array][] = [
@@ -114,6 +123,17 @@ Deno.test("iq quants: IQ4_NL, IQ4_XS, MXFP4, IQ2_XS and IQ3_S encoders write ggm
     ["IQ3_S.imat", (x) => quantizeIQ3_S(x, info.cols, imatrix)],
     ["IQ3_XXS", (x) => quantizeIQ3_XXS(x, info.cols)],
     ["IQ3_XXS.imat", (x) => quantizeIQ3_XXS(x, info.cols, imatrix)],
+    // IQ2_XXS and IQ1_S need the imatrix (ggml_quantize_chunk passes it)
+    ["IQ2_XXS", (x) => quantizeIQ2_XXS(x, info.cols, imatrix)],
+    ["IQ2_S", (x) => quantizeIQ2_S(x, info.cols)],
+    ["IQ2_S.imat", (x) => quantizeIQ2_S(x, info.cols, imatrix)],
+    ["IQ1_S", (x) => quantizeIQ1_S(x, info.cols, imatrix)],
+    ["IQ1_M", (x) => quantizeIQ1_M(x, info.cols)],
+    ["IQ1_M.imat", (x) => quantizeIQ1_M(x, info.cols, imatrix)],
+    ["TQ1_0", (x) => encodeFromF32("TQ1_0", x)],
+    ["TQ1_0.ref", quantizeTQ1_0],
+    ["TQ2_0", (x) => encodeFromF32("TQ2_0", x)],
+    ["TQ2_0.ref", quantizeTQ2_0],
   ];
   for (const [name, encode] of cases) {
     const want = (await load(name)).bytes;

@@ -8,6 +8,10 @@ import {
 } from "../../core/quants/mod.ts";
 import { dtypeInfo, type DTypeName, DTYPES } from "../../core/dtypes.ts";
 import { quantizeIQ2_XS } from "../../core/quants/iq_encode_grid.ts";
+import {
+  quantizeIQ1_S,
+  quantizeIQ2_XXS,
+} from "../../core/quants/iq_encode_low.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { type Tensor, toFloat32 } from "../../core/tensor.ts";
 import { nearestInt, roundAway } from "../../core/quants/_common.ts";
@@ -176,6 +180,12 @@ Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays wi
     IQ3_S: 0.8,
     IQ2_XS: 1.4,
     IQ3_XXS: 1.4, // weights x² without a matrix: small values count little
+    IQ2_XXS: 1.4,
+    IQ2_S: 1.4,
+    IQ1_S: 2.2,
+    IQ1_M: 2.2,
+    TQ1_0: 1.2, // ternary: {-1, 0, 1} × the block's absolute maximum
+    TQ2_0: 1.2,
   };
   for (const t of QUANTIZE_TYPES) {
     const y = dequantizeGguf(t, encode(t, x), n);
@@ -187,15 +197,20 @@ Deno.test("quants: round-trip error of every quantizer on 0.1 + 2cos(i) stays wi
   }
 });
 
-/** `quantizeGguf`, but IQ2_XS (which needs one) with a flat importance matrix. */
+/** `quantizeGguf`, but the types that need one with a flat importance matrix. */
 function encode(t: DTypeName, x: Float32Array): Uint8Array {
+  const flat = new Float32Array(x.length).fill(1);
   return t === "IQ2_XS"
-    ? quantizeIQ2_XS(x, x.length, new Float32Array(x.length).fill(1))
+    ? quantizeIQ2_XS(x, x.length, flat)
+    : t === "IQ2_XXS"
+    ? quantizeIQ2_XXS(x, x.length, flat)
+    : t === "IQ1_S"
+    ? quantizeIQ1_S(x, x.length, flat)
     : quantizeGguf(t, x);
 }
 
 Deno.test("quants: types without an encoder are refused by name; bad sizes are RangeErrors", () => {
-  for (const t of ["IQ2_XXS", "IQ1_M", "TQ1_0", "TQ2_0", "NVFP4", "Q1_0"]) {
+  for (const t of ["NVFP4", "Q1_0", "Q2_0"]) {
     assertThrows(
       () => quantizeGguf(t as "Q4_0", new Float32Array(256)),
       UnsupportedDTypeError,

@@ -84,13 +84,13 @@ Deno.test("gguf --imatrix: a type without a weighted encoder is refused by name"
   assertThrows(
     () =>
       quantizeWithImatrix(
-        "TQ1_0",
+        "NVFP4",
         new Float32Array(256),
         256,
         new Float32Array(256),
       ),
     UnsupportedDTypeError,
-    "no importance-matrix encoder for TQ1_0",
+    "no importance-matrix encoder for NVFP4",
   );
 });
 

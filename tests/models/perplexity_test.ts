@@ -5,12 +5,14 @@
  * Llama, text tests/vectors/perplexity/stories.txt, context 128, 20 chunks.
  *
  * Tolerances: perplexity within 0.1 % (what the issue asks). KL divergence
- * within 0.5 %: the KL formula is llama.cpp's (and reading llama.cpp's base
- * file or ours gives the same value to 1e-4 relative), but it measures a
- * small difference between two models' logits, so the rounding of the
- * activations in the matrix products (llama.cpp rounds them to F16 for F16
- * weights and to Q8_K for K-quants; our kernels round differently) moves it
- * by up to ~0.5 % while it moves perplexity by under 0.1 %.
+ * within 0.1 % of llama-perplexity `--no-repack` (ggml's `vec_dot` path) on
+ * the synthetic Q4_K_M, and within 0.5 % of llama-perplexity's default: on
+ * AVX2 machines llama.cpp multiplies Q4_K weights with repacked 8×8 kernels
+ * whose float rounding differs from `vec_dot`'s, and the Q8_K rounding of the
+ * next layer's activations turns those last-bit differences into ~2e-2 RMS
+ * per-token log-probability differences; its own KL divergence moves by
+ * 0.33 % between the two paths (0.011169 vs 0.011206). Reading llama.cpp's
+ * base file or ours gives the same value to 1e-4 relative.
  */
 
 import {
@@ -89,6 +91,14 @@ async function checkKl(
 ) {
   const ref = REF.kl_divergence[name];
   const r = klDivergence(await model(q), base);
+  const exact = REF.kl_divergence[`${name}-no-repack`];
+  if (exact) {
+    assert(
+      rel(r.kld, exact.kld) < 1e-3,
+      `${name}: KLD ${r.kld} vs llama.cpp --no-repack ${exact.kld}`,
+    );
+    assert(rel(r.ppl, exact.ppl) < 1e-4, `${name}: PPL(Q) ${r.ppl}`);
+  }
   assert(rel(r.ppl, ref.ppl) < 1e-3, `${name}: PPL(Q) ${r.ppl} vs ${ref.ppl}`);
   assert(
     rel(r.pplBase, ref.ppl_base) < 1e-3,

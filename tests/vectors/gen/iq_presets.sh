@@ -1,10 +1,10 @@
 #!/bin/sh
-# llama-quantize's IQ2/IQ3 preset outputs on the synthetic Llamas
+# llama-quantize's IQ1/IQ2/IQ3 and TQ preset outputs on the synthetic Llamas
 # (synthetic_llama.ts), without an importance matrix and with the committed
 # llama-imatrix matrices of tests/vectors/imatrix/ (made by imatrix.sh):
 # sha256 and per-tensor types in tests/vectors/imatrix/iq_presets.json.
-# A preset llama-quantize refuses (IQ2_XS without a matrix) is listed as
-# failed.
+# A preset llama-quantize refuses (IQ2_XS, IQ2_XXS, IQ1_S … without a
+# matrix) is listed as failed.
 #
 #   LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin sh tests/vectors/gen/iq_presets.sh
 #
@@ -37,6 +37,9 @@ q() { # model imatrix-or-- type
 for m in syn-gqa4 syn-mha; do
   for t in IQ3_S IQ3_M IQ3_XS IQ3_XXS IQ2_XS; do q $m - $t; done
   for t in IQ3_S IQ3_M IQ3_XS IQ3_XXS IQ2_XS IQ2_S; do q $m $m.imatrix.gguf $t; done
+  # the 1- and 2-bit mixes and the ternary types
+  for t in IQ2_XXS IQ2_S IQ2_M IQ1_S IQ1_M TQ1_0 TQ2_0; do q $m - $t; done
+  for t in IQ2_XXS IQ2_M IQ1_S IQ1_M TQ1_0 TQ2_0; do q $m $m.imatrix.gguf $t; done
 done
 "$PY" - > "$OUT/iq_presets.json" <<'PYEOF'
 import hashlib, json, sys

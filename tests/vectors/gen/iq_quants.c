@@ -3,7 +3,7 @@
 // writes DIR/<type>.q (ggml_quantize_chunk, imatrix passed where ggml needs one),
 //        DIR/<type>.deq (ggml's to_float of those bytes),
 //        DIR/IQ4_NL.imat.q, IQ4_XS.imat.q, MXFP4.imat.q, IQ3_S.imat.q,
-//        IQ3_XXS.imat.q, IQ2_S.imat.q (with the imatrix),
+//        IQ3_XXS.imat.q, IQ2_S.imat.q, IQ1_M.imat.q (with the imatrix),
 //        DIR/<type>.ref.q (the type's from_float_ref, the _ref row quantizer).
 // Build: cc -O2 iq_quants.c -I LLAMA/ggml/include -L BUILD/bin -lggml-base
 #include <stdio.h>
@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
         tr->to_float(q, y, n);
         spit(dir, name, "deq", y, n * 4);
         if (!strcmp(name, "iq4_nl") || !strcmp(name, "iq4_xs") || !strcmp(name, "mxfp4") ||
-            !strcmp(name, "iq3_s") || !strcmp(name, "iq3_xxs") || !strcmp(name, "iq2_s")) {
+            !strcmp(name, "iq3_s") || !strcmp(name, "iq3_xxs") || !strcmp(name, "iq2_s") ||
+            !strcmp(name, "iq1_m")) {
             sz = ggml_quantize_chunk(t, x, q, 0, rows, cols, im);
             spit(dir, name, "imat.q", q, sz);
         }
