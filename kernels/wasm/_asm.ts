@@ -394,6 +394,7 @@ export const i8x16 = {
   /** `a[s[i]]` per byte (0 where `s[i]` ≥ 16). */
   swizzle: (a: Code, s: Code): Code => simd(0x0e, a, s),
   abs: (a: Code): Code => simd(0x60, a),
+  eq: (a: Code, b: Code): Code => simd(0x23, a, b),
   /** Lanes of all ones where `a < b` (signed), else zero. */
   lt_s: (a: Code, b: Code): Code => simd(0x25, a, b),
   shr_u: (a: Code, n: Code): Code => simd(0x6d, a, n),

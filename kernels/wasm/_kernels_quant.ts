@@ -59,6 +59,7 @@ import {
 } from "./_asm.ts";
 import { c, type Ctx, hsum, zero } from "./_kernels_util.ts";
 import { Q4_K, Q6_K } from "./_kernels_quant_k.ts";
+import { Q5_0 } from "./_kernels_quant_q5.ts";
 import { IQ4_NL, IQ4_XS, MXFP4 } from "./_kernels_quant_iq.ts";
 import { IQ2_XS, IQ3_S } from "./_kernels_quant_iq_grid.ts";
 import {
@@ -99,6 +100,7 @@ const V = T.v128;
 const FORMATS: QuantFormat[] = [
   Q8_0,
   Q4_0,
+  Q5_0,
   Q4_K,
   Q6_K,
   IQ4_NL,
