@@ -37,7 +37,13 @@ const cpu = () => {
 };
 const median = (v: number[]) => v.slice().sort((a, b) => a - b)[v.length >> 1];
 
-const shapes: [number, number][] = [[2816, 1024], [1024, 2816], [8192, 2048]];
+const shapes: [number, number][] = [
+  [1536, 576],
+  [576, 1536],
+  [2816, 1024],
+  [1024, 2816],
+  [8192, 2048],
+];
 console.log(
   "| type | out × in | CPU ns / 32 weights, median | fastest | wall, median |",
 );

@@ -8,7 +8,8 @@
  * `ggml_vec_dot_q5_0_q8_0`, `d_w·d_x·Σ (q − 16)·x8` with the sum exact in
  * integers.
  *
- * The fifth bits become bytes as in ggml's `bytes_from_bits_32`: a shuffle
+ * The fifth bits become bytes as in ggml's `bytes_from_bits_32`: a byte
+ * shuffle (the relaxed swizzle, one `pshufb`, in the relaxed variant)
  * copies qh byte k to lanes 8k..8k+7 (two vectors of 16 lanes), an AND with
  * the lane's bit and a compare give 0xff where the bit is set.
  *
@@ -40,7 +41,6 @@ import {
   rdot16,
   scale1,
   widenEvenOdd,
-  widenSums,
 } from "./_kernels_quant_util.ts";
 
 /** Bit `i & 7` in lane i: the bit of qh each lane tests. */
@@ -52,9 +52,14 @@ const BITS = v128.pooled(
  * 0xff in lane i where fifth bit `16·half + i` is set (qh in the low four
  * bytes of `qh`), else 0.
  */
-function fifthBits(qh: Local, half: number): Code {
+function fifthBits(d: Dot, qh: Local, half: number): Code {
   const lanes = Array.from({ length: 16 }, (_, i) => 2 * half + (i >> 3));
-  return i8x16.eq(v128.and(i8x16.shuffle(get(qh), get(qh), lanes), BITS), BITS);
+  // V8 builds a shuffle's byte mask inline at every use (four scalar
+  // instructions); the relaxed swizzle takes it from a pooled local
+  const spread = d.ctx.relaxed
+    ? i8x16.relaxed_swizzle(get(qh), v128.pooled(lanes))
+    : i8x16.shuffle(get(qh), get(qh), lanes);
+  return i8x16.eq(v128.and(spread, BITS), BITS);
 }
 
 /**
@@ -80,22 +85,25 @@ function q5Block(
   ];
   if (d.ctx.relaxed) {
     const code = (nib: Code, half: number) =>
-      v128.or(nib, v128.and(fifthBits(qh, half), i8x16c(0x10)));
+      v128.or(nib, v128.and(fifthBits(d, qh, half), i8x16c(0x10)));
     out.push(
       set(
         dst,
-        widenSums(
+        // i16 pairs → i32 (as widenSums, with the ones from a pooled local:
+        // V8 loads extadd_pairwise's constant through an absolute address)
+        i32x4.dot_i16x8_s(
           i16x8.add(
             rdot16(v128.load(get(d.x8), 32 * j), code(lo, 0)),
             rdot16(v128.load(get(d.x8), 32 * j + 16), code(hi, 1)),
           ),
+          v128.pooled([1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]),
         ),
       ),
     );
     return out;
   }
   const code = (nib: Code, half: number) =>
-    v128.or(nib, v128.andnot(i8x16c(0xf0), fifthBits(qh, half)));
+    v128.or(nib, v128.andnot(i8x16c(0xf0), fifthBits(d, qh, half)));
   out.push(
     set(d.v[0], code(lo, 0)),
     set(d.v[1], code(hi, 1)),
