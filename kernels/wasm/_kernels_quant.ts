@@ -152,7 +152,7 @@ function dotFunction(
   q: QuantFormat,
   nr = 1,
 ): FuncBuilder {
-  if (nr > 1 && !(q.main8 && q.single)) {
+  if (nr > 1 && !q.main8 && !NR_FORMATS.has(q.name)) {
     throw new Error(`No ${nr}-row dot for ${q.name}`);
   }
   const f = m.func(nr === 1 ? `${q.name}_dot` : `${q.name}_dot${nr}`, [
@@ -186,6 +186,7 @@ function dotFunction(
     wb: P[`w${i}`],
     acc: f.local(V),
     accs: f.local(F),
+    accm: f.local(V),
   }));
   const [b, i] = shared.n;
   // One load per 64-byte line of the `bytes` row `d` reads per iteration,
@@ -221,15 +222,18 @@ function dotFunction(
   const result = (d: Dot): Code => {
     const sum = f32.add(hsum(get(d.acc), shared.t[0]), get(d.accs));
     return f32.add(
-      q.mins ? f32.sub(sum, hsum(get(shared.v[14]), shared.t[1])) : sum,
+      q.mins ? f32.sub(sum, hsum(get(d.accm), shared.t[1])) : sum,
       f32.mul(f32.convert_i32_s(get(touch)), f32.const(0)),
     );
   };
   f.body(
     set(touch, c(0)),
     set(shared.is16, i32.add(get(P.xm), i32.mul(get(P.ms), c(2)))),
-    ...each((d) => [set(d.acc, zero), set(d.accs, f32.const(0))]),
-    ...(q.mins ? [set(shared.v[14], zero)] : []),
+    ...each((d) => [
+      set(d.acc, zero),
+      set(d.accs, f32.const(0)),
+      ...(q.mins ? [set(d.accm, zero)] : []),
+    ]),
     set(b, get(P.nblk)),
     ...(q.main8
       ? [
@@ -252,8 +256,8 @@ function dotFunction(
             c(q.group),
             i32.add(get(b), c(1)),
             c(q.group),
-            ...(q.group === 1 ? prefetch(rows[0], q.bytes) : []),
-            ...q.main(rows[0]),
+            ...(q.group === 1 ? each((d) => prefetch(d, q.bytes)) : []),
+            ...each((d) => q.main(d)),
             ...advance(q.group),
           ),
         ]),
@@ -361,6 +365,13 @@ export const READ_MARGIN = 4096;
  */
 const NR = 2;
 
+/**
+ * Formats without an 8-block body (`main8`) that still get a `name_dotN`
+ * (`main` run once per row in each iteration, so each x load and the
+ * per-call work serve `NR` rows).
+ */
+const NR_FORMATS = new Set(["q5_0", "q4_k", "q6_k"]);
+
 /** How each format's prepared rows are dotted (see `prepKernels`). */
 const PREP_WAYS: Record<string, PrepWay> = {
   q8_0: "signed",
@@ -415,7 +426,8 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   if (ctx.relaxed) split5Kernel(m);
   for (const q of ctx.relaxed ? [...FORMATS, Q8_0U, Q8_0S, Q8_0T] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
-    const dotN = q.main8 && q.single && q.elems === 32
+    const dotN = (q.main8 && q.single && q.elems === 32) ||
+        NR_FORMATS.has(q.name)
       ? dotFunction(m, ctx, q, NR)
       : undefined;
     // Q8_0 (and, relaxed, Q4_0) rows prepared once for several x rows

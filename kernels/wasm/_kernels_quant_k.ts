@@ -130,15 +130,15 @@ export const Q4_K: QuantFormat = {
           get(d.acc),
         ),
       ),
-      // the min term is subtracted at the end (v[14] holds its total)
+      // the min term is subtracted at the end (accm holds its total)
       set(
-        d.v[14],
+        d.accm,
         d.ctx.madd(
           f32x4.convert_i32x4_s(get(imin)),
           f32x4.splat(
             f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb), 2))),
           ),
-          get(d.v[14]),
+          get(d.accm),
         ),
       ),
     );
