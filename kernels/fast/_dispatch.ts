@@ -32,9 +32,17 @@ export const state = {
    * matvec measured 1.10 ms with the touch loads and 1.15 without, while
    * SmolLM-135M Q8_0 decode (jobs of 0.35 to 1.9 MB and a 30 MB output
    * head) measured 85 tok/s with them on every job, 91 with them on jobs
-   * of 8 MiB or more, the same as with none.
+   * of 8 MiB or more, the same as with none (Intel Xeon with AVX-VNNI).
+   * On an AMD EPYC without AVX-VNNI the touch loads only cost: decode CPU
+   * time per token with them on jobs of 8 MiB or more against none (means
+   * of two or three alternating runs, 1 thread): 576×30 Q4_K_M 18.2 vs 16.1
+   * ms, 576×30 Q8_0 17.4 vs 14.7, 2048×4 Q4_K_M 35.8 vs 34.7, 1024×12
+   * Q4_K_M 16.6 vs 16.5. So
+   * `undefined` (automatic) means 8 MiB where the engine has the unsigned
+   * relaxed dot (`kernelInfo().unsignedDot`, the AVX-VNNI class where they
+   * were measured to help) and never elsewhere; tests set 0 or Infinity.
    */
-  readAheadMinBytes: 8 << 20,
+  readAheadMinBytes: undefined as number | undefined,
   /** Tests only: whether Q8_0 may use the `q8_0u` kernels where the engine allows them. */
   u8Dot: true,
   /**

@@ -358,7 +358,7 @@ function quantJob(
       Math.ceil(total / 32768),
     ),
     total,
-    rb * total >= state.readAheadMinBytes
+    rb * total >= (state.readAheadMinBytes ?? (e.u8Dot ? 8 << 20 : Infinity))
       ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
       : 0,
     part > 0 ? 1 : 0,
