@@ -19,7 +19,13 @@ import {
   set,
   v128,
 } from "./_asm.ts";
-import { c, f16ToF32, i32x4c, i8x16c, zero } from "./_kernels_util.ts";
+import {
+  c,
+  f16ToF32NoSubnormal,
+  i32x4c,
+  i8x16c,
+  zero,
+} from "./_kernels_util.ts";
 import {
   bytesToI32,
   type Dot,
@@ -126,7 +132,12 @@ export const Q4_K: QuantFormat = {
         d.acc,
         d.ctx.madd(
           f32x4.convert_i32x4_s(get(isum)),
-          f32x4.splat(f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb))))),
+          f32x4.splat(
+            f32.mul(
+              get(dx),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb))),
+            ),
+          ),
           get(d.acc),
         ),
       ),
@@ -136,7 +147,10 @@ export const Q4_K: QuantFormat = {
         d.ctx.madd(
           f32x4.convert_i32x4_s(get(imin)),
           f32x4.splat(
-            f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb), 2))),
+            f32.mul(
+              get(dx),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 2)),
+            ),
           ),
           get(d.accm),
         ),
@@ -224,7 +238,7 @@ export const Q6_K: QuantFormat = {
           f32x4.splat(
             f32.mul(
               f32.load(metaPtr(d, 0)),
-              f16ToF32(i32.load16_u(get(d.wb), 208)),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
             ),
           ),
           get(d.acc),
@@ -336,7 +350,7 @@ function q6kRelaxed(d: Dot): Code[] {
         f32x4.splat(
           f32.mul(
             f32.load(metaPtr(d, 0)),
-            f16ToF32(i32.load16_u(get(d.wb), 208)),
+            f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
           ),
         ),
         get(d.acc),
