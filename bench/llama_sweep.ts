@@ -214,19 +214,19 @@ for (const width of args.widths.split(",").map(Number)) {
   }
 }
 // The model check on a trained model: stories260K (the shared fixture) as
-// stored (F32) and re-written by our writer as Q8_0 / Q4_0, 32 greedy ids
+// stored (F32) and re-written by our writer as Q8_0 / Q4_0 / Q4_K_M (whose
+// rows of 64 make it Q5_0 and Q8_0, as llama-quantize does), 32 greedy ids
 // after "Once upon a time" on both sides.
 const fixture = "../shared/fixtures/gguf/stories260K.gguf";
 const checks: string[] = [];
 if (peer) {
   try {
     const raw = await Deno.readFile(fixture);
-    for (const type of ["F32", "Q8_0", "Q4_0"] as const) {
-      const bytes = type === "F32"
-        ? raw
-        : await writeGgufBytes(await readGguf(memorySource(raw)), {
-          quantize: type,
-        });
+    for (const type of ["F32", "Q8_0", "Q4_0", "Q4_K_M"] as const) {
+      const bytes = type === "F32" ? raw : await writeGgufBytes(
+        await readGguf(memorySource(raw)),
+        type === "Q4_K_M" ? { preset: type } : { quantize: type },
+      );
       const path = `${
         Deno.env.get("TMPDIR") ?? "/tmp"
       }/modelhost-stories260K-${type}.gguf`;

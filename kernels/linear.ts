@@ -198,7 +198,7 @@ export function observeLinearInputs(
 
 /**
  * `y = x · Wᵀ + b` for a weight tensor in any dtype with a decoder.
- * F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K weights (without affine
+ * F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights (without affine
  * `quant` parameters) run the fast kernels of `kernels/fast/` (what
  * `fastLinear` runs), which keep the weight in its stored dtype (copied
  * once into kernel memory on first use; in-place edits are noticed by

@@ -1,6 +1,6 @@
 /**
  * Scalar reference decoders for the weight dtypes the fast kernels read:
- * F32, F16, BF16 and the ggml blocks Q8_0, Q4_0, Q4_K, Q6_K. They decode
+ * F32, F16, BF16 and the ggml blocks Q8_0, Q4_0, Q5_0, Q4_K, Q6_K. They decode
  * one row of a `[rows, cols]` matrix at a time, so the `_ref` kernels
  * never hold a whole weight in F32, with the dtype table's codecs (the block
  * codecs of `core/quants/`, checked against gguf-py). Beside them, the reference of how a
@@ -40,6 +40,7 @@ export const FAST_DTYPES = [
   "BF16",
   "Q8_0",
   "Q4_0",
+  "Q5_0",
   "Q4_K",
   "Q6_K",
   "IQ4_NL",
@@ -82,7 +83,7 @@ export const BLOCKS: Readonly<
  * ```ts
  * import { assert } from "@std/assert";
  * import { isFastDType } from "@modelhost/modelhost/kernels/fast";
- * assert(isFastDType("Q4_K") && !isFastDType("Q5_0"));
+ * assert(isFastDType("Q4_K") && !isFastDType("Q5_1"));
  * ```
  */
 export function isFastDType(dtype: string): dtype is FastDType {
@@ -169,7 +170,7 @@ export function dequantizeRowRef(
 
 /**
  * The activation blocks llama.cpp's CPU path multiplies a quantized weight
- * by: Q8_0 blocks (32 values, f16 scale) for Q8_0 and Q4_0 weights, Q8_K
+ * by: Q8_0 blocks (32 values, f16 scale) for Q8_0, Q4_0 and Q5_0 weights, Q8_K
  * blocks (256 values, F32 scale) for Q4_K and Q6_K weights.
  */
 export type ActivationBlocks = "Q8_0" | "Q8_K";
@@ -191,7 +192,7 @@ export type ActivationBlocks = "Q8_0" | "Q8_K";
 export function activationBlocksOf(
   dtype: string,
 ): ActivationBlocks | undefined {
-  if (dtype === "Q8_0" || dtype === "Q4_0") return "Q8_0";
+  if (dtype === "Q8_0" || dtype === "Q4_0" || dtype === "Q5_0") return "Q8_0";
   if (dtype === "Q4_K" || dtype === "Q6_K") return "Q8_K";
   return iqActivationBlocks(dtype);
 }
@@ -277,13 +278,13 @@ export function quantizeActivationsRef(
  * The dot product of row `row` of a quantized `[rows, cols]` weight with
  * activations quantized by {@link quantizeActivationsRef} (starting at
  * element `at` of `xq`), by llama.cpp's rules: exact integer dot products
- * per block, scaled by `d_w · d_x` (Q8_0, Q4_0: per 32, the product exact
+ * per block, scaled by `d_w · d_x` (Q8_0, Q4_0, Q5_0: per 32, the product exact
  * in F32) or, for Q4_K / Q6_K, per 256 by `f32(d_x · d)` over the integer
  * sum of sub-block scales times sub-block dots (Q4_K subtracts
  * `f32(d_x · dmin) · Σ m_j · Σ codes_j`). Blocks are summed in F64, so
  * this is the exact value of the rule; the SIMD kernels sum in F32.
  *
- * @param dtype Q8_0, Q4_0, Q4_K, Q6_K, or one of the types with only this
+ * @param dtype Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, or one of the types with only this
  * scalar rule (IQ4_NL, MXFP4 with Q8_0 blocks; IQ4_XS, IQ3_S, IQ2_XS with
  * Q8_K blocks; see `_quant_ref_iq.ts`).
  * @param bytes The whole matrix's bytes.
@@ -352,6 +353,20 @@ export function quantizedDotRef(
       }
       break;
     }
+    case "Q5_0":
+      // f16 d, u32 fifth bits (bit j for element j), 16 bytes of nibbles
+      for (let blk = 0; blk < cols / 32; blk++) {
+        const o = blk * 22, x0 = at + blk * 32;
+        const qh = (b[o + 2] | (b[o + 3] << 8) | (b[o + 4] << 16) |
+          (b[o + 5] << 24)) >>> 0;
+        let dot = 0;
+        for (let j = 0; j < 32; j++) {
+          const nib = j < 16 ? b[o + 6 + j] & 15 : b[o + 6 + j - 16] >> 4;
+          dot += ((nib | (((qh >>> j) & 1) << 4)) - 16) * q[x0 + j];
+        }
+        s += halfToFloat(u16(o)) * xq.scales[x0 / 32] * dot;
+      }
+      break;
     case "Q4_K":
       for (let blk = 0; blk < cols / 256; blk++) {
         const o = blk * 144, x0 = at + blk * 256;

@@ -485,6 +485,7 @@ function singleModel(file: ModelFile, what: string): TensorIndex {
 const IN_PLACE = new Set([
   "Q8_0",
   "Q4_0",
+  "Q5_0",
   "Q4_K",
   "Q6_K",
   "IQ4_NL",

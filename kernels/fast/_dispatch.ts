@@ -28,17 +28,21 @@ export const state = {
   /**
    * Quantized jobs with at least this many weight bytes touch them ahead
    * of where they read (see `PREFETCH_BYTES` in kernels/wasm; tests set 0
-   * or Infinity). On the Xeon of docs/performance.md, with 4 weight
-   * streams per chunk, a cold 4096 × 4096 Q8_0 matvec measured 1.10 ms
-   * with the touch loads and 1.15 without, and SmolLM-135M Q8_0 decode 91
-   * tok/s with them on jobs of 8 MiB or more, the same as with none. On
-   * the AMD EPYC (Zen 4) of the same page they cost time at every size:
-   * one-thread decode, per CPU second, 2048 × 4 Q8_0 (jobs of 4.5 to 70
-   * MB) 34.1 ms per token with them on jobs of 8 MiB or more against 27.9
-   * without, 576 × 30 Q8_0 16.8 against 15.0 (7 rounds alternating, with
-   * 4 streams). So they are off unless asked for.
+   * or Infinity). With 4 weight streams per chunk, a cold 4096 × 4096 Q8_0
+   * matvec measured 1.10 ms with the touch loads and 1.15 without, while
+   * SmolLM-135M Q8_0 decode (jobs of 0.35 to 1.9 MB and a 30 MB output
+   * head) measured 85 tok/s with them on every job, 91 with them on jobs
+   * of 8 MiB or more, the same as with none (Intel Xeon with AVX-VNNI).
+   * On an AMD EPYC without AVX-VNNI the touch loads only cost: decode CPU
+   * time per token with them on jobs of 8 MiB or more against none (means
+   * of two or three alternating runs, 1 thread): 576×30 Q4_K_M 18.2 vs 16.1
+   * ms, 576×30 Q8_0 17.4 vs 14.7, 2048×4 Q4_K_M 35.8 vs 34.7, 1024×12
+   * Q4_K_M 16.6 vs 16.5. So
+   * `undefined` (automatic) means 8 MiB where the engine has the unsigned
+   * relaxed dot (`kernelInfo().unsignedDot`, the AVX-VNNI class where they
+   * were measured to help) and never elsewhere; tests set 0 or Infinity.
    */
-  readAheadMinBytes: Infinity,
+  readAheadMinBytes: undefined as number | undefined,
   /** Tests only: whether Q8_0 may use the `q8_0u` kernels where the engine allows them. */
   u8Dot: true,
   /**
@@ -80,8 +84,6 @@ export const state = {
    * 80 with 1 and 2 MiB (the gaps between jobs are too short for more).
    */
   touchBytes: 1 << 20,
-  /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
-  weightStreams: 0,
   note: undefined as string | undefined,
   starting: undefined as Promise<void> | undefined,
   lastParallel: 0,

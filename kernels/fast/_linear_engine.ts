@@ -55,6 +55,7 @@ const QUANT_KIND: Partial<
     FastDType,
     | "q8_0"
     | "q4_0"
+    | "q5_0"
     | "q4_k"
     | "q6_k"
     | "iq4_nl"
@@ -66,6 +67,7 @@ const QUANT_KIND: Partial<
 > = {
   Q8_0: "q8_0",
   Q4_0: "q4_0",
+  Q5_0: "q5_0",
   Q4_K: "q4_k",
   Q6_K: "q6_k",
   IQ4_NL: "iq4_nl",
@@ -360,7 +362,7 @@ function quantJob(
       Math.ceil(total / 32768),
     ),
     total,
-    rb * total >= state.readAheadMinBytes
+    rb * total >= (state.readAheadMinBytes ?? (e.u8Dot ? 8 << 20 : Infinity))
       ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
       : 0,
     part > 0 ? 1 : 0,

@@ -393,7 +393,10 @@ export const i8x16 = {
   add: (a: Code, b: Code): Code => simd(0x6e, a, b),
   /** `a[s[i]]` per byte (0 where `s[i]` ≥ 16). */
   swizzle: (a: Code, s: Code): Code => simd(0x0e, a, s),
+  /** Relaxed swizzle (x86: one `pshufb`); lanes of `s` must be below 16 to be portable. */
+  relaxed_swizzle: (a: Code, s: Code): Code => simd(0x100, a, s),
   abs: (a: Code): Code => simd(0x60, a),
+  eq: (a: Code, b: Code): Code => simd(0x23, a, b),
   /** Lanes of all ones where `a < b` (signed), else zero. */
   lt_s: (a: Code, b: Code): Code => simd(0x25, a, b),
   shr_u: (a: Code, n: Code): Code => simd(0x6d, a, n),

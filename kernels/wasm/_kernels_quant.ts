@@ -59,6 +59,7 @@ import {
 } from "./_asm.ts";
 import { c, type Ctx, hsum, zero } from "./_kernels_util.ts";
 import { Q4_K, Q6_K } from "./_kernels_quant_k.ts";
+import { Q5_0 } from "./_kernels_quant_q5.ts";
 import { IQ4_NL, IQ4_XS, MXFP4 } from "./_kernels_quant_iq.ts";
 import { IQ2_XS, IQ3_S } from "./_kernels_quant_iq_grid.ts";
 import {
@@ -99,6 +100,7 @@ const V = T.v128;
 const FORMATS: QuantFormat[] = [
   Q8_0,
   Q4_0,
+  Q5_0,
   Q4_K,
   Q6_K,
   IQ4_NL,
@@ -129,7 +131,7 @@ export function activationRule(name: string): "q8_0" | "q8_k" {
  * jobs read their rows in several streams (`name_mm`'s `streams`) the gain
  * is smaller (1.15 → 1.10 ms) and small jobs run faster without them; on
  * the AMD EPYC of the same page they cost time at every job size, so
- * kernels/fast leaves them off unless asked (`state.readAheadMinBytes`).
+ * kernels/fast turns them on only where measured to help (`state.readAheadMinBytes`).
  */
 export const PREFETCH_BYTES = 1024;
 
@@ -151,7 +153,7 @@ function dotFunction(
   q: QuantFormat,
   nr = 1,
 ): FuncBuilder {
-  if (nr > 1 && !(q.main8 && q.single)) {
+  if (nr > 1 && !q.main8 && !NR_FORMATS.has(q.name)) {
     throw new Error(`No ${nr}-row dot for ${q.name}`);
   }
   const f = m.func(nr === 1 ? `${q.name}_dot` : `${q.name}_dot${nr}`, [
@@ -185,6 +187,7 @@ function dotFunction(
     wb: P[`w${i}`],
     acc: f.local(V),
     accs: f.local(F),
+    accm: f.local(V),
   }));
   const [b, i] = shared.n;
   // One load per 64-byte line of the `bytes` row `d` reads per iteration,
@@ -227,15 +230,18 @@ function dotFunction(
   const result = (d: Dot): Code => {
     const sum = f32.add(hsum(get(d.acc), shared.t[0]), get(d.accs));
     return f32.add(
-      q.mins ? f32.sub(sum, hsum(get(shared.v[14]), shared.t[1])) : sum,
+      q.mins ? f32.sub(sum, hsum(get(d.accm), shared.t[1])) : sum,
       f32.mul(f32.convert_i32_s(get(touch)), f32.const(0)),
     );
   };
   f.body(
     set(touch, c(0)),
     set(shared.is16, i32.add(get(P.xm), i32.mul(get(P.ms), c(2)))),
-    ...each((d) => [set(d.acc, zero), set(d.accs, f32.const(0))]),
-    ...(q.mins ? [set(shared.v[14], zero)] : []),
+    ...each((d) => [
+      set(d.acc, zero),
+      set(d.accs, f32.const(0)),
+      ...(q.mins ? [set(d.accm, zero)] : []),
+    ]),
     set(b, get(P.nblk)),
     ...(q.main8
       ? [
@@ -258,8 +264,8 @@ function dotFunction(
             c(q.group),
             i32.add(get(b), c(1)),
             c(q.group),
-            ...(q.group === 1 ? prefetch(rows[0], q.bytes) : []),
-            ...q.main(rows[0]),
+            ...(q.group === 1 ? each((d) => prefetch(d, q.bytes)) : []),
+            ...each((d) => q.main(d)),
             ...advance(q.group),
           ),
         ]),
@@ -367,6 +373,13 @@ export const READ_MARGIN = 4096;
  */
 const NR = 2;
 
+/**
+ * Formats without an 8-block body (`main8`) that still get a `name_dotN`
+ * (`main` run once per row in each iteration, so each x load and the
+ * per-call work serve `NR` rows).
+ */
+const NR_FORMATS = new Set(["q5_0", "q4_k", "q6_k"]);
+
 /** How each format's prepared rows are dotted (see `prepKernels`). */
 const PREP_WAYS: Record<string, PrepWay> = {
   q8_0: "signed",
@@ -421,7 +434,8 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
   if (ctx.relaxed) split5Kernel(m);
   for (const q of ctx.relaxed ? [...FORMATS, Q8_0U, Q8_0S, Q8_0T] : FORMATS) {
     const dot = dotFunction(m, ctx, q);
-    const dotN = q.main8 && q.single && q.elems === 32
+    const dotN = (q.main8 && q.single && q.elems === 32) ||
+        NR_FORMATS.has(q.name)
       ? dotFunction(m, ctx, q, NR)
       : undefined;
     // Q8_0 (and, relaxed, Q4_0) rows prepared once for several x rows
@@ -466,10 +480,19 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
     // stack (dotN returns NR results; the last comes off first)
     const nothing: Code = () => {};
     // the k-th row of the span in stream order: streams take turns
-    const perm = (kk: Code): Code =>
-      i32.add(
-        i32.mul(i32.rem_u(kk, get(P.streams)), get(hh)),
-        i32.div_u(kk, get(P.streams)),
+    // (kq, kr) = (k / streams, k % streams), stepped along with k instead
+    // of divided out per row (two divisions per row measured as a tenth of
+    // a 576-wide Q5_0 row)
+    const [kq, kr, kt] = f.locals(I, 3);
+    const permStart: Code = seq(set(kq, c(0)), set(kr, c(0)));
+    // the row of the span at the current k; then k + 1
+    const permNext = (dst: Local): Code =>
+      seq(
+        set(dst, i32.add(i32.mul(get(kr), get(hh)), get(kq))),
+        set(kr, i32.add(get(kr), c(1))),
+        set(kt, i32.ge_u(get(kr), get(P.streams))),
+        set(kq, i32.add(get(kq), get(kt))),
+        set(kr, select(c(0), get(kr), get(kt))),
       );
     const rowAddr = (l: Local): Code =>
       i32.add(get(w), i32.mul(i32.sub(get(l), get(base)), get(rowBytes)));
@@ -602,6 +625,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
               ),
             ),
             set(kEnd, i32.mul(get(hh), get(P.streams))),
+            permStart,
             prepared
               ? if_(
                 i32.and(
@@ -615,7 +639,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
                     c(0),
                     get(kEnd),
                     c(1),
-                    set(row, perm(get(k))),
+                    permNext(row),
                     if_(i32.lt_u(get(row), get(nn)), [
                       set(row, i32.add(get(row), get(s0))),
                       call(prepared.prep, rowAddr(row), get(nblk), get(P.prep)),
@@ -651,7 +675,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
                 c(0),
                 get(kEnd),
                 c(NR),
-                ...rowsN.map((l, i) => set(l, perm(i32.add(get(k), c(i))))),
+                ...rowsN.map((l) => permNext(l)),
                 // all NR rows exist: one dotN call; else those that do
                 if_(
                   rowsN.map((l, i) => exists(l, i)).reduce((x, y) =>
@@ -684,7 +708,7 @@ export function quantKernels(m: ModuleBuilder, ctx: Ctx): void {
                 c(0),
                 get(kEnd),
                 c(1),
-                set(row, perm(get(k))),
+                permNext(row),
                 if_(i32.lt_u(get(row), get(nn)), [
                   set(row, i32.add(get(row), get(s0))),
                   oneRow(row),

@@ -27,7 +27,7 @@ import {
   tee,
   v128,
 } from "./_asm.ts";
-import { c, f16ToF32, i8x16c } from "./_kernels_util.ts";
+import { c, f16ToF32NoSubnormal, i8x16c } from "./_kernels_util.ts";
 import {
   addBlocks4,
   type Dot,
@@ -234,7 +234,7 @@ export const IQ4_XS: QuantFormat = {
           f32.mul(
             f32.convert_i32_s(get(isum)),
             f32.mul(
-              f16ToF32(i32.load16_u(get(d.wb))),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb))),
               f32.load(metaPtr(d, 0)),
             ),
           ),

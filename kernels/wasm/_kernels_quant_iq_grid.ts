@@ -33,7 +33,7 @@ import {
   tee,
   v128,
 } from "./_asm.ts";
-import { c, f16ToF32, zero } from "./_kernels_util.ts";
+import { c, f16ToF32NoSubnormal, zero } from "./_kernels_util.ts";
 import {
   type Dot,
   dotI16,
@@ -139,7 +139,7 @@ function halfDots(
 /** `accs += f32(Σ lanes of isum) · (d_w · d_x · k)`. */
 function addSuper(d: Dot, isum: Local, k = 1): Code {
   let scale = f32.mul(
-    f16ToF32(i32.load16_u(get(d.wb))),
+    f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb))),
     f32.load(metaPtr(d, 0)),
   );
   if (k !== 1) scale = f32.mul(scale, f32.const(k));

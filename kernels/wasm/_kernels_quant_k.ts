@@ -15,12 +15,20 @@ import {
   i32,
   i32x4,
   i8x16,
+  type Local,
   set,
   v128,
 } from "./_asm.ts";
-import { c, f16ToF32, i32x4c, i8x16c, zero } from "./_kernels_util.ts";
+import {
+  c,
+  f16ToF32NoSubnormal,
+  i32x4c,
+  i8x16c,
+  zero,
+} from "./_kernels_util.ts";
 import {
   bytesToI32,
+  type Dot,
   dotI16,
   hsum4i,
   hsum4i16,
@@ -28,7 +36,6 @@ import {
   type QuantFormat,
   rdot16,
   widenEvenOdd,
-  widenSums,
 } from "./_kernels_quant_util.ts";
 
 /**
@@ -125,19 +132,27 @@ export const Q4_K: QuantFormat = {
         d.acc,
         d.ctx.madd(
           f32x4.convert_i32x4_s(get(isum)),
-          f32x4.splat(f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb))))),
+          f32x4.splat(
+            f32.mul(
+              get(dx),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb))),
+            ),
+          ),
           get(d.acc),
         ),
       ),
-      // the min term is subtracted at the end (v[14] holds its total)
+      // the min term is subtracted at the end (accm holds its total)
       set(
-        d.v[14],
+        d.accm,
         d.ctx.madd(
           f32x4.convert_i32x4_s(get(imin)),
           f32x4.splat(
-            f32.mul(get(dx), f16ToF32(i32.load16_u(get(d.wb), 2))),
+            f32.mul(
+              get(dx),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 2)),
+            ),
           ),
-          get(d.v[14]),
+          get(d.accm),
         ),
       ),
     );
@@ -152,7 +167,8 @@ export const Q4_K: QuantFormat = {
  * i ≥ 2) and bits 2i..2i+1 of qh[l]; group g = e / 16 has scale sc[g];
  * value `d·sc·(q − 32)`. With Q8_K activations the super-block contributes
  * `(d_x·d)·Σ_g sc_g·Σ (q − 32)·x8`, the sums in integers (as ggml's
- * `ggml_vec_dot_q6_K_q8_K`).
+ * `ggml_vec_dot_q6_K_q8_K`). Relaxed SIMD: {@link q6kRelaxed}; plain SIMD
+ * widens the signed codes to i16 and sums four groups at a time.
  */
 export const Q6_K: QuantFormat = {
   name: "q6_k",
@@ -162,6 +178,7 @@ export const Q6_K: QuantFormat = {
   group: 1,
   reads: (ctx) => [ctx.relaxed ? "x8" : "x16", "is16"],
   main: (d) => {
+    if (d.ctx.relaxed) return q6kRelaxed(d);
     const SC = d.v[13];
     const isum = d.v[12];
     const out: Code[] = [
@@ -180,56 +197,22 @@ export const Q6_K: QuantFormat = {
       for (let k = 0; k < 2; k++) {
         for (let gq = 0; gq < 4; gq++) {
           const g = 4 * k + gq; // group within the half
-          const i = g >> 1;
-          const lo = g & 1;
           const grp = 8 * h + g;
-          const src = ql[(i & 1) * 2 + lo];
-          const low4 = i < 2
-            ? v128.and(get(src), i8x16c(0x0f))
-            : v128.and(i16x8.shr_u(get(src), c(4)), i8x16c(0x0f));
-          const shift = 2 * i - 4; // move qh bits 2i..2i+1 to bits 4..5
-          const high2 = shift < 0
-            ? v128.and(i16x8.shl(get(qh[lo]), c(-shift)), i8x16c(0x30))
-            : shift === 0
-            ? v128.and(get(qh[lo]), i8x16c(0x30))
-            : v128.and(i16x8.shr_u(get(qh[lo]), c(shift)), i8x16c(0x30));
-          out.push(set(d.v[0], v128.or(low4, high2)));
-          if (d.ctx.relaxed) {
-            out.push(
-              // |Σ| ≤ 2·63·127 < 2^15 per i16 lane
-              set(
-                d.p[gq],
-                widenSums(rdot16(v128.load(get(d.x8), 16 * grp), get(d.v[0]))),
-              ),
-            );
-          } else {
-            out.push(
-              set(d.v[0], i8x16.sub(get(d.v[0]), i8x16c(32))),
-              set(
-                d.p[gq],
-                dotI16(
-                  widenEvenOdd(get(d.v[0])),
-                  get(d.x16),
-                  32 * grp,
-                ),
-              ),
-            );
-          }
-        }
-        const grp0 = 8 * h + 4 * k;
-        out.push(hsum4i(d.p.slice(0, 4).map(get), d.t));
-        if (d.ctx.relaxed) {
-          // Σ (q − 32)·x = Σ q·x − 32·Σ x, per group of 16
+          out.push(set(d.v[0], q6Codes(ql, qh, g)));
           out.push(
+            set(d.v[0], i8x16.sub(get(d.v[0]), i8x16c(32))),
             set(
-              d.t[0],
-              i32x4.sub(
-                get(d.t[0]),
-                i32x4.shl(v128.load(get(d.is16), 4 * grp0), c(5)),
+              d.p[gq],
+              dotI16(
+                widenEvenOdd(get(d.v[0])),
+                get(d.x16),
+                32 * grp,
               ),
             ),
           );
         }
+        const grp0 = 8 * h + 4 * k;
+        out.push(hsum4i(d.p.slice(0, 4).map(get), d.t));
         // scales sc[grp0..grp0+3] (i8) as i32 lanes
         const sc = i32x4.extend_low_i16x8_s(
           i16x8.extend_low_i8x16_s(
@@ -255,7 +238,7 @@ export const Q6_K: QuantFormat = {
           f32x4.splat(
             f32.mul(
               f32.load(metaPtr(d, 0)),
-              f16ToF32(i32.load16_u(get(d.wb), 208)),
+              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
             ),
           ),
           get(d.acc),
@@ -265,3 +248,114 @@ export const Q6_K: QuantFormat = {
     return out;
   },
 };
+
+/**
+ * The six-bit codes (0..63) of Q6_K group `g` (16 elements, 0..7) of a half
+ * whose ql vectors are `ql[0..3]` and qh vectors `qh[0..1]`.
+ */
+function q6Codes(ql: Local[], qh: Local[], g: number): Code {
+  const i = g >> 1, lo = g & 1;
+  const src = ql[(i & 1) * 2 + lo];
+  const low4 = i < 2
+    ? v128.and(get(src), i8x16c(0x0f))
+    : v128.and(i16x8.shr_u(get(src), c(4)), i8x16c(0x0f));
+  const shift = 2 * i - 4; // move qh bits 2i..2i+1 to bits 4..5
+  const high2 = shift < 0
+    ? v128.and(i16x8.shl(get(qh[lo]), c(-shift)), i8x16c(0x30))
+    : shift === 0
+    ? v128.and(get(qh[lo]), i8x16c(0x30))
+    : v128.and(i16x8.shr_u(get(qh[lo]), c(shift)), i8x16c(0x30));
+  return v128.or(low4, high2);
+}
+
+/**
+ * Relaxed Q6_K, as llama.cpp's AVX2 loop arranges it: each group's i16
+ * pair sums `Σ q·x8` (codes 0..63 as the 7-bit operand, |lane| ≤ 2·63·127)
+ * are multiplied by the group's scale with one `i32x4.dot_i16x8_s`
+ * against that scale in every i16 lane, and accumulate in i32 lanes over
+ * the whole super-block, with no horizontal sums per group; the offset
+ * `32·Σ_g sc_g·Σx_g` comes from the per-16 code sums (narrowed to i16,
+ * |Σ| ≤ 2032) dotted with the scales, twice per super-block. The integer
+ * total is the same as the four-group way's; only its spread over the four
+ * i32 lanes (so the F32 rounding of their sum) differs.
+ */
+function q6kRelaxed(d: Dot): Code[] {
+  const [scLo, scHi, isum] = d.v.slice(12, 15);
+  const ql = d.v.slice(6, 10), qh = d.v.slice(10, 12);
+  const out: Code[] = [
+    set(d.v[0], v128.load(get(d.wb), 192)),
+    set(scLo, i16x8.extend_low_i8x16_s(get(d.v[0]))),
+    set(scHi, i16x8.extend_high_i8x16_s(get(d.v[0]))),
+    // the offset term first: 32·Σ_g sc_g·Σx_g, subtracted
+    set(
+      isum,
+      i32x4.sub(
+        zero,
+        i32x4.shl(
+          i32x4.add(
+            i32x4.dot_i16x8_s(
+              i16x8.narrow_i32x4_s(
+                v128.load(get(d.is16)),
+                v128.load(get(d.is16), 16),
+              ),
+              get(scLo),
+            ),
+            i32x4.dot_i16x8_s(
+              i16x8.narrow_i32x4_s(
+                v128.load(get(d.is16), 32),
+                v128.load(get(d.is16), 48),
+              ),
+              get(scHi),
+            ),
+          ),
+          c(5),
+        ),
+      ),
+    ),
+  ];
+  for (let h = 0; h < 2; h++) {
+    const sc = h === 0 ? scLo : scHi;
+    for (let k = 0; k < 4; k++) {
+      out.push(set(ql[k], v128.load(get(d.wb), h * 64 + k * 16)));
+    }
+    for (let k = 0; k < 2; k++) {
+      out.push(set(qh[k], v128.load(get(d.wb), 128 + h * 32 + k * 16)));
+    }
+    for (let g = 0; g < 8; g++) {
+      const grp = 8 * h + g;
+      out.push(
+        set(
+          isum,
+          i32x4.add(
+            get(isum),
+            i32x4.dot_i16x8_s(
+              rdot16(v128.load(get(d.x8), 16 * grp), q6Codes(ql, qh, g)),
+              // scale g of this half in every i16 lane
+              i8x16.shuffle(
+                get(sc),
+                get(sc),
+                Array.from({ length: 16 }, (_, b) => 2 * g + (b & 1)),
+              ),
+            ),
+          ),
+        ),
+      );
+    }
+  }
+  out.push(
+    set(
+      d.acc,
+      d.ctx.madd(
+        f32x4.convert_i32x4_s(get(isum)),
+        f32x4.splat(
+          f32.mul(
+            f32.load(metaPtr(d, 0)),
+            f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
+          ),
+        ),
+        get(d.acc),
+      ),
+    ),
+  );
+  return out;
+}

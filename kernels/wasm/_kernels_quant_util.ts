@@ -178,6 +178,8 @@ export interface Dot {
   acc: Local;
   /** f32 scalar accumulator. */
   accs: Local;
+  /** f32x4 accumulator of a min term, subtracted at the end (Q4_K). */
+  accm: Local;
   v: Local[];
   /** The 16-byte vectors of an 8-block group (`main8`). */
   wv: Local[];
@@ -210,7 +212,7 @@ export interface QuantFormat {
    * aligned when the row is).
    */
   main8?(d: Dot): Code[];
-  /** Whether `main` sums a min term into `v[14]`, subtracted at the end (Q4_K). */
+  /** Whether `main` sums a min term into `accm`, subtracted at the end (Q4_K). */
   mins?: boolean;
 }
 

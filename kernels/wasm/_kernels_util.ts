@@ -16,6 +16,7 @@ import {
   i32,
   i8x16,
   type Local,
+  select,
   seq,
   set,
   v128,
@@ -82,6 +83,37 @@ export function f16ToF32(h: Code): Code {
       i32.and(i32.shr_s(i32.shl(h, c(16)), c(3)), c(F16_MASK)),
     ),
     f32.const(F16_SCALE),
+  );
+}
+
+/**
+ * {@link f16ToF32} of the half that `load` reads (it is evaluated four
+ * times: give it a plain load), without ever forming an F32 subnormal,
+ * which x86 cores take a microcode assist of some hundred cycles to
+ * multiply: Q4_K and Q6_K super-blocks of small weights have subnormal f16
+ * scales (every one of a 2048-wide random model's Q4_K blocks), and their
+ * matvec ran at half speed. Normal halves get their exponent rebased in
+ * the integer bits; zero and subnormal ones are their 10-bit mantissa,
+ * converted, times ±2^-24 (both exact), so the values are f16ToF32's for
+ * every half.
+ */
+export function f16ToF32NoSubnormal(load: () => Code): Code {
+  return f32.reinterpret_i32(
+    select(
+      i32.add(
+        i32.and(i32.shr_s(i32.shl(load(), c(16)), c(3)), c(F16_MASK)),
+        c(112 << 23),
+      ),
+      i32.reinterpret_f32(
+        f32.mul(
+          f32.convert_i32_s(i32.and(load(), c(0x3ff))),
+          f32.reinterpret_i32(
+            i32.or(i32.shl(i32.and(load(), c(0x8000)), c(16)), c(0x33800000)),
+          ),
+        ),
+      ),
+      i32.and(load(), c(0x7c00)),
+    ),
   );
 }
 

@@ -80,7 +80,9 @@ export function makeWeight(
     const bb = BLOCKS[dtype].bytes;
     for (let o = 0, k = 0; o < n; o += bb, k++) {
       const v = 0.004 + 0.001 * (k % 5);
-      if (dtype === "Q8_0" || dtype === "Q4_0") setHalf(o, v * 4);
+      if (dtype === "Q8_0" || dtype === "Q4_0" || dtype === "Q5_0") {
+        setHalf(o, v * 4);
+      }
       if (dtype === "Q4_K") {
         setHalf(o, v);
         setHalf(o + 2, v / 2);

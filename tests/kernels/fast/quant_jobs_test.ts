@@ -33,7 +33,7 @@ function setUp(
   e: Engine,
   outF: number,
   inF: number,
-  dtype: "Q8_0" | "Q4_0" = "Q8_0",
+  dtype: "Q8_0" | "Q4_0" | "Q5_0" | "Q4_K" | "Q6_K" = "Q8_0",
   x: Float32Array = cosines(inF, 2),
 ) {
   const w = makeWeight(dtype, outF, inF);
@@ -43,7 +43,14 @@ function setUp(
   e.f32.set(x, xs >> 2);
   const q8 = e.alloc(inF + 64), q16 = e.alloc(2 * inF + 64);
   const meta = e.alloc((inF / 32) * 16 + 64);
-  fn(e, "quantize_x")(xs, 1, inF, q8, q16, meta);
+  fn(e, dtype.endsWith("_K") ? "quantize_xk" : "quantize_x")(
+    xs,
+    1,
+    inF,
+    q8,
+    q16,
+    meta,
+  );
   const y = e.alloc(outF * 4), bias = e.alloc(outF * 4);
   e.f32.fill(0, bias >> 2, (bias >> 2) + outF);
   const desc = e.alloc(16), counter = e.alloc(64);
@@ -225,16 +232,22 @@ Deno.test("Q8_0 with two dots per block (unsigned relaxed dot) equals the four-d
 
 Deno.test("name_dot2 gives each of its two rows exactly what name_dot gives it", () => {
   const e = getEngine()!;
-  const kinds: [string, "Q8_0" | "Q4_0"][] = [
+  type D = "Q8_0" | "Q4_0" | "Q5_0" | "Q4_K" | "Q6_K";
+  const kinds: [string, D][] = [
     ["q8_0", "Q8_0"],
     ["q4_0", "Q4_0"],
+    ["q5_0", "Q5_0"],
+    ["q4_k", "Q4_K"],
+    ["q6_k", "Q6_K"],
     ...(e.u8Dot ? [["q8_0u", "Q8_0"] as [string, "Q8_0"]] : []),
   ];
   const lim = e.f32.buffer.byteLength - READ_MARGIN;
   // 1 to 21 blocks (8- and 4-block groups, 0 to 3 left over) and 48
   for (const nb of [...Array.from({ length: 21 }, (_, i) => i + 1), 48]) {
-    const inF = 32 * nb;
     for (const [kind, dtype] of kinds) {
+      // the K-quants: 1 to 21 and 48 blocks of 256 would be slow; 1 to 7
+      if (dtype.endsWith("_K") && nb > 7) continue;
+      const inF = (dtype.endsWith("_K") ? 256 : 32) * nb;
       const { wp, q8, q16, meta, free } = setUp(
         e,
         5,
@@ -244,14 +257,14 @@ Deno.test("name_dot2 gives each of its two rows exactly what name_dot gives it",
       );
       const rb = rowBytes(dtype, inF);
       const one = (o: number) =>
-        fn(e, `${kind}_dot`)(wp + o * rb, nb, q8, q16, meta, 4 * nb, lim);
+        fn(e, `${kind}_dot`)(wp + o * rb, nb, q8, q16, meta, inF / 8, lim);
       const two = e.fn[`${kind}_dot2`] as unknown as (
         ...a: number[]
       ) => number[];
       // rows in either order, apart or the same
       for (const [a, b] of [[0, 1], [4, 2], [3, 3]]) {
         assertEquals(
-          two(wp + a * rb, wp + b * rb, nb, q8, q16, meta, 4 * nb, lim),
+          two(wp + a * rb, wp + b * rb, nb, q8, q16, meta, inF / 8, lim),
           [one(a), one(b)],
           `${kind} ${nb} blocks, rows ${a} and ${b}`,
         );
