@@ -84,6 +84,8 @@ export const state = {
    * 80 with 1 and 2 MiB (the gaps between jobs are too short for more).
    */
   touchBytes: 1 << 20,
+  /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
+  weightStreams: 0,
   note: undefined as string | undefined,
   starting: undefined as Promise<void> | undefined,
   lastParallel: 0,
