@@ -26,6 +26,7 @@
 
 export * from "./activations.ts";
 export * from "./attention.ts";
+export * from "./gelu.ts";
 export * from "./kmeans.ts";
 export * from "./linear.ts";
 export * from "./norms.ts";

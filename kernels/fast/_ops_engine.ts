@@ -1,5 +1,5 @@
 /**
- * The WebAssembly SIMD calls behind softmax, RMSNorm and SwiGLU, shared by
+ * The WebAssembly SIMD calls behind softmax, RMSNorm, SwiGLU and GELU, shared by
  * the public ops (`kernels/softmax.ts`, `kernels/norms.ts`,
  * `kernels/activations.ts`) and the `fast*` functions of `./ops.ts`. No
  * checks and no fallback here: callers validate sizes and run the scalar
@@ -9,6 +9,7 @@
  */
 
 import type { Engine } from "../wasm/_engine.ts";
+import { runSplit } from "./_dispatch.ts";
 
 function put(e: Engine, name: string, x: Float32Array): number {
   const p = e.scratch(name, x.byteLength + 64);
@@ -109,4 +110,37 @@ export function engineSwiglu(
   const y = e.scratch("y", gate.byteLength + 64);
   e.fn.swiglu(g, u, y, gate.length);
   return take(e, y, gate.length);
+}
+
+/**
+ * GELU with erf on the engine (`gelu_erf`), in place, split over the
+ * kernel threads: the first `x.length & ~3` values (the caller does the
+ * rest).
+ *
+ * @param e The engine.
+ * @param x The values; overwritten.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineGeluErf } from "./_ops_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * const x = new Float32Array([0, 1, -1, 2]);
+ * if (e) engineGeluErf(e, x);
+ * if (e) assert(Math.abs(x[1] - 0.8413447) < 1e-6);
+ * ```
+ */
+export function engineGeluErf(e: Engine, x: Float32Array): void {
+  const n4 = x.length & ~3;
+  if (n4 === 0) return;
+  const p = e.scratch("x", n4 * 4 + 64);
+  e.f32.set(x.subarray(0, n4), p >> 2);
+  // units of 256 values, so parts start on 16-byte boundaries
+  const units = Math.ceil(n4 / 256);
+  runSplit(e, "gelu_erf", n4 * 24, units, (a, b) => {
+    const end = Math.min(b * 256, n4);
+    return [p + a * 1024, p + a * 1024, end - a * 256];
+  });
+  x.set(e.f32.subarray(p >> 2, (p >> 2) + n4));
 }

@@ -1,6 +1,6 @@
 /**
  * Kernel source for the element-wise kernels: `exp`, softmax, RMSNorm,
- * RoPE, SwiGLU and the probes (bandwidth, fused multiply-add); attention
+ * RoPE, SwiGLU, GELU (erf) and the probes (bandwidth, fused multiply-add); attention
  * over a KV cache is in `_kernels_attention.ts`. {@link opsKernels} adds
  * all of them to the module emitted by `_kernels.ts`.
  *
@@ -500,6 +500,71 @@ function swigluKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
   );
 }
 
+// Abramowitz and Stegun 7.1.26: erf(z) ≈ 1 − t·P(t)·exp(−z²), t = 1/(1 + p·z),
+// z ≥ 0, absolute error below 1.5e-7 (the same formula as the encoders'
+// scalar GELU in models/encoder.ts).
+const ERF_P = 0.3275911;
+
+const ERF_A = [
+  1.061405429,
+  -1.453152027,
+  1.421413741,
+  -0.284496736,
+  0.254829592,
+];
+
+/**
+ * GELU with erf, `x·Φ(x) = ½x(1 + erf(x/√2))`, on `n4` values (a multiple
+ * of 4; the caller does the rest); `out` may equal `x`.
+ */
+function geluErfKernel(m: ModuleBuilder, ctx: Ctx, exp4: FuncBuilder): void {
+  const f = m.func("gelu_erf", [["x", I], ["out", I], ["n4", I]]);
+  const { x, out, n4 } = f.params;
+  const [i] = f.locals(I, 1);
+  const [a, z, t, p] = f.locals(V, 4);
+  let poly: Code = f32x4c(ERF_A[0]);
+  for (let k = 1; k < ERF_A.length; k++) {
+    poly = ctx.madd(poly, get(t), f32x4c(ERF_A[k]));
+  }
+  f.body(
+    forLoop(
+      "i",
+      i,
+      c(0),
+      get(n4),
+      c(4),
+      set(a, v128.load(at(x, get(i)))),
+      set(z, f32x4.mul(f32x4.abs(get(a)), f32x4c(Math.SQRT1_2))),
+      set(
+        t,
+        f32x4.div(
+          f32x4c(1),
+          ctx.madd(get(z), f32x4c(ERF_P), f32x4c(1)),
+        ),
+      ),
+      // erf(|x|/√2) = 1 − t·P(t)·exp(−z²), then x's sign
+      set(
+        p,
+        f32x4.sub(
+          f32x4c(1),
+          f32x4.mul(
+            f32x4.mul(poly, get(t)),
+            call(exp4, f32x4.neg(f32x4.mul(get(z), get(z)))),
+          ),
+        ),
+      ),
+      set(p, v128.or(get(p), v128.and(get(a), i32x4c(0x80000000 | 0)))),
+      v128.store(
+        at(out, get(i)),
+        f32x4.mul(
+          f32x4.mul(get(a), f32x4c(0.5)),
+          f32x4.add(f32x4c(1), get(p)),
+        ),
+      ),
+    ),
+  );
+}
+
 /**
  * Reads 64-byte chunks `[c0, c1)` from `p` and stores a checksum at `out`:
  * the time to stream bytes through SIMD registers, the bandwidth bound the
@@ -598,6 +663,7 @@ export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   rmsNormKernel(m, ctx);
   ropeKernels(m, ctx);
   swigluKernel(m, exp4);
+  geluErfKernel(m, ctx, exp4);
   attentionKernel(m, ctx, exp4);
   readProbe(m);
   fmaProbe(m, ctx);
