@@ -8,7 +8,8 @@
  * torch.onnx's export of the same weights, with the same thread count.
  * With `--blas` the F32 folder also runs with the system OpenBLAS as the
  * F32 GEMM backend (`openSystemBlas`, io/blas.ts; `--allow-ffi`), as a
- * side of its own (the backend is installed for that side only).
+ * side of its own (the backend is installed for that side only; OpenBLAS
+ * threads `--blas-threads`, default `--threads`).
  * transformers.js runs under Deno on `onnxruntime-node` (native ONNX
  * Runtime, CPU execution provider; the version is printed).
  * The sides alternate round by round; printed: sentences/s per side (best
@@ -18,7 +19,8 @@
  *
  * ```sh
  * /work/refpy/bin/python bench/encoder_model.py /tmp/minilm   # once
- * deno run -A bench/embed_compare.ts --model /tmp/minilm [--threads 2] [--rounds 7] [--blas]
+ * deno run -A bench/embed_compare.ts --model /tmp/minilm [--threads 2] [--rounds 7] \
+ *   [--dtypes F32,F16,Q8_0] [--blas [--blas-threads N]]
  * ```
  */
 
@@ -32,7 +34,15 @@ import { convertEncoderToGguf, loadEncoderModel } from "../io/encoder.ts";
 import { embedSentences, type EncoderModel } from "../models/sentence.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["model", "threads", "rounds", "batch", "tokens", "dtypes"],
+  string: [
+    "model",
+    "threads",
+    "rounds",
+    "batch",
+    "tokens",
+    "dtypes",
+    "blas-threads",
+  ],
   boolean: ["blas"],
   default: {
     threads: "2",
@@ -135,7 +145,8 @@ async function theirs(): Promise<Float32Array[]> {
   });
 }
 
-const blas = args.blas ? openSystemBlas({ threads: THREADS }) : undefined;
+const BLAS_THREADS = Number(args["blas-threads"] ?? THREADS);
+const blas = args.blas ? openSystemBlas({ threads: BLAS_THREADS }) : undefined;
 if (blas && !blas.backend) console.log(`no BLAS side: ${blas.note}`);
 const f32 = ours.find(([dt]) => dt === "F32")?.[1];
 if (blas?.backend && f32) ours.push(["F32+OpenBLAS", f32]);
@@ -195,7 +206,11 @@ console.log(
 console.log(`cpu: ${await cpuInfo()}`);
 console.log(
   `transformers.js on onnxruntime ${JSON.stringify(ortVersions)}${
-    blas?.backend ? `; BLAS: ${blas.backend.name}` : ""
+    blas?.backend
+      ? `; BLAS: ${blas.backend.name}, ${BLAS_THREADS} thread(s), OPENBLAS_THREAD_TIMEOUT=${
+        Deno.env.get("OPENBLAS_THREAD_TIMEOUT") ?? "unset"
+      }`
+      : ""
   }; load average ${Deno.loadavg().map((x) => x.toFixed(1)).join(" ")}`,
 );
 console.log(

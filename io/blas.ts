@@ -55,6 +55,9 @@ export interface SystemBlas {
   close(): void;
 }
 
+/** `sgemm` calls with fewer multiply-adds run on one OpenBLAS thread. */
+const SMALL_SGEMM = 1 << 22;
+
 const CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112;
 
 const SYMBOLS = {
@@ -83,6 +86,7 @@ const SYMBOLS = {
     optional: true,
   },
   openblas_get_config: { parameters: [], result: "pointer", optional: true },
+  openblas_get_num_threads: { parameters: [], result: "i32", optional: true },
 } as const;
 
 /**
@@ -135,6 +139,21 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const name = config
       ? Deno.UnsafePointerView.getCString(config)
       : `cblas_sgemm from ${path}`;
+    // OpenBLAS splits a product of more than 2^18 multiply-adds over its
+    // threads; attention's per-head products (128 × 128 × 32) then spend
+    // more on the hand-over than on the work, so `sgemm` below 2^22 runs
+    // on one thread (2 FFI calls around it)
+    const threads = s.openblas_get_num_threads?.() ?? 1;
+    const one = threads > 1 && s.openblas_set_num_threads
+      ? (f: () => void) => {
+        s.openblas_set_num_threads!(1);
+        try {
+          f();
+        } finally {
+          s.openblas_set_num_threads!(threads);
+        }
+      }
+      : (f: () => void) => f();
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
@@ -160,6 +179,27 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           outF,
         );
         return y;
+      },
+      sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+        const call = () =>
+          s.cblas_sgemm(
+            CBLAS_ROW_MAJOR,
+            ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
+            tb ? CBLAS_TRANS : CBLAS_NO_TRANS,
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            lda,
+            b,
+            ldb,
+            beta,
+            c,
+            ldc,
+          );
+        if (m * n * k < SMALL_SGEMM) one(call);
+        else call();
       },
     };
     return {

@@ -39,6 +39,8 @@
 import { type Tensor, toFloat32 } from "../core/tensor.ts";
 import { activate } from "../kernels/activations.ts";
 import { appendKv, attend, createKvCache } from "../kernels/attention.ts";
+import { attendRowsGemm } from "../kernels/_attention_gemm.ts";
+import { currentF32GemmBackend } from "../kernels/fast/backend.ts";
 import { geluErfApprox, geluErfInPlace } from "../kernels/gelu.ts";
 import { linear, linearMany } from "../kernels/linear.ts";
 import { layerNorm } from "../kernels/norms.ts";
@@ -300,6 +302,9 @@ export function buildEncoder(
     lens: number[],
     global: boolean,
   ): Float32Array {
+    // a native BLAS takes the per-head products where one is installed
+    const blas = global ? currentF32GemmBackend() : null;
+    if (blas?.sgemm) return attendRowsGemm(blas, q, k, v, lens, heads, hd);
     const out = new Float32Array(q.length);
     const longest = Math.max(...lens);
     const cache = global ? createKvCache(1, heads, hd, longest) : undefined;

@@ -144,3 +144,37 @@ export function engineGeluErf(e: Engine, x: Float32Array): void {
   });
   x.set(e.f32.subarray(p >> 2, (p >> 2) + n4));
 }
+
+/**
+ * Softmax of each row of `n` values on the engine, in place, the rows
+ * split over the kernel threads (`softmax_rows` per part).
+ *
+ * @param e The engine.
+ * @param x Rows of `n` values (`x.length` a multiple of `n`); overwritten.
+ * @param n Row length.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineSoftmaxInPlace } from "./_ops_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * const x = new Float32Array([0, 0, 1, 1]);
+ * if (e) engineSoftmaxInPlace(e, x, 2);
+ * if (e) assert(Math.abs(x[0] - 0.5) < 1e-7 && Math.abs(x[3] - 0.5) < 1e-7);
+ * ```
+ */
+export function engineSoftmaxInPlace(
+  e: Engine,
+  x: Float32Array,
+  n: number,
+): void {
+  const p = put(e, "x", x);
+  const rows = x.length / n;
+  runSplit(e, "softmax_rows", x.length * 8, rows, (a, b) => [
+    p + a * n * 4,
+    b - a,
+    n,
+  ]);
+  x.set(e.f32.subarray(p >> 2, (p >> 2) + x.length));
+}
