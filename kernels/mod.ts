@@ -25,6 +25,7 @@
  */
 
 export * from "./activations.ts";
+export * from "./add_norm.ts";
 export * from "./attention.ts";
 export * from "./gelu.ts";
 export * from "./kmeans.ts";

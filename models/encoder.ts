@@ -38,6 +38,7 @@
 
 import { type Tensor, toFloat32 } from "../core/tensor.ts";
 import { activate } from "../kernels/activations.ts";
+import { addLayerNorm } from "../kernels/add_norm.ts";
 import { appendKv, attend, createKvCache } from "../kernels/attention.ts";
 import { attendRowsGemm } from "../kernels/_attention_gemm.ts";
 import { currentF32GemmBackend } from "../kernels/fast/backend.ts";
@@ -362,10 +363,17 @@ export function buildEncoder(
       }
       const ctx = attention(q, k, v, lens, L.global);
       const o = linear(ctx, N, L.o, L.bo);
-      for (let i = 0; i < o.length; i++) o[i] += x[i];
       x = config.norm === "post"
-        ? layerNorm(o, N, d, L.attnNorm![0], L.attnNorm![1], config.normEps)
-        : o;
+        ? addLayerNorm(
+          o,
+          x,
+          N,
+          d,
+          L.attnNorm![0],
+          L.attnNorm![1],
+          config.normEps,
+        )
+        : addInPlace(o, x);
       const f = config.norm === "pre"
         ? layerNorm(x, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
         : x;
@@ -393,10 +401,9 @@ export function buildEncoder(
         g = u;
       }
       const y = linear(g, N, L.down, L.bdown);
-      for (let i = 0; i < y.length; i++) y[i] += x[i];
       x = config.norm === "post"
-        ? layerNorm(y, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
-        : y;
+        ? addLayerNorm(y, x, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
+        : addInPlace(y, x);
     }
     if (outNorm) x = layerNorm(x, N, d, outNorm[0], outNorm[1], config.normEps);
     return x;
@@ -443,6 +450,12 @@ export function buildEncoder(
     forward,
     classify,
   };
+}
+
+/** `y += x`, returning `y`. */
+function addInPlace(y: Float32Array, x: Float32Array): Float32Array {
+  for (let i = 0; i < y.length; i++) y[i] += x[i];
+  return y;
 }
 
 /** Bidirectional attention within a window: a query sees keys at distance ≤ `window`. */

@@ -178,3 +178,56 @@ export function engineSoftmaxInPlace(
   ]);
   x.set(e.f32.subarray(p >> 2, (p >> 2) + x.length));
 }
+
+/**
+ * `LayerNorm(a + b)` per row of `n` values on the engine
+ * (`add_layernorm_rows`), the rows split over the kernel threads;
+ * `n` a multiple of 4.
+ *
+ * @param e The engine.
+ * @param a Rows of `n` values.
+ * @param b Rows of `n` values, same length as `a`.
+ * @param n Row length (a multiple of 4).
+ * @param weight Per-feature scale, length `n`.
+ * @param bias Per-feature shift, length `n` (zeros for none).
+ * @param eps Added to the variance.
+ * @returns The normalized sums, a new array.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineAddLayerNorm } from "./_ops_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * const e = getEngine();
+ * const one = new Float32Array(4).fill(1);
+ * const y = e && engineAddLayerNorm(e, new Float32Array([0, 1, 2, 3]), new Float32Array([1, 1, 1, 1]), 4, one, new Float32Array(4), 0);
+ * if (y) assert(Math.abs(y[0] + Math.sqrt(1.8)) < 1e-5 && Math.abs(y[0] + y[3]) < 1e-6);
+ * ```
+ */
+export function engineAddLayerNorm(
+  e: Engine,
+  a: Float32Array,
+  b: Float32Array,
+  n: number,
+  weight: Float32Array,
+  bias: Float32Array,
+  eps: number,
+): Float32Array {
+  const pa = put(e, "ln_a", a);
+  const pb = put(e, "ln_b", b);
+  const pw = put(e, "ln_w", weight);
+  const pbias = put(e, "ln_bias", bias);
+  const y = e.scratch("ln_y", a.byteLength + 64);
+  const rows = a.length / n;
+  runSplit(e, "add_layernorm_rows", a.length * 8, rows, (r0, r1) => [
+    pa + r0 * n * 4,
+    pb + r0 * n * 4,
+    pw,
+    pbias,
+    y + r0 * n * 4,
+    r1 - r0,
+    n,
+    eps,
+  ]);
+  return take(e, y, a.length);
+}

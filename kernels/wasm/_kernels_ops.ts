@@ -566,6 +566,98 @@ function geluErfKernel(m: ModuleBuilder, ctx: Ctx, exp4: FuncBuilder): void {
 }
 
 /**
+ * `y = LayerNorm(a + b)` per row of `n` values (a multiple of 4): the sum,
+ * its mean and variance in F32, then `(s − mean)/√(var + eps)·w + bias`;
+ * a residual connection and the post-norm after it in one pass per step.
+ */
+function addLayerNormKernel(m: ModuleBuilder, ctx: Ctx): void {
+  const f = m.func("add_layernorm_rows", [
+    ["a", I],
+    ["b", I],
+    ["w", I],
+    ["bias", I],
+    ["y", I],
+    ["rows", I],
+    ["n", I],
+    ["eps", F],
+  ]);
+  const { a, b, w, bias, y, rows, n, eps } = f.params;
+  const [r, i, ra, rb, ro] = f.locals(I, 5);
+  const [mean, inv] = f.locals(F, 2);
+  const [vs, t, vm, vi] = f.locals(V, 4);
+  const rowAt = (base: Code) =>
+    i32.add(base, i32.shl(i32.mul(get(r), get(n)), c(2)));
+  f.body(
+    forLoop(
+      "r",
+      r,
+      c(0),
+      get(rows),
+      c(1),
+      set(ra, rowAt(get(a))),
+      set(rb, rowAt(get(b))),
+      set(ro, rowAt(get(y))),
+      set(vs, zero),
+      forLoop(
+        "s",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        set(t, f32x4.add(v128.load(at(ra, get(i))), v128.load(at(rb, get(i))))),
+        v128.store(at(ro, get(i)), get(t)),
+        set(vs, f32x4.add(get(vs), get(t))),
+      ),
+      set(mean, f32.div(hsum(get(vs), t), f32.convert_i32_s(get(n)))),
+      set(vm, f32x4.splat(get(mean))),
+      set(vs, zero),
+      forLoop(
+        "v",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        set(t, f32x4.sub(v128.load(at(ro, get(i))), get(vm))),
+        set(vs, ctx.madd(get(t), get(t), get(vs))),
+      ),
+      set(
+        inv,
+        f32.div(
+          f32.const(1),
+          f32.sqrt(
+            f32.add(
+              f32.div(hsum(get(vs), t), f32.convert_i32_s(get(n))),
+              get(eps),
+            ),
+          ),
+        ),
+      ),
+      set(vi, f32x4.splat(get(inv))),
+      forLoop(
+        "o",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        v128.store(
+          at(ro, get(i)),
+          f32x4.add(
+            f32x4.mul(
+              f32x4.mul(
+                f32x4.sub(v128.load(at(ro, get(i))), get(vm)),
+                get(vi),
+              ),
+              v128.load(at(w, get(i))),
+            ),
+            v128.load(at(bias, get(i))),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+/**
  * Reads 64-byte chunks `[c0, c1)` from `p` and stores a checksum at `out`:
  * the time to stream bytes through SIMD registers, the bandwidth bound the
  * matvec benchmarks compare against. The range is cut into `streams` (≥ 1)
@@ -664,6 +756,7 @@ export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   ropeKernels(m, ctx);
   swigluKernel(m, exp4);
   geluErfKernel(m, ctx, exp4);
+  addLayerNormKernel(m, ctx);
   attentionKernel(m, ctx, exp4);
   readProbe(m);
   fmaProbe(m, ctx);
