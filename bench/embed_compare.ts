@@ -6,13 +6,21 @@
  * folder (F32 safetensors) and from our F16 / Q8_0 GGUF of it, and in
  * transformers.js (`@huggingface/transformers`, ONNX Runtime) from
  * torch.onnx's export of the same weights, with the same thread count.
+ * With `--blas` the F32 folder also runs with the system OpenBLAS as the
+ * F32 GEMM backend (`openSystemBlas`, io/blas.ts; `--allow-ffi`), as a
+ * side of its own (the backend is installed for that side only; OpenBLAS
+ * threads `--blas-threads`, default `--threads`).
+ * transformers.js runs under Deno on `onnxruntime-node` (native ONNX
+ * Runtime, CPU execution provider; the version is printed).
  * The sides alternate round by round; printed: sentences/s per side (best
- * round), the median and range of the per-round ratios, the largest
- * difference between the two sides' vectors, and the CPU.
+ * round), the median and range of the per-round ratios, the median
+ * sentences per CPU-second of the process (all threads; /proc/self/stat),
+ * the largest difference between the two sides' vectors, and the CPU.
  *
  * ```sh
  * /work/refpy/bin/python bench/encoder_model.py /tmp/minilm   # once
- * deno run -A bench/embed_compare.ts --model /tmp/minilm [--threads 2] [--rounds 7]
+ * deno run -A bench/embed_compare.ts --model /tmp/minilm [--threads 2] [--rounds 7] \
+ *   [--dtypes F32,F16,Q8_0] [--blas [--blas-threads N]]
  * ```
  */
 
@@ -20,11 +28,22 @@ import { parseArgs } from "@std/cli";
 import { join } from "@std/path";
 import { AutoModel, env, Tensor } from "@huggingface/transformers";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
+import { setF32GemmBackend } from "../kernels/fast/backend.ts";
+import { openSystemBlas } from "../io/blas.ts";
 import { convertEncoderToGguf, loadEncoderModel } from "../io/encoder.ts";
 import { embedSentences, type EncoderModel } from "../models/sentence.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["model", "threads", "rounds", "batch", "tokens", "dtypes"],
+  string: [
+    "model",
+    "threads",
+    "rounds",
+    "batch",
+    "tokens",
+    "dtypes",
+    "blas-threads",
+  ],
+  boolean: ["blas"],
   default: {
     threads: "2",
     rounds: "7",
@@ -59,6 +78,18 @@ async function cpuInfo(): Promise<string> {
   }
 }
 
+/** CPU seconds (user + system, all threads) of this process so far. */
+function cpuSeconds(): number {
+  try {
+    const f = Deno.readTextFileSync("/proc/self/stat");
+    const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
+    // fields 14 and 15 (utime, stime) in clock ticks (100 per second on Linux)
+    return (Number(rest[11]) + Number(rest[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 // the same inputs for both sides: [CLS] 126 seeded ids [SEP]
 let seed = 12345;
 const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -85,6 +116,7 @@ for (const dt of args.dtypes.split(",")) {
 env.allowRemoteModels = false;
 env.localModelPath = join(DIR, "..");
 const name = DIR.split("/").filter((s: string) => s !== "").pop()!;
+const ortVersions = (env.backends.onnx as { versions?: unknown }).versions;
 const tjs = await AutoModel.from_pretrained(name, {
   dtype: "fp32",
   session_options: { intraOpNumThreads: THREADS, interOpNumThreads: 1 },
@@ -113,7 +145,14 @@ async function theirs(): Promise<Float32Array[]> {
   });
 }
 
-function run(m: EncoderModel): Float32Array[] {
+const BLAS_THREADS = Number(args["blas-threads"] ?? THREADS);
+const blas = args.blas ? openSystemBlas({ threads: BLAS_THREADS }) : undefined;
+if (blas && !blas.backend) console.log(`no BLAS side: ${blas.note}`);
+const f32 = ours.find(([dt]) => dt === "F32")?.[1];
+if (blas?.backend && f32) ours.push(["F32+OpenBLAS", f32]);
+
+function run(dt: string, m: EncoderModel): Float32Array[] {
+  setF32GemmBackend(dt.endsWith("OpenBLAS") ? blas!.backend : null);
   return embedSentences(m.encoder, m.pipeline, rows, { batchSize: B })
     .embeddings;
 }
@@ -121,7 +160,7 @@ function run(m: EncoderModel): Float32Array[] {
 // warm up both (V8 tiers up the WebAssembly; ORT plans its graph)
 const ref = await theirs();
 for (const [dt, m] of ours) {
-  const v = run(m);
+  const v = run(dt, m);
   let worst = 0;
   for (let i = 0; i < B; i++) {
     for (let j = 0; j < v[i].length; j++) {
@@ -134,21 +173,25 @@ for (const [dt, m] of ours) {
 }
 
 const times = new Map<string, number[]>();
+const cpu = new Map<string, number[]>();
 for (let r = 0; r < ROUNDS; r++) {
   const sides: [string, () => Promise<unknown> | unknown][] = [
     ["transformers.js", theirs],
     ...ours.map(([dt, m]) =>
-      [`modelhost ${dt}`, () => run(m)] as [string, () => unknown]
+      [`modelhost ${dt}`, () => run(dt, m)] as [string, () => unknown]
     ),
   ];
   if (r % 2 === 1) sides.reverse();
   for (const [label, f] of sides) {
-    const t0 = performance.now();
+    const c0 = cpuSeconds(), t0 = performance.now();
     await f();
     const ms = performance.now() - t0;
     times.set(label, [...(times.get(label) ?? []), ms]);
+    cpu.set(label, [...(cpu.get(label) ?? []), cpuSeconds() - c0]);
   }
 }
+setF32GemmBackend(null);
+blas?.close();
 await shutdownKernels();
 await Deno.remove(tmp, { recursive: true });
 
@@ -162,9 +205,18 @@ console.log(
 );
 console.log(`cpu: ${await cpuInfo()}`);
 console.log(
-  `| side | best sentences/s | median sentences/s | ratio to transformers.js (median, range) |`,
+  `transformers.js on onnxruntime ${JSON.stringify(ortVersions)}${
+    blas?.backend
+      ? `; BLAS: ${blas.backend.name}, ${BLAS_THREADS} thread(s), OPENBLAS_THREAD_TIMEOUT=${
+        Deno.env.get("OPENBLAS_THREAD_TIMEOUT") ?? "unset"
+      }`
+      : ""
+  }; load average ${Deno.loadavg().map((x) => x.toFixed(1)).join(" ")}`,
 );
-console.log(`| --- | --- | --- | --- |`);
+console.log(
+  `| side | best sentences/s | median sentences/s | ratio to transformers.js (median, range) | sentences per CPU-second (median) |`,
+);
+console.log(`| --- | --- | --- | --- | --- |`);
 for (const [label, ms] of times) {
   const ratios = ms.map((m, i) => base[i] / m);
   console.log(
@@ -172,6 +224,6 @@ for (const [label, ms] of times) {
       (B / (median(ms) / 1000)).toFixed(1)
     } | ${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${
       Math.max(...ratios).toFixed(2)
-    }) |`,
+    }) | ${(B / median(cpu.get(label)!)).toFixed(1)} |`,
   );
 }

@@ -8,11 +8,47 @@ import {
   loadEncoderModel,
   readSentencePipelineDir,
 } from "../io/encoder.ts";
+import { useSystemBlas } from "../io/blas.ts";
 import { loadTransformer } from "../io/transformer.ts";
 import { embed } from "../models/embed.ts";
 import { embedSentences, rerankScores } from "../models/sentence.ts";
-import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
+import { type FlagSpec, type Parsed, parseFlags, UsageError } from "./_args.ts";
 import { type Command, needFiles } from "./_command.ts";
+import { positiveInt, THREADS_FLAG, withThreads } from "./_habits.ts";
+
+/** `--threads` and `--no-blas`, for `embed` and `rerank`. */
+const SPEED_FLAGS: FlagSpec[] = [
+  THREADS_FLAG,
+  {
+    name: "no-blas",
+    type: "boolean",
+    description:
+      "Keep F32 products on the WebAssembly kernels where the system OpenBLAS could run them (it does with --allow-ffi and libopenblas0)",
+  },
+];
+
+/**
+ * Runs `fn` with the kernels on `--threads` workers and, unless
+ * `--no-blas`, the system OpenBLAS as the F32 GEMM backend where Deno may
+ * load it (`--allow-ffi`) and the library is there; the WebAssembly
+ * kernels otherwise.
+ */
+async function withKernels<T>(
+  flags: Parsed["flags"],
+  fn: () => Promise<T>,
+): Promise<T> {
+  const threads = positiveInt(flags, "threads");
+  return await withThreads(threads, async () => {
+    const blas = flags["no-blas"]
+      ? undefined
+      : useSystemBlas({ threads: threads ?? 1 });
+    try {
+      return await fn();
+    } finally {
+      blas?.close();
+    }
+  });
+}
 
 const EMBED_FLAGS: FlagSpec[] = [
   {
@@ -47,6 +83,7 @@ const EMBED_FLAGS: FlagSpec[] = [
     description: "Texts per forward pass",
     default: 32,
   },
+  ...SPEED_FLAGS,
 ];
 
 async function exists(path: string): Promise<boolean> {
@@ -98,37 +135,38 @@ export const embedCommand: Command = {
     const texts = await readInputs(inputs);
     const path = positional[0];
     const normalize = flags["no-normalize"] ? false : undefined;
-    let vectors: Float32Array[];
-    if (await isEncoderModel(path)) {
-      const { encoder, pipeline } = await loadEncoderModel(path);
-      vectors = embedSentences(encoder, pipeline, texts, {
-        promptName: flags["prompt-name"] as string | undefined,
-        prompt: flags.prompt as string | undefined,
-        normalize,
-        batchSize: flags["batch-size"] as number,
-      }).embeddings;
-    } else {
-      const model = await loadTransformer(path);
-      const pipeline = (await Deno.stat(path)).isDirectory
-        ? await readSentencePipelineDir(path)
-        : undefined;
-      const prefix = (flags.prompt as string | undefined) ?? "";
-      // a decoder embedding model with sentence-transformers' files pools
-      // as they say; any other decoder: mean of the last hidden states
-      vectors = pipeline
-        ? embedSentences(model, pipeline, texts, {
+    const vectors = await withKernels(flags, async () => {
+      if (await isEncoderModel(path)) {
+        const { encoder, pipeline } = await loadEncoderModel(path);
+        return embedSentences(encoder, pipeline, texts, {
           promptName: flags["prompt-name"] as string | undefined,
           prompt: flags.prompt as string | undefined,
           normalize,
-        }).embeddings
-        : texts.length === 0
-        ? []
-        : embed(
-          model,
-          texts.map((t) => prefix + t),
-          { normalize: normalize ?? true, truncate: true },
-        ).embeddings;
-    }
+          batchSize: flags["batch-size"] as number,
+        }).embeddings;
+      } else {
+        const model = await loadTransformer(path);
+        const pipeline = (await Deno.stat(path)).isDirectory
+          ? await readSentencePipelineDir(path)
+          : undefined;
+        const prefix = (flags.prompt as string | undefined) ?? "";
+        // a decoder embedding model with sentence-transformers' files pools
+        // as they say; any other decoder: mean of the last hidden states
+        return pipeline
+          ? embedSentences(model, pipeline, texts, {
+            promptName: flags["prompt-name"] as string | undefined,
+            prompt: flags.prompt as string | undefined,
+            normalize,
+          }).embeddings
+          : texts.length === 0
+          ? []
+          : embed(
+            model,
+            texts.map((t) => prefix + t),
+            { normalize: normalize ?? true, truncate: true },
+          ).embeddings;
+      }
+    });
     for (const [i, v] of vectors.entries()) {
       ctx.io.out(JSON.stringify({ index: i, embedding: Array.from(v) }));
     }
@@ -152,6 +190,7 @@ const RERANK_FLAGS: FlagSpec[] = [
     description:
       "A document, a file of one document per line, or - for such lines on stdin; repeatable",
   },
+  ...SPEED_FLAGS,
 ];
 
 /** The `rerank` command. */
@@ -177,8 +216,11 @@ export const rerankCommand: Command = {
         } is no encoder checkpoint (bert, roberta, xlm-roberta, modernbert)`,
       );
     }
-    const { encoder } = await loadEncoderModel(positional[0]);
-    const scores = rerankScores(encoder, flags.query, docs);
+    const query = flags.query;
+    const scores = await withKernels(flags, async () => {
+      const { encoder } = await loadEncoderModel(positional[0]);
+      return rerankScores(encoder, query, docs);
+    });
     for (const [i, s] of scores.entries()) {
       ctx.io.out(JSON.stringify({ index: i, score: s }));
     }

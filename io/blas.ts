@@ -41,6 +41,18 @@ export interface SystemBlasOptions {
   minRows?: number;
   /** Calls with fewer multiply-adds stay on WebAssembly (default 2^20). */
   minWork?: number;
+  /**
+   * How long OpenBLAS's idle threads spin before they sleep, as the power
+   * of two of CPU cycles that its `OPENBLAS_THREAD_TIMEOUT` takes (4 to
+   * 30; OpenBLAS's default is 28, about 0.1 s). Set in the environment
+   * before the library loads, when `OPENBLAS_THREAD_TIMEOUT` is unset and
+   * `--allow-env` is granted; it has no effect once the library is loaded.
+   * Default 4: between the products of a forward pass, the spinning
+   * threads take the cores from the WebAssembly workers (measured on an
+   * encoder, 2 OpenBLAS threads: 2.00 CPU-seconds per batch with 28, 1.71
+   * with 4).
+   */
+  threadTimeout?: number;
 }
 
 /** What {@link openSystemBlas} found. */
@@ -54,6 +66,9 @@ export interface SystemBlas {
   /** Closes the library (after removing the backend, if installed). */
   close(): void;
 }
+
+/** `sgemm` calls with fewer multiply-adds run on one OpenBLAS thread. */
+const SMALL_SGEMM = 1 << 22;
 
 const CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112;
 
@@ -83,6 +98,7 @@ const SYMBOLS = {
     optional: true,
   },
   openblas_get_config: { parameters: [], result: "pointer", optional: true },
+  openblas_get_num_threads: { parameters: [], result: "i32", optional: true },
 } as const;
 
 /**
@@ -90,7 +106,7 @@ const SYMBOLS = {
  *
  * @param opts Libraries to try, threads, thresholds.
  * @returns The backend, or a note saying why there is none.
- * @throws {RangeError} When `threads` is not a positive integer.
+ * @throws {RangeError} When `threads` is not a positive integer or `threadTimeout` is outside 4..30.
  *
  * @example
  * ```ts
@@ -109,6 +125,12 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       `Cannot use ${opts.threads} BLAS threads: expected an integer ≥ 1`,
     );
   }
+  const timeout = opts.threadTimeout ?? 4;
+  if (!Number.isInteger(timeout) || timeout < 4 || timeout > 30) {
+    throw new RangeError(
+      `Cannot use OpenBLAS thread timeout ${timeout}: expected an integer 4..30`,
+    );
+  }
   const none = (note: string): SystemBlas => ({
     backend: null,
     note,
@@ -119,6 +141,15 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
   }
   if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") {
     return none("no --allow-ffi permission: the WebAssembly kernels run");
+  }
+  if (
+    Deno.permissions.querySync({
+        name: "env",
+        variable: "OPENBLAS_THREAD_TIMEOUT",
+      }).state === "granted" &&
+    Deno.env.get("OPENBLAS_THREAD_TIMEOUT") === undefined
+  ) {
+    Deno.env.set("OPENBLAS_THREAD_TIMEOUT", String(timeout));
   }
   const tried: string[] = [];
   for (const path of opts.libraries ?? BLAS_LIBRARIES) {
@@ -135,6 +166,21 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const name = config
       ? Deno.UnsafePointerView.getCString(config)
       : `cblas_sgemm from ${path}`;
+    // OpenBLAS splits a product of more than 2^18 multiply-adds over its
+    // threads; attention's per-head products (128 × 128 × 32) then spend
+    // more on the hand-over than on the work, so `sgemm` below 2^22 runs
+    // on one thread (2 FFI calls around it)
+    const threads = s.openblas_get_num_threads?.() ?? 1;
+    const one = threads > 1 && s.openblas_set_num_threads
+      ? (f: () => void) => {
+        s.openblas_set_num_threads!(1);
+        try {
+          f();
+        } finally {
+          s.openblas_set_num_threads!(threads);
+        }
+      }
+      : (f: () => void) => f();
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
@@ -160,6 +206,27 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           outF,
         );
         return y;
+      },
+      sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+        const call = () =>
+          s.cblas_sgemm(
+            CBLAS_ROW_MAJOR,
+            ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
+            tb ? CBLAS_TRANS : CBLAS_NO_TRANS,
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            lda,
+            b,
+            ldb,
+            beta,
+            c,
+            ldc,
+          );
+        if (m * n * k < SMALL_SGEMM) one(call);
+        else call();
       },
     };
     return {

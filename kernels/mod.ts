@@ -25,7 +25,9 @@
  */
 
 export * from "./activations.ts";
+export * from "./add_norm.ts";
 export * from "./attention.ts";
+export * from "./gelu.ts";
 export * from "./kmeans.ts";
 export * from "./linear.ts";
 export * from "./norms.ts";

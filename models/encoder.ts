@@ -38,7 +38,11 @@
 
 import { type Tensor, toFloat32 } from "../core/tensor.ts";
 import { activate } from "../kernels/activations.ts";
+import { addLayerNorm } from "../kernels/add_norm.ts";
 import { appendKv, attend, createKvCache } from "../kernels/attention.ts";
+import { attendRowsGemm } from "../kernels/_attention_gemm.ts";
+import { currentF32GemmBackend } from "../kernels/fast/backend.ts";
+import { geluErfApprox, geluErfInPlace } from "../kernels/gelu.ts";
 import { linear, linearMany } from "../kernels/linear.ts";
 import { layerNorm } from "../kernels/norms.ts";
 import { applyRope, ropeFrequencies, ropeTable } from "../kernels/rope.ts";
@@ -251,7 +255,7 @@ export function buildEncoder(
     return r;
   };
   const gelu = config.activation === "gelu"
-    ? geluErf
+    ? geluErfApprox
     : (x: number) => activate("gelu_tanh", x);
 
   function embedRows(rows: readonly EncoderRow[], total: number): Float32Array {
@@ -305,6 +309,9 @@ export function buildEncoder(
     lens: number[],
     global: boolean,
   ): Float32Array {
+    // a native BLAS takes the per-head products where one is installed
+    const blas = global ? currentF32GemmBackend() : null;
+    if (blas?.sgemm) return attendRowsGemm(blas, q, k, v, lens, heads, hd);
     const out = new Float32Array(q.length);
     const longest = Math.max(...lens);
     const cache = global ? createKvCache(1, heads, hd, longest) : undefined;
@@ -362,10 +369,17 @@ export function buildEncoder(
       }
       const ctx = attention(q, k, v, lens, L.global);
       const o = linear(ctx, N, L.o, L.bo);
-      for (let i = 0; i < o.length; i++) o[i] += x[i];
       x = config.norm === "post"
-        ? layerNorm(o, N, d, L.attnNorm![0], L.attnNorm![1], config.normEps)
-        : o;
+        ? addLayerNorm(
+          o,
+          x,
+          N,
+          d,
+          L.attnNorm![0],
+          L.attnNorm![1],
+          config.normEps,
+        )
+        : addInPlace(o, x);
       const f = config.norm === "pre"
         ? layerNorm(x, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
         : x;
@@ -388,14 +402,14 @@ export function buildEncoder(
           }
         }
       } else {
-        for (let i = 0; i < u.length; i++) u[i] = gelu(u[i]);
+        if (config.activation === "gelu") geluErfInPlace(u);
+        else for (let i = 0; i < u.length; i++) u[i] = gelu(u[i]);
         g = u;
       }
       const y = linear(g, N, L.down, L.bdown);
-      for (let i = 0; i < y.length; i++) y[i] += x[i];
       x = config.norm === "post"
-        ? layerNorm(y, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
-        : y;
+        ? addLayerNorm(y, x, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
+        : addInPlace(y, x);
     }
     if (outNorm) x = layerNorm(x, N, d, outNorm[0], outNorm[1], config.normEps);
     return x;
@@ -444,19 +458,10 @@ export function buildEncoder(
   };
 }
 
-/**
- * GELU with erf, `x·Φ(x)`, through Abramowitz and Stegun's 7.1.26 rational
- * approximation of erf (absolute error below 1.5e-7, far inside float32
- * rounding of the activations here); a fifth of the time of the exact
- * series of `kernels/activations.ts`, which dominated an encoder's MLP.
- */
-function geluErf(x: number): number {
-  const z = Math.abs(x) * Math.SQRT1_2;
-  const t = 1 / (1 + 0.3275911 * z);
-  const y = 1 -
-    ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t -
-            0.284496736) * t + 0.254829592) * t * Math.exp(-z * z);
-  return 0.5 * x * (1 + (x < 0 ? -y : y));
+/** `y += x`, returning `y`. */
+function addInPlace(y: Float32Array, x: Float32Array): Float32Array {
+  for (let i = 0; i < y.length; i++) y[i] += x[i];
+  return y;
 }
 
 /** Bidirectional attention within a window: a query sees keys at distance ≤ `window`. */

@@ -39,6 +39,43 @@ export interface F32GemmBackend {
     outF: number,
     bias?: Float32Array,
   ): Float32Array;
+  /**
+   * Optional: BLAS `sgemm` on row-major strided matrices,
+   * `C = α·op(A)·op(B) + β·C` with `op(A)` of `m × k` and `op(B)` of
+   * `k × n` (`op` transposes where asked). The arrays start at their
+   * matrices' first values (a `subarray` picks a column block); `lda`,
+   * `ldb` and `ldc` are their row strides in values. Used for attention's
+   * per-head products, which are column blocks of the projections.
+   *
+   * @param transA Whether A is stored transposed (`k × m`).
+   * @param transB Whether B is stored transposed (`n × k`).
+   * @param m Rows of C.
+   * @param n Columns of C.
+   * @param k The summed dimension.
+   * @param alpha Scale of the product.
+   * @param a A, from its first value.
+   * @param lda A's row stride.
+   * @param b B, from its first value.
+   * @param ldb B's row stride.
+   * @param beta Scale of C's previous values (0: C is only written).
+   * @param c C, from its first value; overwritten.
+   * @param ldc C's row stride.
+   */
+  sgemm?(
+    transA: boolean,
+    transB: boolean,
+    m: number,
+    n: number,
+    k: number,
+    alpha: number,
+    a: Float32Array,
+    lda: number,
+    b: Float32Array,
+    ldb: number,
+    beta: number,
+    c: Float32Array,
+    ldc: number,
+  ): void;
 }
 
 let current: F32GemmBackend | null = null;
@@ -78,6 +115,22 @@ export function setF32GemmBackend(
   const before = current;
   current = backend;
   return before;
+}
+
+/**
+ * The installed native backend, whatever the size of the product.
+ *
+ * @returns The backend, or null when none is installed.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { currentF32GemmBackend } from "@modelhost/modelhost/kernels/fast";
+ * assert(currentF32GemmBackend() === null); // none installed
+ * ```
+ */
+export function currentF32GemmBackend(): F32GemmBackend | null {
+  return current;
 }
 
 /**

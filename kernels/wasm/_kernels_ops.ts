@@ -1,6 +1,6 @@
 /**
  * Kernel source for the element-wise kernels: `exp`, softmax, RMSNorm,
- * RoPE, SwiGLU and the probes (bandwidth, fused multiply-add); attention
+ * RoPE, SwiGLU, GELU (erf) and the probes (bandwidth, fused multiply-add); attention
  * over a KV cache is in `_kernels_attention.ts`. {@link opsKernels} adds
  * all of them to the module emitted by `_kernels.ts`.
  *
@@ -500,6 +500,163 @@ function swigluKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
   );
 }
 
+// Abramowitz and Stegun 7.1.26: erf(z) ≈ 1 − t·P(t)·exp(−z²), t = 1/(1 + p·z),
+// z ≥ 0, absolute error below 1.5e-7 (the same formula as the encoders'
+// scalar GELU in models/encoder.ts).
+const ERF_P = 0.3275911;
+
+const ERF_A = [
+  1.061405429,
+  -1.453152027,
+  1.421413741,
+  -0.284496736,
+  0.254829592,
+];
+
+/**
+ * GELU with erf, `x·Φ(x) = ½x(1 + erf(x/√2))`, on `n4` values (a multiple
+ * of 4; the caller does the rest); `out` may equal `x`.
+ */
+function geluErfKernel(m: ModuleBuilder, ctx: Ctx, exp4: FuncBuilder): void {
+  const f = m.func("gelu_erf", [["x", I], ["out", I], ["n4", I]]);
+  const { x, out, n4 } = f.params;
+  const [i] = f.locals(I, 1);
+  const [a, z, t, p] = f.locals(V, 4);
+  let poly: Code = f32x4c(ERF_A[0]);
+  for (let k = 1; k < ERF_A.length; k++) {
+    poly = ctx.madd(poly, get(t), f32x4c(ERF_A[k]));
+  }
+  f.body(
+    forLoop(
+      "i",
+      i,
+      c(0),
+      get(n4),
+      c(4),
+      set(a, v128.load(at(x, get(i)))),
+      set(z, f32x4.mul(f32x4.abs(get(a)), f32x4c(Math.SQRT1_2))),
+      set(
+        t,
+        f32x4.div(
+          f32x4c(1),
+          ctx.madd(get(z), f32x4c(ERF_P), f32x4c(1)),
+        ),
+      ),
+      // erf(|x|/√2) = 1 − t·P(t)·exp(−z²), then x's sign
+      set(
+        p,
+        f32x4.sub(
+          f32x4c(1),
+          f32x4.mul(
+            f32x4.mul(poly, get(t)),
+            call(exp4, f32x4.neg(f32x4.mul(get(z), get(z)))),
+          ),
+        ),
+      ),
+      set(p, v128.or(get(p), v128.and(get(a), i32x4c(0x80000000 | 0)))),
+      v128.store(
+        at(out, get(i)),
+        f32x4.mul(
+          f32x4.mul(get(a), f32x4c(0.5)),
+          f32x4.add(f32x4c(1), get(p)),
+        ),
+      ),
+    ),
+  );
+}
+
+/**
+ * `y = LayerNorm(a + b)` per row of `n` values (a multiple of 4): the sum,
+ * its mean and variance in F32, then `(s − mean)/√(var + eps)·w + bias`;
+ * a residual connection and the post-norm after it in one pass per step.
+ */
+function addLayerNormKernel(m: ModuleBuilder, ctx: Ctx): void {
+  const f = m.func("add_layernorm_rows", [
+    ["a", I],
+    ["b", I],
+    ["w", I],
+    ["bias", I],
+    ["y", I],
+    ["rows", I],
+    ["n", I],
+    ["eps", F],
+  ]);
+  const { a, b, w, bias, y, rows, n, eps } = f.params;
+  const [r, i, ra, rb, ro] = f.locals(I, 5);
+  const [mean, inv] = f.locals(F, 2);
+  const [vs, t, vm, vi] = f.locals(V, 4);
+  const rowAt = (base: Code) =>
+    i32.add(base, i32.shl(i32.mul(get(r), get(n)), c(2)));
+  f.body(
+    forLoop(
+      "r",
+      r,
+      c(0),
+      get(rows),
+      c(1),
+      set(ra, rowAt(get(a))),
+      set(rb, rowAt(get(b))),
+      set(ro, rowAt(get(y))),
+      set(vs, zero),
+      forLoop(
+        "s",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        set(t, f32x4.add(v128.load(at(ra, get(i))), v128.load(at(rb, get(i))))),
+        v128.store(at(ro, get(i)), get(t)),
+        set(vs, f32x4.add(get(vs), get(t))),
+      ),
+      set(mean, f32.div(hsum(get(vs), t), f32.convert_i32_s(get(n)))),
+      set(vm, f32x4.splat(get(mean))),
+      set(vs, zero),
+      forLoop(
+        "v",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        set(t, f32x4.sub(v128.load(at(ro, get(i))), get(vm))),
+        set(vs, ctx.madd(get(t), get(t), get(vs))),
+      ),
+      set(
+        inv,
+        f32.div(
+          f32.const(1),
+          f32.sqrt(
+            f32.add(
+              f32.div(hsum(get(vs), t), f32.convert_i32_s(get(n))),
+              get(eps),
+            ),
+          ),
+        ),
+      ),
+      set(vi, f32x4.splat(get(inv))),
+      forLoop(
+        "o",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        v128.store(
+          at(ro, get(i)),
+          f32x4.add(
+            f32x4.mul(
+              f32x4.mul(
+                f32x4.sub(v128.load(at(ro, get(i))), get(vm)),
+                get(vi),
+              ),
+              v128.load(at(w, get(i))),
+            ),
+            v128.load(at(bias, get(i))),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 /**
  * Reads 64-byte chunks `[c0, c1)` from `p` and stores a checksum at `out`:
  * the time to stream bytes through SIMD registers, the bandwidth bound the
@@ -598,6 +755,8 @@ export function opsKernels(m: ModuleBuilder, ctx: Ctx): void {
   rmsNormKernel(m, ctx);
   ropeKernels(m, ctx);
   swigluKernel(m, exp4);
+  geluErfKernel(m, ctx, exp4);
+  addLayerNormKernel(m, ctx);
   attentionKernel(m, ctx, exp4);
   readProbe(m);
   fmaProbe(m, ctx);

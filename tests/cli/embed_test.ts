@@ -125,3 +125,36 @@ Deno.test("cli embed: a decoder embedding model pools its last token as sentence
     close(l.embedding, exp.embeddings[i], 1e-4);
   }
 });
+
+Deno.test("cli embed: --threads 2 with and without --no-blas give the references' values", async () => {
+  const exp = JSON.parse(
+    await Deno.readTextFile(join(DIR, "roberta-mean/expected.json")),
+  );
+  for (const extra of [[], ["--no-blas"]]) {
+    const args = exp.texts.flatMap((t: string) => ["--input", t]);
+    const r = await runCli([
+      "embed",
+      join(DIR, "roberta-mean"),
+      ...args,
+      "--threads",
+      "2",
+      ...extra,
+    ]);
+    assertEquals(r.code, 0, r.err);
+    const lines = r.out.split("\n").map((l) => JSON.parse(l));
+    assertEquals(lines.length, exp.texts.length);
+    for (const [i, l] of lines.entries()) {
+      close(l.embedding, exp.embeddings[i], 1e-4);
+    }
+  }
+  const bad = await runCli([
+    "embed",
+    join(DIR, "roberta-mean"),
+    "--input",
+    "x",
+    "--threads",
+    "0",
+  ]);
+  assert(bad.code !== 0);
+  assertStringIncludes(bad.err, "--threads expects a positive integer");
+});

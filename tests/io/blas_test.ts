@@ -4,7 +4,7 @@
  * library or --allow-ffi is missing.
  */
 
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import { useSystemBlas } from "../../io/blas.ts";
 import {
   f32GemmBackendFor,
@@ -111,5 +111,16 @@ Deno.test("without a BLAS library the WebAssembly kernels stay", () => {
     assert(f32GemmBackendFor(64, 1024, 4096) === null);
   } finally {
     blas.close();
+  }
+});
+
+Deno.test("bad thread counts and OpenBLAS thread timeouts are RangeErrors", () => {
+  assertThrows(() => useSystemBlas({ threads: 0 }), RangeError, "BLAS threads");
+  for (const t of [3, 31, 4.5]) {
+    assertThrows(
+      () => useSystemBlas({ threadTimeout: t }),
+      RangeError,
+      `thread timeout ${t}`,
+    );
   }
 });
