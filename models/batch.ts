@@ -75,6 +75,17 @@ export interface BatchEngineOptions {
    * are answered). @default {a MessageChannel round trip, and a timer turn every 8 ms}
    */
   yieldNow?: () => Promise<void>;
+  /**
+   * Whether prompts that wait together are prefilled over several steps,
+   * each taking whole prompts (oldest first) until it holds half of the
+   * prompt tokens still pending, so that half of the newcomers get their
+   * first token after about half the prefill time. A step's cost grows
+   * with its rows on CPUs where the quantized products are compute-bound,
+   * so without it eight prompts arriving together all wait for one step
+   * of all their tokens. The tokens of every sequence are the same either
+   * way. @default {true}
+   */
+  halfPrefill?: boolean;
   /** Told about every step. */
   onStep?: (step: BatchStep) => void;
 }
@@ -159,6 +170,7 @@ export class BatchEngine {
   #yield: () => Promise<void>;
   #closeYield: () => void;
   #onStep?: (step: BatchStep) => void;
+  #halve: boolean;
   #running: Slot[] = [];
   #waiting: Slot[] = [];
   #looping = false;
@@ -193,6 +205,7 @@ export class BatchEngine {
       this.#closeYield = c.close;
     }
     this.#onStep = options.onStep;
+    this.#halve = options.halfPrefill ?? true;
   }
 
   /** Sequences in the running batch. */
@@ -312,12 +325,24 @@ export class BatchEngine {
     const t0 = performance.now();
     const generating = this.#running.filter((s) => s.seq.generated > 0).length;
     let budget = generating > 0 ? this.#chunk : 4 * this.#chunk;
+    // Prompts that arrived together are split over two steps or more:
+    // once half of all pending prompt tokens are in this step, the other
+    // prompts wait for the next one (see `halfPrefill`).
+    let half = Infinity;
+    if (this.#halve) {
+      half = 0;
+      for (const s of this.#running) {
+        if (s.seq.generated === 0) half += s.seq.pending.length;
+      }
+      half = Math.ceil(half / 2);
+    }
     const items: BatchItem[] = [];
     const fed: Slot[] = [];
     let promptRows = 0;
     for (const s of this.#running) {
       const pending = s.seq.pending;
       const decoding = s.seq.generated > 0;
+      if (!decoding && promptRows > 0 && promptRows >= half) continue;
       const n = decoding ? 1 : Math.min(pending.length, budget);
       if (n === 0) continue;
       if (!decoding) {

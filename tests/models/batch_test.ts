@@ -18,6 +18,7 @@ import {
 import { LAYER_PLUGINS } from "../../layers/mod.ts";
 import {
   BatchEngine,
+  type BatchStep,
   buildTransformer,
   configFromHf,
   generateText,
@@ -276,3 +277,56 @@ conformanceTest(
     );
   },
 );
+
+Deno.test("BatchEngine: prompts arriving together are prefilled in halves, each sequence with the tokens it gets alone", async () => {
+  const model = randomModel("Q4_K");
+  const jobs = PROMPTS.map((p, i) => ({
+    prompt: p,
+    options: i % 3 === 2
+      ? { temperature: 0.8, topP: 0.9, seed: 3 + i, maxTokens: 5 }
+      : { greedy: true, maxTokens: 5 },
+  }));
+  const alone = [];
+  for (const j of jobs) {
+    alone.push((await generateText(model, j.prompt, j.options)).ids);
+  }
+  for (const halfPrefill of [true, false]) {
+    const steps: BatchStep[] = [];
+    const engine = new BatchEngine(model, {
+      halfPrefill,
+      onStep: (s) => steps.push(s),
+    });
+    try {
+      const got = await Promise.all(
+        jobs.map((j) =>
+          Array.fromAsync(engine.generate(j.prompt, j.options), (t) => t.id)
+        ),
+      );
+      for (const [i, ids] of got.entries()) {
+        assertEquals(
+          ids,
+          alone[i],
+          `sequence ${i}, halfPrefill ${halfPrefill}`,
+        );
+      }
+      const total = PROMPTS.reduce((a, p) => a + p.length, 0); // 39
+      if (!halfPrefill) {
+        assertEquals(steps[0], {
+          ...steps[0],
+          sequences: 8,
+          promptRows: total,
+        });
+        continue;
+      }
+      // 39 pending: whole prompts up to half (4 + 2 + 13 + 1 = 20 ≥ 20);
+      // then 19 pending: 3 + 6 + 2 = 11 ≥ 10, beside 4 decoding rows;
+      // then the last 8 beside 7.
+      assertEquals(
+        steps.slice(0, 3).map((s) => [s.sequences, s.promptRows, s.rows]),
+        [[4, 20, 20], [7, 11, 15], [8, 8, 15]],
+      );
+    } finally {
+      engine.close();
+    }
+  }
+});
