@@ -6,10 +6,15 @@
 // machine disturb far less than wall time) and wall time. Also times the
 // 49152 × 576 output head alone on M rows, and (`--paths`) the same steps
 // with the quantized GEMM tiles turned off (M dot products per weight row,
-// `gemmMinRows = Infinity`), to show what the tiles bring.
+// `gemmMinRows = Infinity`), to show what the tiles bring. Then the
+// engine (`BatchEngine`, in process, no HTTP): one stream, and 8 streams
+// arriving together with `splitPrefill` on and off, alternating, 32 greedy
+// tokens after 4-token prompts: tokens per CPU second and the median time
+// to first token, in CPU time since the burst began (this process does
+// nothing else) and in wall time.
 //
 //   deno run -A bench/batch_step.ts [--rows 1,2,4,8] [--rounds 5]
-//     [--threads 1] [--paths]
+//     [--threads 1] [--paths] [--no-engine]
 
 import { parseArgs } from "@std/cli";
 import process from "node:process";
@@ -18,6 +23,7 @@ import { readGguf } from "../formats/gguf/mod.ts";
 import { state } from "../kernels/fast/_dispatch.ts";
 import { fastLinear } from "../kernels/fast/matmul.ts";
 import { configureKernels, kernelInfo } from "../kernels/fast/runtime.ts";
+import { BatchEngine } from "../models/batch.ts";
 import type { TransformerState } from "../models/transformer.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
 import { cpuLine, median } from "./_peer.ts";
@@ -25,8 +31,8 @@ import { smolLmShapeGguf } from "./_decode.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["rows", "rounds", "threads"],
-  boolean: ["paths"],
-  default: { rows: "1,2,4,8", rounds: "5", threads: "1" },
+  boolean: ["paths", "engine"],
+  default: { rows: "1,2,4,8", rounds: "5", threads: "1", engine: true },
 });
 const ROWS = args.rows.split(",").map(Number);
 const ROUNDS = Number(args.rounds);
@@ -126,3 +132,83 @@ for (const [path] of paths) {
   }
 }
 console.log(`load at end ${Deno.loadavg().map((v) => v.toFixed(1)).join(" ")}`);
+
+/** What a burst of `n` streams measured. */
+interface Burst {
+  ttftCpu: number;
+  ttftWall: number;
+  tokPerCpuS: number;
+  tokPerS: number;
+}
+
+/** `n` generations started together on a fresh engine. */
+async function burst(n: number, splitPrefill: boolean): Promise<Burst> {
+  const engine = new BatchEngine(model, { splitPrefill });
+  const c0 = cpuMs(), w0 = performance.now();
+  const firstCpu: number[] = [], firstWall: number[] = [];
+  let tokens = 0;
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const it = engine.generate([1, 300 + 7 * i, 400 + i, 500 + 3 * i], {
+        maxTokens: 32,
+        greedy: true,
+        logitBias: { 2: -100 },
+      });
+      for await (const t of it) {
+        tokens++;
+        if (t.index === 0) {
+          firstCpu.push(cpuMs() - c0);
+          firstWall.push(performance.now() - w0);
+        }
+      }
+    }),
+  );
+  const c = cpuMs() - c0, w = performance.now() - w0;
+  engine.close();
+  return {
+    ttftCpu: median(firstCpu),
+    ttftWall: median(firstWall),
+    tokPerCpuS: tokens / (c / 1000),
+    tokPerS: tokens / (w / 1000),
+  };
+}
+
+if (args.engine) {
+  const kinds = [
+    ["one stream", 1, true],
+    ["8 streams, splitPrefill", 8, true],
+    ["8 streams, all prompts in one step", 8, false],
+  ] as const;
+  const got = new Map<string, Burst[]>(kinds.map(([k]) => [k, []]));
+  await burst(2, true); // warm up
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, n, half] of r % 2 ? [...kinds].reverse() : kinds) {
+      got.get(name)!.push(await burst(n, half));
+    }
+  }
+  const one = got.get("one stream")!;
+  console.log(
+    "engine                             | tok/CPU s | × one | tok/s (wall) | × one | p50 TTFT CPU ms | × one | p50 TTFT wall ms | × one",
+  );
+  for (const [name] of kinds) {
+    const b = got.get(name)!;
+    // ratios per round (sides alternate), then their median
+    const ratio = (f: (x: Burst) => number) =>
+      median(b.map((x, i) => f(x) / f(one[i]))).toFixed(2);
+    const med = (f: (x: Burst) => number) => median(b.map(f));
+    console.log(
+      `${name.padEnd(34)} | ${
+        med((x) => x.tokPerCpuS).toFixed(1).padStart(9)
+      } | ${ratio((x) => x.tokPerCpuS).padStart(5)} | ${
+        med((x) => x.tokPerS).toFixed(1).padStart(12)
+      } | ${ratio((x) => x.tokPerS).padStart(5)} | ${
+        med((x) => x.ttftCpu).toFixed(0).padStart(15)
+      } | ${ratio((x) => x.ttftCpu).padStart(5)} | ${
+        med((x) => x.ttftWall).toFixed(0).padStart(16)
+      } | ${ratio((x) => x.ttftWall).padStart(5)}`,
+    );
+  }
+  console.log(
+    `load at end ${Deno.loadavg().map((v) => v.toFixed(1)).join(" ")}`,
+  );
+}

@@ -76,16 +76,16 @@ export interface BatchEngineOptions {
    */
   yieldNow?: () => Promise<void>;
   /**
-   * Whether prompts that wait together are prefilled over several steps,
-   * each taking whole prompts (oldest first) until it holds half of the
-   * prompt tokens still pending, so that half of the newcomers get their
-   * first token after about half the prefill time. A step's cost grows
-   * with its rows on CPUs where the quantized products are compute-bound,
-   * so without it eight prompts arriving together all wait for one step
-   * of all their tokens. The tokens of every sequence are the same either
-   * way. @default {true}
+   * Whether prompts that wait together are prefilled over several steps:
+   * each step takes whole prompts (oldest first) until it holds more than
+   * half of the prompts still waiting, so that the median newcomer gets
+   * its first token from the first step while the others follow a step
+   * later. Where the quantized products are compute-bound, a step costs
+   * in proportion to its rows, and eight prompts arriving together would
+   * otherwise all wait for one step of all their tokens. Every sequence
+   * gets the same tokens either way. @default {true}
    */
-  halfPrefill?: boolean;
+  splitPrefill?: boolean;
   /** Told about every step. */
   onStep?: (step: BatchStep) => void;
 }
@@ -170,7 +170,7 @@ export class BatchEngine {
   #yield: () => Promise<void>;
   #closeYield: () => void;
   #onStep?: (step: BatchStep) => void;
-  #halve: boolean;
+  #split: boolean;
   #running: Slot[] = [];
   #waiting: Slot[] = [];
   #looping = false;
@@ -205,7 +205,7 @@ export class BatchEngine {
       this.#closeYield = c.close;
     }
     this.#onStep = options.onStep;
-    this.#halve = options.halfPrefill ?? true;
+    this.#split = options.splitPrefill ?? true;
   }
 
   /** Sequences in the running batch. */
@@ -325,29 +325,27 @@ export class BatchEngine {
     const t0 = performance.now();
     const generating = this.#running.filter((s) => s.seq.generated > 0).length;
     let budget = generating > 0 ? this.#chunk : 4 * this.#chunk;
-    // Prompts that arrived together are split over two steps or more:
-    // once half of all pending prompt tokens are in this step, the other
-    // prompts wait for the next one (see `halfPrefill`).
-    let half = Infinity;
-    if (this.#halve) {
-      half = 0;
-      for (const s of this.#running) {
-        if (s.seq.generated === 0) half += s.seq.pending.length;
-      }
-      half = Math.ceil(half / 2);
+    // Prompts waiting together are split over steps (see `splitPrefill`):
+    // this one takes them until it holds more than half of them.
+    let most = Infinity;
+    if (this.#split) {
+      let waiting = 0;
+      for (const s of this.#running) if (s.seq.generated === 0) waiting++;
+      most = (waiting >> 1) + 1;
     }
     const items: BatchItem[] = [];
     const fed: Slot[] = [];
-    let promptRows = 0;
+    let promptRows = 0, prompts = 0;
     for (const s of this.#running) {
       const pending = s.seq.pending;
       const decoding = s.seq.generated > 0;
-      if (!decoding && promptRows > 0 && promptRows >= half) continue;
+      if (!decoding && prompts >= most) continue;
       const n = decoding ? 1 : Math.min(pending.length, budget);
       if (n === 0) continue;
       if (!decoding) {
         budget -= n;
         promptRows += n;
+        prompts++;
       }
       items.push({ ids: pending.splice(0, n), state: s.seq.state });
       fed.push(s);

@@ -278,7 +278,7 @@ conformanceTest(
   },
 );
 
-Deno.test("BatchEngine: prompts arriving together are prefilled in halves, each sequence with the tokens it gets alone", async () => {
+Deno.test("BatchEngine: prompts arriving together are prefilled over steps, the median one first, each sequence with the tokens it gets alone", async () => {
   const model = randomModel("Q4_K");
   const jobs = PROMPTS.map((p, i) => ({
     prompt: p,
@@ -290,10 +290,10 @@ Deno.test("BatchEngine: prompts arriving together are prefilled in halves, each 
   for (const j of jobs) {
     alone.push((await generateText(model, j.prompt, j.options)).ids);
   }
-  for (const halfPrefill of [true, false]) {
+  for (const splitPrefill of [true, false]) {
     const steps: BatchStep[] = [];
     const engine = new BatchEngine(model, {
-      halfPrefill,
+      splitPrefill,
       onStep: (s) => steps.push(s),
     });
     try {
@@ -306,11 +306,11 @@ Deno.test("BatchEngine: prompts arriving together are prefilled in halves, each 
         assertEquals(
           ids,
           alone[i],
-          `sequence ${i}, halfPrefill ${halfPrefill}`,
+          `sequence ${i}, splitPrefill ${splitPrefill}`,
         );
       }
       const total = PROMPTS.reduce((a, p) => a + p.length, 0); // 39
-      if (!halfPrefill) {
+      if (!splitPrefill) {
         assertEquals(steps[0], {
           ...steps[0],
           sequences: 8,
@@ -318,12 +318,12 @@ Deno.test("BatchEngine: prompts arriving together are prefilled in halves, each 
         });
         continue;
       }
-      // 39 pending: whole prompts up to half (4 + 2 + 13 + 1 = 20 ≥ 20);
-      // then 19 pending: 3 + 6 + 2 = 11 ≥ 10, beside 4 decoding rows;
-      // then the last 8 beside 7.
+      // 8 prompts waiting: the first 5 (4 + 2 + 13 + 1 + 3 tokens); then
+      // 2 of the 3 left (6 + 2) beside 5 decoding rows; then the last (8)
+      // beside 7.
       assertEquals(
         steps.slice(0, 3).map((s) => [s.sequences, s.promptRows, s.rows]),
-        [[4, 20, 20], [7, 11, 15], [8, 8, 15]],
+        [[5, 23, 23], [7, 8, 13], [8, 8, 15]],
       );
     } finally {
       engine.close();
