@@ -86,6 +86,13 @@ export interface BatchEngineOptions {
    * gets the same tokens either way. @default {true}
    */
   splitPrefill?: boolean;
+  /**
+   * Milliseconds an idle engine waits before its first step, so that
+   * generations started together (a burst of requests, which a server
+   * takes several event-loop turns each to parse and route) join that
+   * step rather than the later ones; 0 waits one yield only. @default {5}
+   */
+  gatherMs?: number;
   /** Told about every step. */
   onStep?: (step: BatchStep) => void;
 }
@@ -171,6 +178,7 @@ export class BatchEngine {
   #closeYield: () => void;
   #onStep?: (step: BatchStep) => void;
   #split: boolean;
+  #gather: number;
   #running: Slot[] = [];
   #waiting: Slot[] = [];
   #looping = false;
@@ -206,6 +214,12 @@ export class BatchEngine {
     }
     this.#onStep = options.onStep;
     this.#split = options.splitPrefill ?? true;
+    this.#gather = options.gatherMs ?? 5;
+    if (!(Number.isFinite(this.#gather) && this.#gather >= 0)) {
+      throw new RangeError(
+        `BatchEngine: gatherMs must be a number ≥ 0, got ${this.#gather}`,
+      );
+    }
   }
 
   /** Sequences in the running batch. */
@@ -290,7 +304,9 @@ export class BatchEngine {
 
   async #run(): Promise<void> {
     // Let callers that start together join the first step.
-    await this.#yield();
+    if (this.#gather > 0) {
+      await new Promise((r) => setTimeout(r, this.#gather));
+    } else await this.#yield();
     while (true) {
       if (this.#closed) {
         this.#looping = false;

@@ -330,3 +330,30 @@ Deno.test("BatchEngine: prompts arriving together are prefilled over steps, the 
     }
   }
 });
+
+Deno.test("BatchEngine: an idle engine gathers generations started within gatherMs into its first step", async () => {
+  const model = randomModel("F32");
+  const steps: BatchStep[] = [];
+  const engine = new BatchEngine(model, {
+    gatherMs: 200,
+    onStep: (s) => steps.push(s),
+  });
+  try {
+    const opts = { greedy: true, maxTokens: 3 };
+    const first = Array.fromAsync(engine.generate([1, 2, 3], opts));
+    // a later arrival, well inside the engine's wait
+    await new Promise((r) => setTimeout(r, 10));
+    const second = Array.fromAsync(engine.generate([4, 5], opts));
+    await Promise.all([first, second]);
+    assertEquals([steps[0].sequences, steps[0].promptRows], [2, 5]);
+  } finally {
+    engine.close();
+  }
+  let e: unknown;
+  try {
+    new BatchEngine(model, { gatherMs: -1 });
+  } catch (x) {
+    e = x;
+  }
+  assert(e instanceof RangeError && /gatherMs/.test(e.message));
+});
