@@ -5,8 +5,9 @@
 // process's CPU time (user + system, which the other tenants of a shared
 // machine disturb far less than wall time) and wall time. Also times the
 // 49152 × 576 output head alone on M rows, and (`--paths`) the same steps
-// with the quantized GEMM tiles turned off (M dot products per weight row,
-// `gemmMinRows = Infinity`), to show what the tiles bring. Then the
+// with the quantized GEMM tiles from 4 rows (`gemm4`, the default before
+// Q8_0's threshold went to 10) and with the tiles off (`dots`: the dot
+// kernels on weight rows prepared once for all M rows). Then the
 // engine (`BatchEngine`, in process, no HTTP): one stream, and 8 streams
 // arriving together with `splitPrefill` on and off, alternating, 32 greedy
 // tokens after 4-token prompts: tokens per CPU second and the median time
@@ -73,8 +74,8 @@ const note = (k: Key, c: number, w: number) => {
   (wall.get(k) ?? wall.set(k, []).get(k)!).push(w);
 };
 const paths = args.paths
-  ? [["gemm", 4], ["dots", Infinity]] as const
-  : [["gemm", 4]] as const;
+  ? [["auto", 0], ["gemm4", 4], ["dots", Infinity]] as const
+  : [["auto", 0]] as const;
 const x = new Float32Array(8 * d).map((_, i) => Math.sin(i));
 
 for (let r = -1; r < ROUNDS; r++) { // round -1 warms up
@@ -109,7 +110,7 @@ for (let r = -1; r < ROUNDS; r++) { // round -1 warms up
     }
   }
 }
-state.gemmMinRows = 4;
+state.gemmMinRows = 0;
 
 console.log(
   "path  | rows | step CPU ms | per row | × one row | step wall ms | head CPU ms | head per row",

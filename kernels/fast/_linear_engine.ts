@@ -297,7 +297,7 @@ function quantJob(
   const n = ptrs.length;
   if (
     (kind === "q8_0" || kind === "q4_0") &&
-    rows >= Math.max(2, state.gemmMinRows)
+    rows >= Math.max(2, gemmMinRows(e, kind))
   ) {
     return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
   }
@@ -369,6 +369,13 @@ function quantJob(
     off += o;
     return out;
   });
+}
+
+/** Least x rows for the GEMM (see `state.gemmMinRows`). */
+function gemmMinRows(e: Engine, kind: "q8_0" | "q4_0"): number {
+  if (state.gemmMinRows > 0) return state.gemmMinRows;
+  const dots = (e.u8Dot && state.u8Dot) || (e.signDot && state.signDot);
+  return kind === "q8_0" && dots ? 10 : 4;
 }
 
 /** x rows per chunk of a quantized GEMM job (see `quantGemmJob`). */
