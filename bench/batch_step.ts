@@ -33,6 +33,7 @@ import { smolLmShapeGguf } from "./_decode.ts";
 const args = parseArgs(Deno.args, {
   string: ["rows", "rounds", "threads"],
   boolean: ["paths", "engine"],
+  negatable: ["engine"],
   default: { rows: "1,2,4,8", rounds: "5", threads: "1", engine: true },
 });
 const ROWS = args.rows.split(",").map(Number);
