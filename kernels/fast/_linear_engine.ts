@@ -284,7 +284,9 @@ function chunkRows(total: number, parts: number, rowBytes: number): number {
  * step of SmolLM-135M's shape (AMD EPYC without AVX-VNNI, one thread)
  * measured 2 rows at 2.2–2.4× the CPU time of one on `q8_0s`, 4 rows at
  * 3.7×; the weights are read once per row, which costs less here than the
- * sign handling of `q8_0s`.
+ * sign handling of `q8_0s`. One thread only: with more, the threads share
+ * the memory bandwidth that reading the weights again would spend (not
+ * measured).
  */
 const Q8T_MAX_ROWS = 3;
 
@@ -312,7 +314,8 @@ function quantJob(
     return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
   }
   if (
-    kind === "q8_0" && rows > 1 && rows <= Q8T_MAX_ROWS && state.split5 &&
+    kind === "q8_0" && rows > 1 && rows <= Q8T_MAX_ROWS && state.threads <= 1 &&
+    state.split5 &&
     e.fn.q8_split5 && !(e.u8Dot && state.u8Dot) && e.signDot && state.signDot
   ) {
     // A few rows: the one-row `q8_0t` kernels row by row (see Q8T_MAX_ROWS).
