@@ -75,6 +75,24 @@ export interface BatchEngineOptions {
    * are answered). @default {a MessageChannel round trip, and a timer turn every 8 ms}
    */
   yieldNow?: () => Promise<void>;
+  /**
+   * Whether prompts that wait together are prefilled over several steps:
+   * each step takes whole prompts (oldest first) until it holds more than
+   * half of the prompts still waiting, so that the median newcomer gets
+   * its first token from the first step while the others follow a step
+   * later. Where the quantized products are compute-bound, a step costs
+   * in proportion to its rows, and eight prompts arriving together would
+   * otherwise all wait for one step of all their tokens. Every sequence
+   * gets the same tokens either way. @default {true}
+   */
+  splitPrefill?: boolean;
+  /**
+   * Milliseconds an idle engine waits before its first step, so that
+   * generations started together (a burst of requests, which a server
+   * takes several event-loop turns each to parse and route) join that
+   * step rather than the later ones; 0 waits one yield only. @default {5}
+   */
+  gatherMs?: number;
   /** Told about every step. */
   onStep?: (step: BatchStep) => void;
 }
@@ -159,6 +177,8 @@ export class BatchEngine {
   #yield: () => Promise<void>;
   #closeYield: () => void;
   #onStep?: (step: BatchStep) => void;
+  #split: boolean;
+  #gather: number;
   #running: Slot[] = [];
   #waiting: Slot[] = [];
   #looping = false;
@@ -193,6 +213,13 @@ export class BatchEngine {
       this.#closeYield = c.close;
     }
     this.#onStep = options.onStep;
+    this.#split = options.splitPrefill ?? true;
+    this.#gather = options.gatherMs ?? 5;
+    if (!(Number.isFinite(this.#gather) && this.#gather >= 0)) {
+      throw new RangeError(
+        `BatchEngine: gatherMs must be a number ≥ 0, got ${this.#gather}`,
+      );
+    }
   }
 
   /** Sequences in the running batch. */
@@ -277,7 +304,9 @@ export class BatchEngine {
 
   async #run(): Promise<void> {
     // Let callers that start together join the first step.
-    await this.#yield();
+    if (this.#gather > 0) {
+      await new Promise((r) => setTimeout(r, this.#gather));
+    } else await this.#yield();
     while (true) {
       if (this.#closed) {
         this.#looping = false;
@@ -312,17 +341,27 @@ export class BatchEngine {
     const t0 = performance.now();
     const generating = this.#running.filter((s) => s.seq.generated > 0).length;
     let budget = generating > 0 ? this.#chunk : 4 * this.#chunk;
+    // Prompts waiting together are split over steps (see `splitPrefill`):
+    // this one takes them until it holds more than half of them.
+    let most = Infinity;
+    if (this.#split) {
+      let waiting = 0;
+      for (const s of this.#running) if (s.seq.generated === 0) waiting++;
+      most = (waiting >> 1) + 1;
+    }
     const items: BatchItem[] = [];
     const fed: Slot[] = [];
-    let promptRows = 0;
+    let promptRows = 0, prompts = 0;
     for (const s of this.#running) {
       const pending = s.seq.pending;
       const decoding = s.seq.generated > 0;
+      if (!decoding && prompts >= most) continue;
       const n = decoding ? 1 : Math.min(pending.length, budget);
       if (n === 0) continue;
       if (!decoding) {
         budget -= n;
         promptRows += n;
+        prompts++;
       }
       items.push({ ids: pending.splice(0, n), state: s.seq.state });
       fed.push(s);

@@ -36,6 +36,7 @@ import {
   pickChatTemplate,
 } from "../tokenizers/chat.ts";
 import type { TokenConstraint } from "../tokenizers/constraint.ts";
+import { sortedIds } from "./_sample_order.ts";
 import type { Transformer, TransformerState } from "./transformer.ts";
 
 /** What a prompt can be. */
@@ -291,9 +292,7 @@ function pick(
   }
   if (s.greedy) return argmax(logits);
   const v = logits.length;
-  let order = Array.from({ length: v }, (_, i) => i);
-  order.sort((a, b) => logits[b] - logits[a] || a - b);
-  if (s.topK > 0 && s.topK < v) order = order.slice(0, s.topK);
+  const order = sortedIds(logits, s.topK > 0 && s.topK < v ? s.topK : v);
   const probs = new Float64Array(order.length);
   const top = logits[order[0]];
   let sum = 0;

@@ -285,6 +285,18 @@ function chunkRows(total: number, parts: number, rowBytes: number): number {
 }
 
 /**
+ * Most x rows for which Q8_0 jobs on the `q8_0s` path run the one-row
+ * `q8_0t` kernels once per row instead (the same bits): a batched decode
+ * step of SmolLM-135M's shape (AMD EPYC without AVX-VNNI, one thread)
+ * measured 2 rows at 2.2–2.4× the CPU time of one on `q8_0s`, 4 rows at
+ * 3.7×; the weights are read once per row, which costs less here than the
+ * sign handling of `q8_0s`. One thread only: with more, the threads share
+ * the memory bandwidth that reading the weights again would spend (not
+ * measured).
+ */
+const Q8T_MAX_ROWS = 3;
+
+/**
  * Quantized weights `ptrs[i]` (`outs[i] × inF`, kind `kind`) on one
  * already quantized x, as one job whose threads share the output rows of
  * all of them.
@@ -303,9 +315,37 @@ function quantJob(
   const n = ptrs.length;
   if (
     (kind === "q8_0" || kind === "q4_0") &&
-    rows >= Math.max(2, state.gemmMinRows)
+    rows >= Math.max(2, gemmMinRows(e, kind))
   ) {
     return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
+  }
+  if (
+    kind === "q8_0" && rows > 1 && rows <= Q8T_MAX_ROWS && state.threads <= 1 &&
+    state.split5 &&
+    e.fn.q8_split5 && !(e.u8Dot && state.u8Dot) && e.signDot && state.signDot
+  ) {
+    // A few rows: the one-row `q8_0t` kernels row by row (see Q8T_MAX_ROWS).
+    const nb = inF / XQ;
+    const got = outs.map((o) => new Float32Array(rows * o));
+    for (let r = 0; r < rows; r++) {
+      const one = quantJob(
+        e,
+        kind,
+        dtype,
+        ptrs,
+        outs,
+        {
+          q8: xq.q8 + r * inF,
+          q16: xq.q16 + r * inF * 2,
+          meta: xq.meta + r * nb * 4 * META_ARRAYS,
+        },
+        1,
+        inF,
+        biases,
+      );
+      one.forEach((y, i) => got[i].set(y, r * outs[i]));
+    }
+    return got;
   }
   const total = outs.reduce((a, b) => a + b, 0);
   // Q8_0 / Q4_0 with several x rows: each thread prepares weight rows in
@@ -375,6 +415,13 @@ function quantJob(
     off += o;
     return out;
   });
+}
+
+/** Least x rows for the GEMM (see `state.gemmMinRows`). */
+function gemmMinRows(e: Engine, kind: "q8_0" | "q4_0"): number {
+  if (state.gemmMinRows > 0) return state.gemmMinRows;
+  const dots = (e.u8Dot && state.u8Dot) || (e.signDot && state.signDot);
+  return kind === "q8_0" && dots ? 10 : 4;
 }
 
 /** x rows per chunk of a quantized GEMM job (see `quantGemmJob`). */

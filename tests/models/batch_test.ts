@@ -18,6 +18,7 @@ import {
 import { LAYER_PLUGINS } from "../../layers/mod.ts";
 import {
   BatchEngine,
+  type BatchStep,
   buildTransformer,
   configFromHf,
   generateText,
@@ -276,3 +277,83 @@ conformanceTest(
     );
   },
 );
+
+Deno.test("BatchEngine: prompts arriving together are prefilled over steps, the median one first, each sequence with the tokens it gets alone", async () => {
+  const model = randomModel("Q4_K");
+  const jobs = PROMPTS.map((p, i) => ({
+    prompt: p,
+    options: i % 3 === 2
+      ? { temperature: 0.8, topP: 0.9, seed: 3 + i, maxTokens: 5 }
+      : { greedy: true, maxTokens: 5 },
+  }));
+  const alone = [];
+  for (const j of jobs) {
+    alone.push((await generateText(model, j.prompt, j.options)).ids);
+  }
+  for (const splitPrefill of [true, false]) {
+    const steps: BatchStep[] = [];
+    const engine = new BatchEngine(model, {
+      splitPrefill,
+      onStep: (s) => steps.push(s),
+    });
+    try {
+      const got = await Promise.all(
+        jobs.map((j) =>
+          Array.fromAsync(engine.generate(j.prompt, j.options), (t) => t.id)
+        ),
+      );
+      for (const [i, ids] of got.entries()) {
+        assertEquals(
+          ids,
+          alone[i],
+          `sequence ${i}, splitPrefill ${splitPrefill}`,
+        );
+      }
+      const total = PROMPTS.reduce((a, p) => a + p.length, 0); // 39
+      if (!splitPrefill) {
+        assertEquals(steps[0], {
+          ...steps[0],
+          sequences: 8,
+          promptRows: total,
+        });
+        continue;
+      }
+      // 8 prompts waiting: the first 5 (4 + 2 + 13 + 1 + 3 tokens); then
+      // 2 of the 3 left (6 + 2) beside 5 decoding rows; then the last (8)
+      // beside 7.
+      assertEquals(
+        steps.slice(0, 3).map((s) => [s.sequences, s.promptRows, s.rows]),
+        [[5, 23, 23], [7, 8, 13], [8, 8, 15]],
+      );
+    } finally {
+      engine.close();
+    }
+  }
+});
+
+Deno.test("BatchEngine: an idle engine gathers generations started within gatherMs into its first step", async () => {
+  const model = randomModel("F32");
+  const steps: BatchStep[] = [];
+  const engine = new BatchEngine(model, {
+    gatherMs: 200,
+    onStep: (s) => steps.push(s),
+  });
+  try {
+    const opts = { greedy: true, maxTokens: 3 };
+    const first = Array.fromAsync(engine.generate([1, 2, 3], opts));
+    // a later arrival, well inside the engine's wait
+    await new Promise((r) => setTimeout(r, 10));
+    const second = Array.fromAsync(engine.generate([4, 5], opts));
+    await Promise.all([first, second]);
+    assertEquals([steps[0].sequences, steps[0].promptRows], [2, 5]);
+  } finally {
+    engine.close();
+  }
+  let e: unknown;
+  try {
+    new BatchEngine(model, { gatherMs: -1 });
+  } catch (x) {
+    e = x;
+  }
+  assert(e instanceof RangeError && /gatherMs/.test(e.message));
+});

@@ -86,7 +86,9 @@ function check(threads: number): void {
         const inF = 32 * nb;
         for (const dtype of ["Q8_0", "Q4_0"] as const) {
           const w = makeWeight(dtype, 37, inF);
-          for (const [amp, rows] of [[2, 5], [1e6, 7], [0.5, 13]]) {
+          for (
+            const [amp, rows] of [[2, 5], [1e6, 7], [0.5, 13], [3, 2], [1, 3]]
+          ) {
             const x = cosines(rows * inF, nb, amp);
             const all = fastLinear(x, rows, w);
             for (let r = 0; r < rows; r++) {
