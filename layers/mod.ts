@@ -76,7 +76,12 @@ export {
   type EmbeddingConfig,
   embeddingLayer,
 } from "./embedding.ts";
-export { swiglu, type SwigluConfig, swigluLayer } from "./swiglu.ts";
+export {
+  swiglu,
+  type SwigluActivation,
+  type SwigluConfig,
+  swigluLayer,
+} from "./swiglu.ts";
 export {
   sequential,
   type SequentialConfig,
