@@ -246,7 +246,8 @@ export async function networkFromGguf(
   return buildNetwork(defaultRegistry(), config, tensors);
 }
 
-function argmax(x: Float32Array): number {
+/** The index of the largest logit (the first on ties): greedy decoding. */
+export function argmax(x: Float32Array): number {
   let best = 0;
   for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
   return best;

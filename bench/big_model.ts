@@ -27,7 +27,7 @@ import type { Tensor } from "../core/tensor.ts";
 import { fileSource, writeFileAtomic } from "../io/mod.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
 import { configureKernels, kernelInfo } from "../kernels/fast/mod.ts";
-import { hparams, type Shape, vocabulary } from "./_decode.ts";
+import { argmax, hparams, type Shape, vocabulary } from "./_decode.ts";
 import { cpuLine, NlcPeer } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
@@ -212,11 +212,6 @@ try {
   t0 = performance.now();
   let logits = model.forward(prompt, st);
   const prefillS = (performance.now() - t0) / 1000;
-  const argmax = (x: Float32Array) => {
-    let b = 0;
-    for (let i = 1; i < x.length; i++) if (x[i] > x[b]) b = i;
-    return b;
-  };
   const ids: number[] = [];
   const times: number[] = [];
   for (let i = 0; i < Number(args.tokens); i++) {

@@ -15,6 +15,7 @@ import { readGguf } from "../formats/gguf/mod.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { state } from "../kernels/fast/_dispatch.ts";
+import { argmax } from "./_decode.ts";
 
 const [file, ...rest] = Deno.args;
 const opt: Record<string, string> = { threads: "1", rounds: "7", tokens: "24" };
@@ -44,11 +45,6 @@ await configureKernels({ threads: Number(opt.threads) });
 const model = await transformerFromGguf(
   await readGguf(memorySource(await Deno.readFile(file))),
 );
-const argmax = (x: Float32Array): number => {
-  let b = 0;
-  for (let i = 1; i < x.length; i++) if (x[i] > x[b]) b = i;
-  return b;
-};
 const decode = (n: number): [number, number] => {
   const s = model.createState();
   let lg = model.forward([5, 6, 7, 8], s);

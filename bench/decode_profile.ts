@@ -15,6 +15,7 @@ import { readGguf } from "../formats/gguf/mod.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
+import { argmax } from "./_decode.ts";
 
 const [file, threads = "1", N = "32"] = Deno.args;
 await configureKernels({ threads: Number(threads) });
@@ -44,11 +45,6 @@ e.run = (...a: Parameters<typeof run>) => {
   const t0 = performance.now();
   run(...a);
   note(`run:${a[0]}`, performance.now() - t0);
-};
-const argmax = (x: Float32Array): number => {
-  let b = 0;
-  for (let i = 1; i < x.length; i++) if (x[i] > x[b]) b = i;
-  return b;
 };
 const warm = model.createState();
 let lg = model.forward([5, 6, 7, 8], warm);

@@ -27,7 +27,7 @@ import {
   kernelInfo,
   shutdownKernels,
 } from "../kernels/fast/runtime.ts";
-import { type Shape, SMOLLM_135M, smolLmShapeGguf } from "./_decode.ts";
+import { argmax, type Shape, SMOLLM_135M, smolLmShapeGguf } from "./_decode.ts";
 import { cpuLine, NlcPeer, summarize } from "./_peer.ts";
 
 const args: Record<string, string> = {
@@ -71,12 +71,6 @@ const selfCpu = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-
-function argmax(x: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < x.length; i++) if (x[i] > x[best]) best = i;
-  return best;
-}
 
 await configureKernels({ threads });
 console.log(cpuLine());

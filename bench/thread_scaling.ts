@@ -19,6 +19,7 @@ import { readGguf } from "../formats/gguf/mod.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
 import { cpuLine, median, NlcPeer } from "./_peer.ts";
+import { argmax } from "./_decode.ts";
 
 const [file, ...rest] = Deno.args;
 const opt: Record<string, string> = { rounds: "7", decode: "16" };
@@ -32,11 +33,6 @@ console.log(cpuLine());
 const model = await transformerFromGguf(
   await readGguf(memorySource(await Deno.readFile(file))),
 );
-const argmax = (x: Float32Array): number => {
-  let b = 0;
-  for (let i = 1; i < x.length; i++) if (x[i] > x[b]) b = i;
-  return b;
-};
 const selfCpu = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;

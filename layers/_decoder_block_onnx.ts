@@ -22,6 +22,7 @@ import {
   ints,
   layerNormOnnx,
   linearOnnx,
+  maskScoresOnnx,
   rmsNormOnnx,
   scalar,
   sliceLast,
@@ -157,23 +158,7 @@ export function decoderBlockOnnx(
     ]);
   }
   if (cfg.causal) {
-    const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
-    const pos = g.op("Range", [
-      g.constant("I64", [], [0]),
-      t,
-      g.constant("I64", [], [1]),
-    ]);
-    const row = g.op("Unsqueeze", [pos, ints(g, [1])]);
-    const col = g.op("Unsqueeze", [pos, ints(g, [0])]);
-    let hidden = g.op("Greater", [col, row]);
-    if (cfg.sliding_window !== null) {
-      const oldest = g.op("Sub", [
-        row,
-        g.constant("I64", [], [cfg.sliding_window - 1]),
-      ]);
-      hidden = g.op("Or", [hidden, g.op("Less", [col, oldest])]);
-    }
-    scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
+    scores = maskScoresOnnx(g, shape, scores, true, cfg.sliding_window);
   }
   const p = g.op("Softmax", [scores], { axis: -1 });
   let ctx = g.op("MatMul", [p, vh]);

@@ -197,3 +197,53 @@ export function layerNormOnnx(
   const y = g.op("Mul", [g.op("Mul", [d, inv]), weight]);
   return bias === undefined ? y : g.op("Add", [y, bias]);
 }
+
+/**
+ * Query and key positions `0..t−1` of an input whose `Shape` is `shape`
+ * (`t` its axis 1), as `[t, 1]` (rows) and `[1, t]` (columns) INT64.
+ */
+function positionsOnnx(g: OnnxBuilder, shape: string): [string, string] {
+  const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
+  const pos = g.op("Range", [
+    g.constant("I64", [], [0]),
+    t,
+    g.constant("I64", [], [1]),
+  ]);
+  return [
+    g.op("Unsqueeze", [pos, ints(g, [1])]),
+    g.op("Unsqueeze", [pos, ints(g, [0])]),
+  ];
+}
+
+/**
+ * Attention `scores` (`[…, t, t]`, query by key) with the hidden keys at
+ * −∞: causal, the keys after the query and, with a window, those `window`
+ * or more behind it; not causal with a window, those `window` or more away
+ * on either side. Without either, `scores` unchanged.
+ */
+export function maskScoresOnnx(
+  g: OnnxBuilder,
+  shape: string,
+  scores: string,
+  causal: boolean,
+  window: number | null,
+): string {
+  if (!causal && window === null) return scores;
+  const [row, col] = positionsOnnx(g, shape);
+  let hidden: string;
+  if (causal) {
+    hidden = g.op("Greater", [col, row]);
+    if (window !== null) {
+      const oldest = g.op("Sub", [row, g.constant("I64", [], [window - 1])]);
+      hidden = g.op("Or", [hidden, g.op("Less", [col, oldest])]);
+    }
+  } else {
+    // both ways: key j hidden from query i when |i − j| ≥ window
+    const reach = g.constant("I64", [], [window! - 1]);
+    hidden = g.op("Or", [
+      g.op("Less", [col, g.op("Sub", [row, reach])]),
+      g.op("Greater", [col, g.op("Add", [row, reach])]),
+    ]);
+  }
+  return g.op("Where", [hidden, scalar(g, -Infinity), scores]);
+}

@@ -68,7 +68,14 @@ import {
   parseAttentionFields,
 } from "./_attention_config.ts";
 import { rmsNorm } from "../kernels/norms.ts";
-import { ints, linearOnnx, rmsNormOnnx, scalar, sliceLast } from "./_onnx.ts";
+import {
+  ints,
+  linearOnnx,
+  maskScoresOnnx,
+  rmsNormOnnx,
+  scalar,
+  sliceLast,
+} from "./_onnx.ts";
 
 export type { AttentionConfig } from "./_attention_config.ts";
 export type { KvCache } from "../kernels/attention.ts";
@@ -303,41 +310,7 @@ export function attentionOnnx(
     g.op("MatMul", [qh, kt]),
     scalar(g, cfg.attention_scale ?? 1 / Math.sqrt(D)),
   ]);
-  if (cfg.causal) {
-    const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
-    const pos = g.op("Range", [
-      g.constant("I64", [], [0]),
-      t,
-      g.constant("I64", [], [1]),
-    ]);
-    const row = g.op("Unsqueeze", [pos, ints(g, [1])]);
-    const col = g.op("Unsqueeze", [pos, ints(g, [0])]);
-    let hidden = g.op("Greater", [col, row]);
-    if (cfg.sliding_window !== null) {
-      const oldest = g.op("Sub", [
-        row,
-        g.constant("I64", [], [cfg.sliding_window - 1]),
-      ]);
-      hidden = g.op("Or", [hidden, g.op("Less", [col, oldest])]);
-    }
-    scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
-  } else if (cfg.sliding_window !== null) {
-    // both ways: key j hidden from query i when |i − j| ≥ window
-    const t = g.op("Gather", [shape, g.constant("I64", [], [1])], { axis: 0 });
-    const pos = g.op("Range", [
-      g.constant("I64", [], [0]),
-      t,
-      g.constant("I64", [], [1]),
-    ]);
-    const row = g.op("Unsqueeze", [pos, ints(g, [1])]);
-    const col = g.op("Unsqueeze", [pos, ints(g, [0])]);
-    const reach = g.constant("I64", [], [cfg.sliding_window - 1]);
-    const hidden = g.op("Or", [
-      g.op("Less", [col, g.op("Sub", [row, reach])]),
-      g.op("Greater", [col, g.op("Add", [row, reach])]),
-    ]);
-    scores = g.op("Where", [hidden, scalar(g, -Infinity), scores]);
-  }
+  scores = maskScoresOnnx(g, shape, scores, cfg.causal, cfg.sliding_window);
   const masked = g.options.attentionMask === true;
   if (masked) {
     if (!g.sharedInput) {

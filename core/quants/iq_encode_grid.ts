@@ -12,18 +12,22 @@
  * @module
  */
 
-import { nearestInt } from "./_common.ts";
 import { f32ToHalfBits } from "./f16.ts";
+import { checkImatrix, latticeOf, rowsOf } from "./_iq_lattice.ts";
 import {
-  bestNeighbour,
-  checkImatrix,
-  latticeOf,
-  rowsOf,
-} from "./_iq_lattice.ts";
+  gridIndex,
+  gridSearch,
+  groupWeights,
+  maxOf,
+  oddLevel,
+  refineScale,
+  searchScale,
+  splitSigns,
+  sumSquares,
+} from "./_iq_search.ts";
+import { F_0_1 as TENTH, GROUP_MAX_EPS } from "./_k_search.ts";
 
 const fround = Math.fround;
-const GROUP_MAX_EPS = fround(1e-15);
-const TENTH = fround(0.1);
 const FIFTH = fround(0.2);
 /** IQ3_S stores its super-block scale stretched by this (ggml's 1.033f). */
 const D_STRETCH = fround(1.033);
@@ -112,13 +116,11 @@ function iq2Impl(
   const bb = s ? 82 : 74;
   const out = new Uint8Array(nb * bb);
   const dv = new DataView(out.buffer);
-  const kMaxQ = 3;
   const eps = s ? EPS_IQ2_S : GROUP_MAX_EPS;
+  const kMaxQ = 3;
   const scales = new Float32Array(16);
-  const weight = new Float32Array(16), waux = new Float32Array(16);
-  const xval = new Float32Array(16);
-  const L = new Int8Array(16), Laux = new Int8Array(16);
-  const onGrid = [true, true], onGridAux = [true, true];
+  const gs = gridSearch(g, 16, kMaxQ);
+  const { weight, waux, xval, L, onGrid } = gs;
   const signs = [0, 0];
   const q2 = new Uint16Array(32);
   const perRow = nPerRow / 256;
@@ -126,118 +128,35 @@ function iq2Impl(
     const o = bb * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     q2.fill(0);
     let maxScale = 0;
-    let sumx2 = 0;
-    for (let i = 0; i < 256; i++) {
-      sumx2 = fround(sumx2 + fround(x[xo + i] * x[xo + i]));
-    }
+    const sumx2 = sumSquares(x, xo, 256);
     const sigma2 = s ? fround(fround(2 * sumx2) / 256) : fround(sumx2 / 256);
     for (let ib = 0; ib < 16; ib++) {
       const xb = xo + 16 * ib;
-      for (let i = 0; i < 16; i++) {
-        const v = x[xb + i];
-        weight[i] = qwAll
-          ? fround(
-            qwAll[qo + 16 * ib + i] *
-              fround(Math.sqrt(fround(sigma2 + fround(v * v)))),
-          )
-          : fround(fround(QUARTER * sigma2) + fround(v * v));
-        waux[i] = fround(Math.sqrt(weight[i]));
-      }
+      groupWeights(
+        x,
+        xb,
+        16,
+        qwAll,
+        qo + 16 * ib,
+        sigma2,
+        QUARTER,
+        weight,
+        waux,
+      );
       for (let k = 0; k < 2; k++) {
-        let nflip = 0, sg = 0;
-        for (let i = 0; i < 8; i++) {
-          const v = x[xb + 8 * k + i];
-          if (v >= 0) xval[8 * k + i] = v;
-          else {
-            xval[8 * k + i] = -v;
-            nflip++;
-            sg |= 1 << i;
-          }
-        }
-        if (!s && nflip % 2) {
-          let imin = 0;
-          let min = fround(
-            fround(weight[8 * k] * x[xb + 8 * k]) * x[xb + 8 * k],
-          );
-          for (let i = 1; i < 8; i++) {
-            const v = x[xb + 8 * k + i];
-            const ax = fround(fround(weight[8 * k + i] * v) * v);
-            if (ax < min) {
-              min = ax;
-              imin = i;
-            }
-          }
-          xval[8 * k + imin] = -xval[8 * k + imin];
-          sg ^= 1 << imin;
-        }
+        const sg = splitSigns(x, xb, 8 * k, weight, xval, !s);
         signs[k] = s ? sg : sg & 127;
       }
-      let max = xval[0];
-      for (let i = 1; i < 16; i++) max = Math.max(max, xval[i]);
+      const max = maxOf(xval, 0, 16);
       L.fill(0);
       if (max < eps) {
         scales[ib] = 0;
         continue;
       }
-      let best = 0;
-      let scale = fround(max / (2 * kMaxQ - 1));
-      onGrid[0] = onGrid[1] = true;
-      for (let is = -9; is <= 9; is++) {
-        const id = fround(fround(2 * kMaxQ - 1 + fround(is * TENTH)) / max);
-        const thisScale = fround(1 / id);
-        for (let k = 0; k < 2; k++) {
-          let u = 0;
-          for (let i = 0; i < 8; i++) {
-            const l = nearestInt(
-              fround(0.5 * fround(fround(id * xval[8 * k + i]) - 1)),
-            );
-            Laux[8 * k + i] = Math.max(0, Math.min(kMaxQ - 1, l));
-            u |= Laux[8 * k + i] << (2 * i);
-          }
-          onGridAux[k] = true;
-          if (g.map[u] < 0) {
-            onGridAux[k] = false;
-            bestNeighbour(g, u, xval, 8 * k, waux, thisScale, Laux);
-          }
-        }
-        let sumqx = 0, sumq2 = 0;
-        for (let i = 0; i < 16; i++) {
-          const w = weight[i], q = 2 * Laux[i] + 1;
-          sumqx = fround(sumqx + fround(fround(w * xval[i]) * q));
-          sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-        }
-        if (
-          sumq2 > 0 && fround(sumqx * sumqx) > fround(best * sumq2)
-        ) {
-          scale = fround(sumqx / sumq2);
-          best = fround(scale * sumqx);
-          L.set(Laux);
-          onGrid[0] = onGridAux[0];
-          onGrid[1] = onGridAux[1];
-        }
-      }
-      if ((!onGrid[0] || !onGrid[1]) && scale > 0) {
-        const id = fround(1 / scale);
-        for (let k = 0; k < 2; k++) {
-          if (onGrid[k]) continue;
-          let u = 0;
-          for (let i = 0; i < 8; i++) {
-            let l = nearestInt(
-              fround(0.5 * fround(fround(id * xval[8 * k + i]) - 1)),
-            );
-            l = Math.max(0, Math.min(kMaxQ - 1, l));
-            u |= l << (2 * i);
-            L[8 * k + i] = l;
-          }
-          if (g.map[u] < 0) bestNeighbour(g, u, xval, 8 * k, waux, scale, L);
-        }
-        let sumqx = 0, sumq2 = 0;
-        for (let i = 0; i < 16; i++) {
-          const w = weight[i], q = 2 * L[i] + 1;
-          sumqx = fround(sumqx + fround(fround(w * xval[i]) * q));
-          sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-        }
-        if (sumq2 > 0) scale = fround(sumqx / sumq2);
+      onGrid.fill(true);
+      let scale = searchScale(gs, max, 9, TENTH, fround(max / (2 * kMaxQ - 1)));
+      if (onGrid.includes(false) && scale > 0) {
+        scale = refineScale(gs, scale, true);
       }
       const signMask = s ? 255 : 127;
       if (scale < 0) {
@@ -246,12 +165,7 @@ function iq2Impl(
         signs[1] = ~signs[1] & signMask;
       }
       for (let k = 0; k < 2; k++) {
-        let u = 0;
-        for (let i = 0; i < 8; i++) u |= L[8 * k + i] << (2 * i);
-        const index = g.map[u];
-        if (index < 0) {
-          throw new RangeError(`${type}: levels ${u} are not on the grid`);
-        }
+        const index = gridIndex(type, g, L, k);
         if (s) {
           const i8 = 2 * ib + k;
           out[o + 2 + i8] = index & 255;
@@ -267,8 +181,7 @@ function iq2Impl(
     dv.setUint16(o, f32ToHalfBits(s ? fround(d * D_SHRINK_IQ2_S) : d), true);
     const id = fround(1 / d);
     for (let ib = 0; ib < 16; ib++) {
-      let l = nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1)));
-      l = Math.max(0, Math.min(15, l));
+      const l = oddLevel(id, scales[ib], 15);
       out[o + (s ? 74 : 66) + (ib >> 1)] |= ib % 2 ? l << 4 : l;
     }
     if (!s) {
@@ -353,146 +266,48 @@ function iq3Impl(
   const dv = new DataView(out.buffer);
   const kMaxQ = 8;
   const scales = new Float32Array(8);
-  const weight = new Float32Array(32), waux = new Float32Array(32);
-  const xval = new Float32Array(32);
-  const L = new Int8Array(32), Laux = new Int8Array(32);
-  const onGrid = new Array<boolean>(8), onGridAux = new Array<boolean>(8);
+  const gs = gridSearch(g, 32, kMaxQ);
+  const { weight, waux, xval, L, onGrid } = gs;
   const signs = new Uint8Array(4);
   const perRow = nPerRow / 256;
   for (let ibl = 0; ibl < nb; ibl++) {
     const o = bb * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     let maxScale = 0;
-    let sumx2 = 0;
-    for (let i = 0; i < 256; i++) {
-      sumx2 = fround(sumx2 + fround(x[xo + i] * x[xo + i]));
-    }
-    const sigma2 = fround(fround(2 * sumx2) / 256);
+    const sigma2 = fround(fround(2 * sumSquares(x, xo, 256)) / 256);
     // ggml moves its qs and signs pointers past written sub-blocks only: an
     // all-zero sub-block leaves its place to the next one (qh and scales
     // stay by sub-block)
     let qsAt = o + 2, signsAt = o + 74;
     for (let ib = 0; ib < 8; ib++) {
       const xb = xo + 32 * ib;
-      for (let i = 0; i < 32; i++) {
-        const v = x[xb + i];
-        weight[i] = qwAll
-          ? fround(
-            qwAll[qo + 32 * ib + i] *
-              fround(Math.sqrt(fround(sigma2 + fround(v * v)))),
-          )
-          : fround(v * v);
-        waux[i] = fround(Math.sqrt(weight[i]));
-      }
+      groupWeights(x, xb, 32, qwAll, qo + 32 * ib, sigma2, 0, weight, waux);
       for (let k = 0; k < 4; k++) {
-        let s = 0, nflip = 0;
-        for (let i = 0; i < 8; i++) {
-          const v = x[xb + 8 * k + i];
-          if (v >= 0) xval[8 * k + i] = v;
-          else {
-            xval[8 * k + i] = -v;
-            nflip++;
-            s |= 1 << i;
-          }
-        }
-        if (xxs && nflip % 2) {
-          let imin = 0;
-          let min = fround(
-            fround(weight[8 * k] * x[xb + 8 * k]) * x[xb + 8 * k],
-          );
-          for (let i = 1; i < 8; i++) {
-            const v = x[xb + 8 * k + i];
-            const ax = fround(fround(weight[8 * k + i] * v) * v);
-            if (ax < min) {
-              min = ax;
-              imin = i;
-            }
-          }
-          xval[8 * k + imin] = -xval[8 * k + imin];
-          s ^= 1 << imin;
-        }
+        const s = splitSigns(x, xb, 8 * k, weight, xval, xxs);
         signs[k] = xxs ? s & 127 : s;
       }
-      let max = xval[0];
-      for (let i = 1; i < 32; i++) max = Math.max(max, xval[i]);
+      const max = maxOf(xval, 0, 32);
       L.fill(0);
       if (xxs ? max < EPS_IQ3_XXS : !max) {
         scales[ib] = 0;
         continue;
       }
-      let best = 0;
-      let scale = fround(max / (2 * kMaxQ - 1));
       onGrid.fill(xxs);
-      const isMax = xxs ? 15 : 9;
-      for (let is = -isMax; is <= isMax; is++) {
-        const id = fround(fround(2 * kMaxQ - 1 + fround(is * FIFTH)) / max);
-        const thisScale = fround(1 / id);
-        for (let k = 0; k < 8; k++) {
-          let u = 0;
-          for (let i = 0; i < 4; i++) {
-            const l = nearestInt(
-              fround(0.5 * fround(fround(id * xval[4 * k + i]) - 1)),
-            );
-            Laux[4 * k + i] = Math.max(0, Math.min(kMaxQ - 1, l));
-            u |= Laux[4 * k + i] << (3 * i);
-          }
-          onGridAux[k] = true;
-          if (g.map[u] < 0) {
-            onGridAux[k] = false;
-            bestNeighbour(g, u, xval, 4 * k, waux, thisScale, Laux);
-          }
-        }
-        let sumqx = 0, sumq2 = 0;
-        for (let i = 0; i < 32; i++) {
-          const w = weight[i], q = 2 * Laux[i] + 1;
-          sumqx = fround(sumqx + fround(fround(w * xval[i]) * q));
-          sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-        }
-        if (sumq2 > 0 && fround(sumqx * sumqx) > fround(best * sumq2)) {
-          scale = fround(sumqx / sumq2);
-          best = fround(scale * sumqx);
-          L.set(Laux);
-          for (let k = 0; k < 8; k++) onGrid[k] = onGridAux[k];
-        }
-      }
+      let scale = searchScale(
+        gs,
+        max,
+        xxs ? 15 : 9,
+        FIFTH,
+        fround(max / (2 * kMaxQ - 1)),
+      );
       if (onGrid.includes(false) && scale > 0) {
-        const id = fround(1 / scale);
-        for (let k = 0; k < 8; k++) {
-          if (xxs && onGrid[k]) continue;
-          let u = 0;
-          for (let i = 0; i < 4; i++) {
-            let l = nearestInt(
-              fround(0.5 * fround(fround(id * xval[4 * k + i]) - 1)),
-            );
-            l = Math.max(0, Math.min(kMaxQ - 1, l));
-            u |= l << (3 * i);
-          }
-          let index = g.map[u];
-          if (index < 0) {
-            index = bestNeighbour(g, u, xval, 4 * k, waux, scale, L);
-          }
-          for (let i = 0; i < 4; i++) {
-            L[4 * k + i] = (g.pos[4 * index + i] - 1) >> 1;
-          }
-        }
-        let sumqx = 0, sumq2 = 0;
-        for (let i = 0; i < 32; i++) {
-          const w = weight[i], q = 2 * L[i] + 1;
-          sumqx = fround(sumqx + fround(fround(w * xval[i]) * q));
-          sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-        }
-        if (sumq2 > 0) scale = fround(sumqx / sumq2);
+        scale = refineScale(gs, scale, xxs);
       }
       if (scale < 0) {
         scale = -scale;
         for (let k = 0; k < 4; k++) signs[k] = ~signs[k] & (xxs ? 127 : 255);
       }
       for (let k = 0; k < 8; k++) {
-        let u = 0;
-        for (let i = 0; i < 4; i++) u |= L[4 * k + i] << (3 * i);
-        const index = g.map[u];
-        if (index < 0) {
-          throw new RangeError(`${type}: levels ${u} are not on the grid`);
-        }
+        const index = gridIndex(type, g, L, k);
         if (xxs) out[o + 2 + 8 * ib + k] = index;
         else {
           out[qsAt + k] = index & 255;
@@ -527,33 +342,15 @@ function iq3Impl(
     const id = fround(1 / d);
     if (xxs) {
       for (let ib = 0; ib < 8; ib++) {
-        const l = Math.max(
-          0,
-          Math.min(
-            15,
-            nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1))),
-          ),
-        );
+        const l = oddLevel(id, scales[ib], 15);
         const at = o + 66 + 4 * ib;
         dv.setUint32(at, (dv.getUint32(at, true) | (l << 28)) >>> 0, true);
       }
       continue;
     }
     for (let ib = 0; ib < 8; ib += 2) {
-      const l1 = Math.max(
-        0,
-        Math.min(
-          15,
-          nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1))),
-        ),
-      );
-      const l2 = Math.max(
-        0,
-        Math.min(
-          15,
-          nearestInt(fround(0.5 * fround(fround(id * scales[ib + 1]) - 1))),
-        ),
-      );
+      const l1 = oddLevel(id, scales[ib], 15);
+      const l2 = oddLevel(id, scales[ib + 1], 15);
       out[o + 106 + (ib >> 1)] = l1 | (l2 << 4);
     }
   }

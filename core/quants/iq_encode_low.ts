@@ -9,23 +9,33 @@
  * @module
  */
 
-import { nearestInt, roundAway } from "./_common.ts";
+import { roundAway } from "./_common.ts";
 import { f32ToHalfBits } from "./f16.ts";
 import {
-  bestNeighbour,
   checkImatrix,
   type Lattice,
   latticeOf,
   neighbours,
   rowsOf,
 } from "./_iq_lattice.ts";
+import {
+  absMaxOf,
+  gridIndex,
+  gridSearch,
+  groupWeights,
+  maxOf,
+  oddLevel,
+  refineScale,
+  searchScale,
+  splitSigns,
+  sumSquares,
+} from "./_iq_search.ts";
+import { F_0_1 as TENTH, GROUP_MAX_EPS } from "./_k_search.ts";
 import { makeQp } from "./_qp_search.ts";
 
 const fround = Math.fround;
-const GROUP_MAX_EPS = fround(1e-15);
 const EPS_IQ1_S = fround(1e-12);
 const EPS_IQ1_M = fround(1e-7);
-const TENTH = fround(0.1);
 const FLT_MAX = 3.4028234663852886e38;
 /** IQ1_S stores its super-block scale stretched by this (ggml's 1.125f). */
 const D_STRETCH_IQ1_S = fround(1.125);
@@ -67,9 +77,8 @@ export function quantizeIQ2_XXS(
   const dv = new DataView(out.buffer);
   const kMaxQ = 3;
   const scales = new Float32Array(8);
-  const weight = new Float32Array(32), waux = new Float32Array(32);
-  const xval = new Float32Array(32);
-  const L = new Int8Array(32), Laux = new Int8Array(32);
+  const gs = gridSearch(g, 32, kMaxQ);
+  const { weight, waux, xval, L } = gs;
   const Lqp = new Uint8Array(32); // uint8_t in ggml: negative codes wrap
   const signs = new Uint8Array(4);
   const q2 = new Uint32Array(16);
@@ -78,52 +87,14 @@ export function quantizeIQ2_XXS(
     const o = 66 * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     q2.fill(0);
     let maxScale = 0;
-    let sumx2 = 0;
-    for (let i = 0; i < 256; i++) {
-      sumx2 = fround(sumx2 + fround(x[xo + i] * x[xo + i]));
-    }
-    const sigma2 = fround(sumx2 / 256);
+    const sigma2 = fround(sumSquares(x, xo, 256) / 256);
     for (let ib = 0; ib < 8; ib++) {
       const xb = xo + 32 * ib;
-      for (let i = 0; i < 32; i++) {
-        const v = x[xb + i];
-        weight[i] = fround(
-          qwAll[qo + 32 * ib + i] *
-            fround(Math.sqrt(fround(sigma2 + fround(v * v)))),
-        );
-        waux[i] = fround(Math.sqrt(weight[i]));
-      }
+      groupWeights(x, xb, 32, qwAll, qo + 32 * ib, sigma2, 0, weight, waux);
       for (let k = 0; k < 4; k++) {
-        let nflip = 0, s = 0;
-        for (let i = 0; i < 8; i++) {
-          const v = x[xb + 8 * k + i];
-          if (v >= 0) xval[8 * k + i] = v;
-          else {
-            xval[8 * k + i] = -v;
-            nflip++;
-            s |= 1 << i;
-          }
-        }
-        if (nflip % 2) {
-          let imin = 0;
-          let min = fround(
-            fround(weight[8 * k] * x[xb + 8 * k]) * x[xb + 8 * k],
-          );
-          for (let i = 1; i < 8; i++) {
-            const v = x[xb + 8 * k + i];
-            const ax = fround(fround(weight[8 * k + i] * v) * v);
-            if (ax < min) {
-              min = ax;
-              imin = i;
-            }
-          }
-          xval[8 * k + imin] = -xval[8 * k + imin];
-          s ^= 1 << imin;
-        }
-        signs[k] = s & 127;
+        signs[k] = splitSigns(x, xb, 8 * k, weight, xval, true) & 127;
       }
-      let max = xval[0];
-      for (let i = 1; i < 32; i++) max = Math.max(max, xval[i]);
+      const max = maxOf(xval, 0, 32);
       if (max < GROUP_MAX_EPS) {
         scales[ib] = 0;
         continue;
@@ -134,73 +105,14 @@ export function quantizeIQ2_XXS(
         scales[ib] = 0;
         continue;
       }
-      let best = 0;
-      for (let is = -6; is <= 6; is++) {
-        const id = fround(fround(2 * kMaxQ - 1 + fround(is * TENTH)) / effMax);
-        const thisScale = fround(1 / id);
-        for (let k = 0; k < 4; k++) {
-          let u = 0;
-          for (let i = 0; i < 8; i++) {
-            const l = nearestInt(
-              fround(0.5 * fround(fround(id * xval[8 * k + i]) - 1)),
-            );
-            Laux[8 * k + i] = Math.max(0, Math.min(kMaxQ - 1, l));
-            u |= Laux[8 * k + i] << (2 * i);
-          }
-          if (g.map[u] < 0) {
-            bestNeighbour(g, u, xval, 8 * k, waux, thisScale, Laux);
-          }
-        }
-        let sumqx = 0, sumq2 = 0;
-        for (let i = 0; i < 32; i++) {
-          const w = weight[i], q = 2 * Laux[i] + 1;
-          sumqx = fround(sumqx + fround(fround(w * xval[i]) * q));
-          sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-        }
-        if (sumq2 > 0 && fround(sumqx * sumqx) > fround(best * sumq2)) {
-          scale = fround(sumqx / sumq2);
-          best = fround(scale * sumqx);
-          L.set(Laux);
-        }
-      }
-      if (scale > 0) {
-        const id = fround(1 / scale);
-        for (let k = 0; k < 4; k++) {
-          let u = 0;
-          for (let i = 0; i < 8; i++) {
-            let l = nearestInt(
-              fround(0.5 * fround(fround(id * xval[8 * k + i]) - 1)),
-            );
-            l = Math.max(0, Math.min(kMaxQ - 1, l));
-            u |= l << (2 * i);
-          }
-          let index = g.map[u];
-          if (index < 0) {
-            index = bestNeighbour(g, u, xval, 8 * k, waux, scale, L);
-          }
-          for (let i = 0; i < 8; i++) {
-            L[8 * k + i] = (g.pos[8 * index + i] - 1) >> 1;
-          }
-        }
-        let sumqx = 0, sumq2 = 0;
-        for (let i = 0; i < 32; i++) {
-          const w = weight[i], q = 2 * L[i] + 1;
-          sumqx = fround(sumqx + fround(fround(w * xval[i]) * q));
-          sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-        }
-        if (sumq2 > 0) scale = fround(sumqx / sumq2);
-      }
+      scale = searchScale(gs, effMax, 6, TENTH, scale);
+      if (scale > 0) scale = refineScale(gs, scale, false);
       if (scale < 0) {
         scale = -scale;
         for (let k = 0; k < 4; k++) signs[k] = ~signs[k] & 127;
       }
       for (let k = 0; k < 4; k++) {
-        let u = 0;
-        for (let i = 0; i < 8; i++) u |= L[8 * k + i] << (2 * i);
-        const index = g.map[u];
-        if (index < 0) {
-          throw new RangeError(`IQ2_XXS: levels ${u} are not on the grid`);
-        }
+        const index = gridIndex("IQ2_XXS", g, L, k);
         q2[2 * ib] = (q2[2 * ib] | (index << (8 * k))) >>> 0;
         q2[2 * ib + 1] |= signs[k] << (7 * k);
       }
@@ -212,8 +124,7 @@ export function quantizeIQ2_XXS(
     dv.setUint16(o, f32ToHalfBits(d), true);
     const id = fround(1 / d);
     for (let ib = 0; ib < 8; ib++) {
-      let l = nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1)));
-      l = Math.max(0, Math.min(15, l));
+      const l = oddLevel(id, scales[ib], 15);
       q2[2 * ib + 1] = (q2[2 * ib + 1] | (l << 28)) >>> 0;
     }
     for (let i = 0; i < 16; i++) dv.setUint32(o + 2 + 4 * i, q2[i], true);
@@ -272,6 +183,77 @@ function sortIndex(idx: number[], x: Float32Array, xo: number): void {
 }
 
 /**
+ * The IQ1 levels by rank: 0 below `i1`, 1 below `i2`, 2 for the rest, in
+ * the sorted order `idx`; mirrored (`2 − l`) with `flip`.
+ */
+function rankLevels(
+  idx: number[],
+  i1: number,
+  i2: number,
+  flip: boolean,
+  L: Int8Array,
+): void {
+  for (let j = 0; j < idx.length; j++) {
+    L[idx[j]] = j < i1 ? 0 : j < i2 ? 1 : 2;
+  }
+  if (flip) { for (let j = 0; j < idx.length; j++) L[j] = 2 - L[j]; }
+}
+
+/**
+ * Puts each group of 8 levels in `L` on the IQ1 grid (an off-grid point
+ * becomes its best neighbour with group `k`'s level values `xxs[k]`), its
+ * entries into `index`; when any group was off the grid, refits the scale
+ * to the entries (kept when the fit is not positive).
+ *
+ * @returns The scale.
+ */
+function iq1Snap(
+  g: Lattice,
+  x: Float32Array,
+  xb: number,
+  weight: Float32Array,
+  scale: number,
+  xxs: readonly Float32Array[],
+  L: Int8Array,
+  index: Uint16Array,
+): number {
+  let allOnGrid = true;
+  for (let k = 0; k < index.length; k++) {
+    let u = 0;
+    for (let j = 0; j < 8; j++) u |= L[8 * k + j] << (2 * j);
+    let gi = g.map[u];
+    if (gi < 0) {
+      allOnGrid = false;
+      gi = iq1Neighbour(
+        g,
+        u,
+        x,
+        xb + 8 * k,
+        weight,
+        8 * k,
+        scale,
+        xxs[k],
+        L,
+        8 * k,
+      );
+    }
+    index[k] = gi;
+  }
+  if (allOnGrid) return scale;
+  let sumqx = 0, sumq2 = 0;
+  for (let k = 0; k < index.length; k++) {
+    const xx = xxs[k];
+    for (let j = 0; j < 8; j++) {
+      const w = weight[8 * k + j];
+      const q = xx[(g.pos[8 * index[k] + j] - 1) >> 1];
+      sumqx = fround(sumqx + fround(fround(w * q) * x[xb + 8 * k + j]));
+      sumq2 = fround(sumq2 + fround(fround(w * q) * q));
+    }
+  }
+  return sumqx > 0 && sumq2 > 0 ? fround(sumqx / sumq2) : scale;
+}
+
+/**
  * Encodes IQ1_S as ggml's `quantize_iq1_s` (what `llama-quantize` writes
  * with an importance matrix, which the type requires).
  *
@@ -308,26 +290,16 @@ export function quantizeIQ1_S(
   const idx = new Array<number>(bs).fill(0);
   const L = new Int8Array(bs);
   const index = new Uint16Array(4);
+  const xxs = [X_P, X_P, X_P, X_P];
   const perRow = nPerRow / 256;
   for (let ibl = 0; ibl < nb; ibl++) {
     const o = 50 * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     let maxScale = 0;
-    let sumx2 = 0;
-    for (let i = 0; i < 256; i++) {
-      sumx2 = fround(sumx2 + fround(x[xo + i] * x[xo + i]));
-    }
-    const sigma2 = fround(fround(2 * sumx2) / 256);
+    const sigma2 = fround(fround(2 * sumSquares(x, xo, 256)) / 256);
     for (let ib = 0; ib < 8; ib++) {
       const xb = xo + bs * ib;
-      for (let i = 0; i < bs; i++) {
-        const v = x[xb + i];
-        weight[i] = fround(
-          qwAll[qo + bs * ib + i] *
-            fround(Math.sqrt(fround(sigma2 + fround(v * v)))),
-        );
-      }
-      let max = Math.abs(x[xb]);
-      for (let i = 1; i < bs; i++) max = Math.max(max, Math.abs(x[xb + i]));
+      groupWeights(x, xb, bs, qwAll, qo + bs * ib, sigma2, 0, weight);
+      const max = absMaxOf(x, xb, bs);
       scales[ib] = 0;
       shifts[ib] = 1;
       if (max < EPS_IQ1_S) continue;
@@ -369,49 +341,13 @@ export function quantizeIQ1_S(
         }
       }
       if (besti1 < 0 || besti2 < 0 || bestShift === 0) continue;
-      for (let j = 0; j < bs; j++) {
-        L[idx[j]] = j < besti1 ? 0 : j < besti2 ? 1 : 2;
-      }
+      rankLevels(idx, besti1, besti2, scale < 0, L);
       if (scale < 0) {
-        for (let j = 0; j < bs; j++) L[j] = 2 - L[j];
         scale = -scale;
         bestShift = -bestShift;
       }
-      const xx = bestShift === 1 ? X_P : X_M;
-      let allOnGrid = true;
-      for (let k = 0; k < bs / 8; k++) {
-        let u = 0;
-        for (let j = 0; j < 8; j++) u |= L[8 * k + j] << (2 * j);
-        let gi = g.map[u];
-        if (gi < 0) {
-          allOnGrid = false;
-          gi = iq1Neighbour(
-            g,
-            u,
-            x,
-            xb + 8 * k,
-            weight,
-            8 * k,
-            scale,
-            xx,
-            L,
-            8 * k,
-          );
-        }
-        index[k] = gi;
-      }
-      if (!allOnGrid) {
-        let sumqx = 0, sumq2 = 0;
-        for (let k = 0; k < bs / 8; k++) {
-          for (let j = 0; j < 8; j++) {
-            const w = weight[8 * k + j];
-            const q = xx[(g.pos[8 * index[k] + j] - 1) >> 1];
-            sumqx = fround(sumqx + fround(fround(w * q) * x[xb + 8 * k + j]));
-            sumq2 = fround(sumq2 + fround(fround(w * q) * q));
-          }
-        }
-        if (sumqx > 0 && sumq2 > 0) scale = fround(sumqx / sumq2);
-      }
+      xxs.fill(bestShift === 1 ? X_P : X_M);
+      scale = iq1Snap(g, x, xb, weight, scale, xxs, L, index);
       let h = 0;
       for (let k = 0; k < bs / 8; k++) {
         out[o + 2 + 4 * ib + k] = index[k] & 255;
@@ -427,8 +363,7 @@ export function quantizeIQ1_S(
     dv.setUint16(o, f32ToHalfBits(fround(d * D_STRETCH_IQ1_S)), true);
     const id = fround(1 / d);
     for (let ib = 0; ib < 8; ib++) {
-      let l = nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1)));
-      l = Math.max(0, Math.min(7, l));
+      let l = oddLevel(id, scales[ib], 7);
       if (shifts[ib] === -1) l |= 8;
       const at = o + 34 + 2 * ib;
       dv.setUint16(at, dv.getUint16(at, true) | (l << 12), true);
@@ -481,32 +416,18 @@ export function quantizeIQ1_M(
   const cp2 = fround(fround(X_P[1] * X_P[1]) - fround(X_P[2] * X_P[2]));
   const cm1 = fround(fround(X_M[0] * X_M[0]) - fround(X_M[1] * X_M[1]));
   const cm2 = fround(fround(X_M[1] * X_M[1]) - fround(X_M[2] * X_M[2]));
+  const xxs = [X_P, X_P];
   const perRow = nPerRow / 256;
-  const weights = (xb: number, qo: number, sigma2: number) => {
-    for (let i = 0; i < bs; i++) {
-      const v = x[xb + i];
-      weight[i] = qwAll
-        ? fround(
-          qwAll[qo + i] * fround(Math.sqrt(fround(sigma2 + fround(v * v)))),
-        )
-        : fround(v * v);
-    }
-  };
   const xxOf = (k: number, bk: number) =>
     k === 0 ? (bk < 2 ? X_P : X_M) : (bk % 2 === 0 ? X_P : X_M);
   for (let ibl = 0; ibl < nb; ibl++) {
     const o = 56 * ibl, xo = 256 * ibl, qo = 256 * (ibl % perRow);
     let maxScale = 0;
-    let sumx2 = 0;
-    for (let i = 0; i < 256; i++) {
-      sumx2 = fround(sumx2 + fround(x[xo + i] * x[xo + i]));
-    }
-    const sigma2 = fround(fround(2 * sumx2) / 256);
+    const sigma2 = fround(fround(2 * sumSquares(x, xo, 256)) / 256);
     for (let ib = 0; ib < 16; ib++) {
       const xb = xo + bs * ib;
-      weights(xb, qo + bs * ib, sigma2);
-      let max = Math.abs(x[xb]);
-      for (let i = 1; i < bs; i++) max = Math.max(max, Math.abs(x[xb + i]));
+      groupWeights(x, xb, bs, qwAll, qo + bs * ib, sigma2, 0, weight);
+      const max = absMaxOf(x, xb, bs);
       scales[ib] = 0;
       shifts[ib] = 0;
       if (max < EPS_IQ1_M) continue;
@@ -562,50 +483,14 @@ export function quantizeIQ1_M(
         }
       }
       if (besti1 < 0 || besti2 < 0 || bestK < 0) continue;
-      for (let j = 0; j < bs; j++) {
-        L[idx[j]] = j < besti1 ? 0 : j < besti2 ? 1 : 2;
-      }
+      rankLevels(idx, besti1, besti2, scale < 0, L);
       if (scale < 0) {
-        for (let j = 0; j < bs; j++) L[j] = 2 - L[j];
         scale = -scale;
         bestK = 3 - bestK;
       }
-      let allOnGrid = true;
-      for (let k = 0; k < 2; k++) {
-        const xx = xxOf(k, bestK);
-        let u = 0;
-        for (let j = 0; j < 8; j++) u |= L[8 * k + j] << (2 * j);
-        let gi = g.map[u];
-        if (gi < 0) {
-          allOnGrid = false;
-          gi = iq1Neighbour(
-            g,
-            u,
-            x,
-            xb + 8 * k,
-            weight,
-            8 * k,
-            scale,
-            xx,
-            L,
-            8 * k,
-          );
-        }
-        index[k] = gi;
-      }
-      if (!allOnGrid) {
-        let sqx = 0, sq2 = 0;
-        for (let k = 0; k < 2; k++) {
-          const xx = xxOf(k, bestK);
-          for (let j = 0; j < 8; j++) {
-            const w = weight[8 * k + j];
-            const q = xx[(g.pos[8 * index[k] + j] - 1) >> 1];
-            sqx = fround(sqx + fround(fround(w * q) * x[xb + 8 * k + j]));
-            sq2 = fround(sq2 + fround(fround(w * q) * q));
-          }
-        }
-        if (sqx > 0 && sq2 > 0) scale = fround(sqx / sq2);
-      }
+      xxs[0] = xxOf(0, bestK);
+      xxs[1] = xxOf(1, bestK);
+      scale = iq1Snap(g, x, xb, weight, scale, xxs, L, index);
       out[o + 2 * ib] = index[0] & 255;
       out[o + 2 * ib + 1] = index[1] & 255;
       out[o + 32 + ib] = (index[0] >> 8) | ((index[1] >> 8) << 4);
@@ -619,12 +504,11 @@ export function quantizeIQ1_M(
     let sqx = 0, sq2 = 0;
     const sc = new Uint16Array(4);
     for (let ib = 0; ib < 16; ib++) {
-      let l = nearestInt(fround(0.5 * fround(fround(id * scales[ib]) - 1)));
-      l = Math.max(0, Math.min(7, l));
+      const l = oddLevel(id, scales[ib], 7);
       sc[ib >> 2] |= l << (3 * (ib % 4));
       out[o + 32 + ib] |= masks[shifts[ib]];
       const xb = xo + bs * ib;
-      weights(xb, qo + bs * ib, sigma2);
+      groupWeights(x, xb, bs, qwAll, qo + bs * ib, sigma2, 0, weight);
       const qh = out[o + 32 + ib];
       for (let k = 0; k < 2; k++) {
         const xx = xxOf(k, shifts[ib]);
@@ -653,8 +537,7 @@ const trit = (v: number, id: number) => roundAway(fround(v * id)) + 1;
 
 /** The absolute maximum of a 256-block and its inverse (0 for an all-zero block). */
 function ternaryScale(x: Float32Array, xo: number): [number, number] {
-  let amax = 0;
-  for (let j = 0; j < 256; j++) amax = Math.max(amax, Math.abs(x[xo + j]));
+  const amax = absMaxOf(x, xo, 256);
   return [amax, amax ? fround(1 / amax) : 0];
 }
 

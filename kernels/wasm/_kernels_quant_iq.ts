@@ -29,6 +29,7 @@ import {
 } from "./_asm.ts";
 import { c, f16ToF32NoSubnormal, i8x16c } from "./_kernels_util.ts";
 import {
+  addBlock1,
   addBlocks4,
   type Dot,
   dotI16,
@@ -37,7 +38,6 @@ import {
   loadScales,
   metaPtr,
   type QuantFormat,
-  scale1,
   widenEvenOdd,
 } from "./_kernels_quant_util.ts";
 import { q8SplitDot } from "./_kernels_quant_q8_q4.ts";
@@ -111,16 +111,7 @@ export const IQ4_NL: QuantFormat = {
   single: (d) => [
     set(d.v[2], v128.load(get(d.wb), 2)),
     ...signedBlock(d, iq4Levels(d.v[2]), 0, d.p[0]),
-    set(
-      d.accs,
-      f32.add(
-        get(d.accs),
-        f32.mul(
-          f32.convert_i32_s(hsumI(get(d.p[0]), d.t[0])),
-          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
-        ),
-      ),
-    ),
+    addBlock1(d, hsumI(get(d.p[0]), d.t[0])),
   ],
 };
 
@@ -175,16 +166,7 @@ export const MXFP4: QuantFormat = {
   single: (d) => [
     set(d.v[2], v128.load(get(d.wb), 1)),
     ...signedBlock(d, iq4Levels(d.v[2], KVALUES_FP4), 0, d.p[0]),
-    set(
-      d.accs,
-      f32.add(
-        get(d.accs),
-        f32.mul(
-          f32.convert_i32_s(hsumI(get(d.p[0]), d.t[0])),
-          f32.mul(e8m0Half(d, 0), f32.load(metaPtr(d, 0))),
-        ),
-      ),
-    ),
+    addBlock1(d, hsumI(get(d.p[0]), d.t[0]), e8m0Half(d, 0)),
   ],
 };
 

@@ -188,12 +188,7 @@ export const Q6_K: QuantFormat = {
     for (let h = 0; h < 2; h++) {
       const ql = d.v.slice(6, 10);
       const qh = d.v.slice(10, 12);
-      for (let i = 0; i < 4; i++) {
-        out.push(set(ql[i], v128.load(get(d.wb), h * 64 + i * 16)));
-      }
-      for (let i = 0; i < 2; i++) {
-        out.push(set(qh[i], v128.load(get(d.wb), 128 + h * 32 + i * 16)));
-      }
+      out.push(...q6LoadHalf(d, ql, qh, h));
       for (let k = 0; k < 2; k++) {
         for (let gq = 0; gq < 4; gq++) {
           const g = 4 * k + gq; // group within the half
@@ -230,24 +225,35 @@ export const Q6_K: QuantFormat = {
         );
       }
     }
-    out.push(
-      set(
-        d.acc,
-        d.ctx.madd(
-          f32x4.convert_i32x4_s(get(isum)),
-          f32x4.splat(
-            f32.mul(
-              f32.load(metaPtr(d, 0)),
-              f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
-            ),
-          ),
-          get(d.acc),
-        ),
-      ),
-    );
+    out.push(q6AddSuper(d, isum));
     return out;
   },
 };
+
+/** Loads half `h` of a Q6_K super-block: its 64 ql bytes into `ql[0..3]`, its 32 qh bytes into `qh[0..1]`. */
+function q6LoadHalf(d: Dot, ql: Local[], qh: Local[], h: number): Code[] {
+  return [
+    ...ql.map((v, k) => set(v, v128.load(get(d.wb), h * 64 + k * 16))),
+    ...qh.map((v, k) => set(v, v128.load(get(d.wb), 128 + h * 32 + k * 16))),
+  ];
+}
+
+/** `acc += f32(isum) · (d_x · d)` for a Q6_K super-block (d the f16 at byte 208). */
+function q6AddSuper(d: Dot, isum: Local): Code {
+  return set(
+    d.acc,
+    d.ctx.madd(
+      f32x4.convert_i32x4_s(get(isum)),
+      f32x4.splat(
+        f32.mul(
+          f32.load(metaPtr(d, 0)),
+          f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
+        ),
+      ),
+      get(d.acc),
+    ),
+  );
+}
 
 /**
  * The six-bit codes (0..63) of Q6_K group `g` (16 elements, 0..7) of a half
@@ -315,12 +321,7 @@ function q6kRelaxed(d: Dot): Code[] {
   ];
   for (let h = 0; h < 2; h++) {
     const sc = h === 0 ? scLo : scHi;
-    for (let k = 0; k < 4; k++) {
-      out.push(set(ql[k], v128.load(get(d.wb), h * 64 + k * 16)));
-    }
-    for (let k = 0; k < 2; k++) {
-      out.push(set(qh[k], v128.load(get(d.wb), 128 + h * 32 + k * 16)));
-    }
+    out.push(...q6LoadHalf(d, ql, qh, h));
     for (let g = 0; g < 8; g++) {
       const grp = 8 * h + g;
       out.push(
@@ -342,20 +343,6 @@ function q6kRelaxed(d: Dot): Code[] {
       );
     }
   }
-  out.push(
-    set(
-      d.acc,
-      d.ctx.madd(
-        f32x4.convert_i32x4_s(get(isum)),
-        f32x4.splat(
-          f32.mul(
-            f32.load(metaPtr(d, 0)),
-            f16ToF32NoSubnormal(() => i32.load16_u(get(d.wb), 208)),
-          ),
-        ),
-        get(d.acc),
-      ),
-    ),
-  );
+  out.push(q6AddSuper(d, isum));
   return out;
 }

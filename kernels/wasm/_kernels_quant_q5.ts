@@ -18,10 +18,8 @@
 
 import {
   type Code,
-  f32,
   get,
   i16x8,
-  i32,
   i32x4,
   i8x16,
   type Local,
@@ -30,16 +28,17 @@ import {
 } from "./_asm.ts";
 import { c, i8x16c } from "./_kernels_util.ts";
 import {
+  addBlock1,
   addBlocks4,
   type Dot,
   dotI16,
+  dropOffset1,
+  dropOffset4,
   hsum4i,
   hsumI,
   loadScales,
-  metaPtr,
   type QuantFormat,
   rdot16,
-  scale1,
   widenEvenOdd,
 } from "./_kernels_quant_util.ts";
 
@@ -131,36 +130,18 @@ export const Q5_0: QuantFormat = {
     const out: Code[] = loadScales(d, 22);
     for (let j = 0; j < 4; j++) out.push(...q5Block(d, 22 * j + 2, j, d.p[j]));
     out.push(hsum4i(d.p.slice(0, 4).map(get), d.t));
-    if (d.ctx.relaxed) {
-      // Σ (q − 16)·x = Σ q·x − 16·Σ x
-      out.push(
-        set(
-          d.t[0],
-          i32x4.sub(get(d.t[0]), i32x4.shl(v128.load(metaPtr(d, 1)), c(4))),
-        ),
-      );
-    }
+    // Σ (q − 16)·x = Σ q·x − 16·Σ x
+    if (d.ctx.relaxed) out.push(dropOffset4(d, 4));
     out.push(addBlocks4(d, get(d.t[0])));
     return out;
   },
   single: (d) => [
     ...q5Block(d, 2, 0, d.p[0]),
-    set(
-      d.accs,
-      f32.add(
-        get(d.accs),
-        f32.mul(
-          f32.convert_i32_s(
-            d.ctx.relaxed
-              ? i32.sub(
-                hsumI(get(d.p[0]), d.t[0]),
-                i32.shl(i32.load(metaPtr(d, 1)), c(4)),
-              )
-              : hsumI(get(d.p[0]), d.t[0]),
-          ),
-          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
-        ),
-      ),
+    addBlock1(
+      d,
+      d.ctx.relaxed
+        ? dropOffset1(d, hsumI(get(d.p[0]), d.t[0]), 4)
+        : hsumI(get(d.p[0]), d.t[0]),
     ),
   ],
 };

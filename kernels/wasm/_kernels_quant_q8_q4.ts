@@ -9,11 +9,9 @@
 
 import {
   type Code,
-  f32,
   f32x4,
   get,
   i16x8,
-  i32,
   i32x4,
   i8x16,
   type Local,
@@ -32,10 +30,13 @@ import {
   zero,
 } from "./_kernels_util.ts";
 import {
+  addBlock1,
   addBlocks4,
   blend16,
   type Dot,
   dotI16,
+  dropOffset1,
+  dropOffset4,
   hsum4i,
   hsum4i16,
   hsumI,
@@ -43,7 +44,6 @@ import {
   metaPtr,
   type QuantFormat,
   rdot16,
-  scale1,
   widenEvenOdd,
   widenSums,
 } from "./_kernels_quant_util.ts";
@@ -135,17 +135,6 @@ function q8uDot(d: Dot, codes: [Code, Code], xoff: number, dst: Local): Code {
   );
 }
 
-/** `t[0] −= 128·Σx` for four blocks whose code sums lie at `is32 + off`. */
-export function q8uOffset(d: Dot, off: number): Code {
-  return set(
-    d.t[0],
-    i32x4.sub(
-      get(d.t[0]),
-      i32x4.shl(v128.load(metaPtr(d, 1), off), c(7)),
-    ),
-  );
-}
-
 /**
  * One way of dotting Q8_0 blocks with x, for {@link q8Format}: `block`
  * puts the i32 lane sums of block `j` of a group (codes `codes`) in
@@ -190,8 +179,8 @@ const Q8_SIGNED: Q8Way = {
 const Q8_UNSIGNED: Q8Way = {
   reads: () => ["x8"],
   block: (d, codes, j, dst) => [q8uDot(d, codes, 32 * j, dst)],
-  fix4: (d, off) => [q8uOffset(d, off)],
-  fix1: (d, total) => i32.sub(total, i32.shl(i32.load(metaPtr(d, 1)), c(7))),
+  fix4: (d, off) => [dropOffset4(d, 7, off)], // 128·Σx
+  fix1: (d, total) => dropOffset1(d, total, 7),
 };
 
 /**
@@ -266,16 +255,7 @@ export function q8Format(name: string, way: Q8Way): QuantFormat {
         0,
         d.p[0],
       ),
-      set(
-        d.accs,
-        f32.add(
-          get(d.accs),
-          f32.mul(
-            f32.convert_i32_s(way.fix1(d, hsumI(get(d.p[0]), d.t[0]))),
-            f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
-          ),
-        ),
-      ),
+      addBlock1(d, way.fix1(d, hsumI(get(d.p[0]), d.t[0]))),
     ],
   };
 }
@@ -414,18 +394,8 @@ function q4_0Half(d: Dot, V: Local[], h: number): Code[] {
       ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
       : hsum4i(d.p.slice(0, 4).map(get), d.t),
   );
-  if (d.ctx.relaxed) {
-    // Σ (q − 8)·x = Σ q·x − 8·Σ x
-    out.push(
-      set(
-        d.t[0],
-        i32x4.sub(
-          get(d.t[0]),
-          i32x4.shl(v128.load(metaPtr(d, 1), 16 * h), c(3)),
-        ),
-      ),
-    );
-  }
+  // Σ (q − 8)·x = Σ q·x − 8·Σ x
+  if (d.ctx.relaxed) out.push(dropOffset4(d, 3, 16 * h));
   out.push(...addHalf(d, V, h, 1));
   return out;
 }
@@ -459,36 +429,18 @@ export const Q4_0: QuantFormat = {
         ? hsum4i16(d.p.slice(0, 4).map(get), d.t)
         : hsum4i(d.p.slice(0, 4).map(get), d.t),
     );
-    if (d.ctx.relaxed) {
-      // Σ (q − 8)·x = Σ q·x − 8·Σ x
-      out.push(
-        set(
-          d.t[0],
-          i32x4.sub(get(d.t[0]), i32x4.shl(v128.load(metaPtr(d, 1)), c(3))),
-        ),
-      );
-    }
+    // Σ (q − 8)·x = Σ q·x − 8·Σ x
+    if (d.ctx.relaxed) out.push(dropOffset4(d, 3));
     out.push(addBlocks4(d, get(d.t[0])));
     return out;
   },
   single: (d) => [
     ...q4_0Block(d, v128.load(get(d.wb), 2), 0, 0),
-    set(
-      d.accs,
-      f32.add(
-        get(d.accs),
-        f32.mul(
-          f32.convert_i32_s(
-            d.ctx.relaxed
-              ? i32.sub(
-                hsumI(widenSums(get(d.v[1])), d.t[0]),
-                i32.shl(i32.load(metaPtr(d, 1)), c(3)),
-              )
-              : hsumI(get(d.v[1]), d.t[0]),
-          ),
-          f32.mul(scale1(d), f32.load(metaPtr(d, 0))),
-        ),
-      ),
+    addBlock1(
+      d,
+      d.ctx.relaxed
+        ? dropOffset1(d, hsumI(widenSums(get(d.v[1])), d.t[0]), 3)
+        : hsumI(get(d.v[1]), d.t[0]),
     ),
   ],
 };

@@ -36,8 +36,13 @@ import {
   v128,
 } from "./_asm.ts";
 import { c, i32x4c, i8x16c } from "./_kernels_util.ts";
-import { type Dot, metaPtr, rdot16 } from "./_kernels_quant_util.ts";
-import { q8Format, q8uOffset, type Q8Way } from "./_kernels_quant_q8_q4.ts";
+import {
+  type Dot,
+  dropOffset1,
+  dropOffset4,
+  rdot16,
+} from "./_kernels_quant_util.ts";
+import { q8Format, type Q8Way } from "./_kernels_quant_q8_q4.ts";
 
 const I = T.i32;
 
@@ -76,8 +81,8 @@ function q8tBlock(
 const Q8_SPLIT5: Q8Way = {
   reads: () => ["x16"],
   block: (d, codes, j, dst) => q8tBlock(d, codes, 64 * j, dst),
-  fix4: (d, off) => [q8uOffset(d, off)],
-  fix1: (d, total) => i32.sub(total, i32.shl(i32.load(metaPtr(d, 1)), c(7))),
+  fix4: (d, off) => [dropOffset4(d, 7, off)], // 128·Σx
+  fix1: (d, total) => dropOffset1(d, total, 7),
 };
 
 /**

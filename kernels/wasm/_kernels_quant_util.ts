@@ -10,6 +10,7 @@
 
 import {
   type Code,
+  f32,
   f32x4,
   type FuncBuilder,
   get,
@@ -287,5 +288,39 @@ export function addBlocks4(d: Dot, dots: Code): Code {
   return set(
     d.acc,
     d.ctx.madd(f32x4.convert_i32x4_s(dots), gatherScales(d), get(d.acc)),
+  );
+}
+
+/**
+ * `t[0] −= 2^shift · Σx` for four blocks (x's per-32 code sums at
+ * `metaPtr(d, 1) + off`): removes what weight codes stored with an offset
+ * of `2^shift` (unsigned, as the relaxed dot takes them) added to the dots.
+ */
+export function dropOffset4(d: Dot, shift: number, off = 0): Code {
+  return set(
+    d.t[0],
+    i32x4.sub(get(d.t[0]), i32x4.shl(v128.load(metaPtr(d, 1), off), c(shift))),
+  );
+}
+
+/** `total − 2^shift · Σx` for the current block (see {@link dropOffset4}). */
+export function dropOffset1(d: Dot, total: Code, shift: number): Code {
+  return i32.sub(total, i32.shl(i32.load(metaPtr(d, 1)), c(shift)));
+}
+
+/**
+ * `accs += f32(total) · (scale · d_x)` for the current block; `scale`
+ * defaults to the block's f16 scale ({@link scale1}).
+ */
+export function addBlock1(d: Dot, total: Code, scale: Code = scale1(d)): Code {
+  return set(
+    d.accs,
+    f32.add(
+      get(d.accs),
+      f32.mul(
+        f32.convert_i32_s(total),
+        f32.mul(scale, f32.load(metaPtr(d, 0))),
+      ),
+    ),
   );
 }

@@ -4,7 +4,7 @@
 // tests/vectors/gen/encoders.py), pooled and normalized as the folder says.
 import { assert, assertEquals } from "@std/assert";
 import { fromFileUrl } from "@std/path";
-import { buildNetwork } from "../../core/network.ts";
+import { buildNetwork, type Network } from "../../core/network.ts";
 import { floatTensor, type Tensor } from "../../core/tensor.ts";
 import { exportOnnx } from "../../formats/onnx/mod.ts";
 import { convertEncoderToGguf } from "../../io/encoder.ts";
@@ -99,6 +99,28 @@ function closeRel(
   assert(worst <= tol * scale, `${what}: max |diff| ${worst} (scale ${scale})`);
 }
 
+/**
+ * The network of layer plugins `en` describes, and each text's token
+ * vectors from it and from `buildEncoder` (the model path) on the same
+ * tensors.
+ */
+function bothPaths(
+  config: ReturnType<typeof encoderConfigFromHf>,
+  en: ReturnType<typeof encoderNetwork>,
+  tensors: Map<string, Tensor>,
+  texts: number[][],
+): { net: Network; pairs: [Float32Array, Float32Array][] } {
+  const net = buildNetwork(defaultRegistry(), en.config, en.tensors);
+  const packed = buildEncoder(config, tensors).forward(
+    texts.map((ids) => ({ ids })),
+  );
+  const pairs = texts.map((ids, i): [Float32Array, Float32Array] => [
+    net.forward(floatTensor(Float32Array.from(ids), [1, ids.length])).data,
+    packed[i],
+  ]);
+  return { net, pairs };
+}
+
 for (const name of CASES) {
   Deno.test(`encoder network ${name}: layer plugins and ONNX Runtime equal sentence-transformers`, async () => {
     const exp = JSON.parse(
@@ -106,18 +128,13 @@ for (const name of CASES) {
     ) as Expected;
     const { config, hf, tensors, net: en } = await load(name);
     const d = config.hiddenSize;
-    const net = buildNetwork(defaultRegistry(), en.config, en.tensors);
-    const packed = buildEncoder(config, tensors).forward(
-      exp.ids.map((ids) => ({ ids })),
-    );
-    for (const [i, ids] of exp.ids.entries()) {
-      const y = net.forward(
-        floatTensor(Float32Array.from(ids), [1, ids.length]),
-      );
-      close(pool(y.data, ids.length, d, exp), exp.embeddings[i], `text ${i}`);
+    const { net, pairs } = bothPaths(config, en, tensors, exp.ids);
+    pairs.forEach(([y, packed], i) => {
+      const n = exp.ids[i].length;
+      close(pool(y, n, d, exp), exp.embeddings[i], `text ${i}`);
       // the model path (models/encoder.ts) gives the same token vectors
-      closeRel(y.data, packed[i], 1e-5, `text ${i} against buildEncoder`);
-    }
+      closeRel(y, packed, 1e-5, `text ${i} against buildEncoder`);
+    });
     // the ONNX export on the whole batch, right-padded with the pad id
     const B = exp.ids.length, T = Math.max(...exp.ids.map((r) => r.length));
     const ids = new BigInt64Array(B * T).fill(BigInt(hf.pad_token_id ?? 0));
@@ -218,16 +235,10 @@ for (
           en.tensors.get("layers.2.layers.0.q_proj.weight")?.dtype,
           quantize,
         );
-        const net = buildNetwork(defaultRegistry(), en.config, en.tensors);
-        const packed = buildEncoder(config, tensors).forward(
-          exp.ids.map((ids) => ({ ids })),
+        const { pairs } = bothPaths(config, en, tensors, exp.ids);
+        pairs.forEach(([y, packed], i) =>
+          closeRel(y, packed, tol, `text ${i}`)
         );
-        for (const [i, ids] of exp.ids.entries()) {
-          const y = net.forward(
-            floatTensor(Float32Array.from(ids), [1, ids.length]),
-          );
-          closeRel(y.data, packed[i], tol, `text ${i}`);
-        }
       } finally {
         opened.close();
       }

@@ -1,7 +1,7 @@
 /** Shared inputs and error measures for the fast-kernel tests. */
 
 import { decodeBase64 } from "@std/encoding";
-import { assert } from "@std/assert";
+import { assert, assertEquals } from "@std/assert";
 import type { Tensor } from "../../../core/tensor.ts";
 import { appendKv, attendRef } from "../../../kernels/attention.ts";
 import type {
@@ -9,11 +9,20 @@ import type {
   KvCache,
 } from "../../../kernels/fast/attention.ts";
 import type { RopeOptions } from "../../../kernels/fast/ops.ts";
+import { fastLinear } from "../../../kernels/fast/matmul.ts";
+import {
+  configureKernels,
+  kernelInfo,
+  shutdownKernels,
+} from "../../../kernels/fast/runtime.ts";
+import { linear, linearMany, linearRef } from "../../../kernels/linear.ts";
 import { applyRopeRef, ropeFrequencies } from "../../../kernels/rope.ts";
 import {
+  activationBlocksOf,
   BLOCKS,
   dequantizeRowRef,
   type FastDType,
+  quantizeActivationsRef,
   rowBytes,
 } from "../../../kernels/quant_ref.ts";
 
@@ -115,6 +124,100 @@ export function worstRatio(
     if (!(r <= m)) m = r; // NaN propagates as a failure
   }
   return m;
+}
+
+/**
+ * The F32 rounding budget of a quantized weight's kernel dots with `x`:
+ * per output, 2e-6 of `Σ |w · x_q|` (x quantized by the weight's
+ * activation rule) plus 1e-5.
+ */
+export function quantDotBudget(
+  w: Tensor,
+  x: Float32Array,
+  rows: number,
+): Float64Array {
+  const [outF, inF] = w.shape;
+  const wf = decodeAll(w);
+  const q = quantizeActivationsRef(x, activationBlocksOf(w.dtype)!);
+  const out = new Float64Array(rows * outF);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let s = 0;
+      for (let i = 0; i < inF; i++) {
+        const xv = q.codes[r * inF + i] *
+          q.scales[Math.floor((r * inF + i) / q.block)];
+        s += Math.abs(xv * wf[o * inF + i]);
+      }
+      out[r * outF + o] = 2e-6 * s + 1e-5;
+    }
+  }
+  return out;
+}
+
+/**
+ * A quantized weight's kernels against `linearRef` within
+ * {@link quantDotBudget}: `fastLinear` (with a bias) for each
+ * `[rows, outF, inF]` of `shapes`, `linear` equal to it, then
+ * `linearMany` over three weights of `manyInF` columns sharing x.
+ *
+ * @param label Names the weight in messages.
+ * @param shapes The `[rows, outF, inF]` to try.
+ * @param manyInF Columns of the `linearMany` weights.
+ * @param weight Makes a weight of `outF × inF` from a seed.
+ */
+export function checkQuantLinear(
+  label: string,
+  shapes: number[][],
+  manyInF: number,
+  weight: (outF: number, inF: number, seed: number) => Tensor,
+): void {
+  for (const [rows, outF, inF] of shapes) {
+    const w = weight(outF, inF, rows + outF);
+    const x = cosines(rows * inF);
+    const bias = cosines(outF, 3, 0.5);
+    const fast = fastLinear(x, rows, w, bias);
+    const ref = linearRef(x, rows, w, bias);
+    const r = worstRatio(fast, ref, quantDotBudget(w, x, rows));
+    assert(
+      r <= 1,
+      `${label} ${rows}×${inF} → ${outF}: ${r.toFixed(2)}× the budget`,
+    );
+    // linear() takes the same kernels
+    assertEquals(linear(x, rows, w, bias), fast);
+  }
+  const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, manyInF, k));
+  const x = cosines(2 * manyInF);
+  const many = linearMany(x, 2, ws);
+  ws.forEach((w, i) => {
+    const r = worstRatio(many[i], linearRef(x, 2, w), quantDotBudget(w, x, 2));
+    assert(r <= 1, `${label} linearMany weight ${i}: ${r.toFixed(2)}×`);
+  });
+}
+
+/**
+ * Runs `check` on the relaxed-SIMD kernels, on plain SIMD, then relaxed
+ * with two worker threads; afterwards one thread again, workers shut down.
+ */
+export async function onEveryKernelVariant(check: () => void): Promise<void> {
+  assert(
+    kernelInfo().backend.startsWith("wasm"),
+    "WebAssembly SIMD backend expected",
+  );
+  try {
+    check();
+    await configureKernels({ noRelaxedSimd: true });
+    assertEquals(kernelInfo().backend, "wasm-simd");
+    check();
+    await configureKernels({
+      noRelaxedSimd: false,
+      threads: 2,
+      minParallelWork: 1,
+    });
+    check();
+  } finally {
+    await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
+    await shutdownKernels();
+  }
 }
 
 /** Largest absolute difference. */

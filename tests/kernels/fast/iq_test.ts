@@ -9,26 +9,23 @@
  * scales, so every grid entry, sign code and sub-block scale occurs.
  */
 
-import { assert, assertEquals } from "@std/assert";
+import { assert } from "@std/assert";
 import type { Tensor } from "../../../core/tensor.ts";
-import { linear, linearMany, linearRef } from "../../../kernels/linear.ts";
+import { linearRef } from "../../../kernels/linear.ts";
 import {
   quantizeIQ4_NL,
   quantizeIQ4_XS,
   quantizeMXFP4,
 } from "../../../core/quants/iq_encode.ts";
-import {
-  configureKernels,
-  kernelInfo,
-  shutdownKernels,
-} from "../../../kernels/fast/runtime.ts";
 import { fastLinear } from "../../../kernels/fast/matmul.ts";
+import { BLOCKS } from "../../../kernels/quant_ref.ts";
 import {
-  activationBlocksOf,
-  BLOCKS,
-  quantizeActivationsRef,
-} from "../../../kernels/quant_ref.ts";
-import { cosines, decodeAll, worstRatio } from "./_helpers.ts";
+  checkQuantLinear,
+  cosines,
+  onEveryKernelVariant,
+  quantDotBudget,
+  worstRatio,
+} from "./_helpers.ts";
 
 type Kind = "IQ4_NL" | "MXFP4" | "IQ4_XS" | "IQ3_S" | "IQ2_XS";
 
@@ -78,47 +75,11 @@ function weight(
   };
 }
 
-/** F32 rounding of the kernels' block sums: 2e-6 of Σ|w·x_q| plus 1e-5. */
-function budget(w: Tensor, x: Float32Array, rows: number): Float64Array {
-  const [outF, inF] = w.shape;
-  const wf = decodeAll(w);
-  const q = quantizeActivationsRef(x, activationBlocksOf(w.dtype)!);
-  const out = new Float64Array(rows * outF);
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let s = 0;
-      for (let i = 0; i < inF; i++) {
-        const xv = q.codes[r * inF + i] *
-          q.scales[Math.floor((r * inF + i) / q.block)];
-        s += Math.abs(xv * wf[o * inF + i]);
-      }
-      out[r * outF + o] = 2e-6 * s + 1e-5;
-    }
-  }
-  return out;
-}
-
 function checkAll(dtype: Kind): void {
   const shapes = dtype.startsWith("IQ4_X") || dtype.startsWith("IQ3") ||
       dtype.startsWith("IQ2")
     ? [[1, 7, 256], [3, 9, 512], [1, 64, 768], [5, 33, 256], [2, 5, 1280]]
     : [[1, 7, 32], [1, 13, 96], [3, 9, 160], [1, 64, 576], [5, 33, 256]];
-  for (
-    const [rows, outF, inF] of shapes
-  ) {
-    const w = weight(outF, inF, rows + outF, dtype);
-    const x = cosines(rows * inF);
-    const bias = cosines(outF, 3, 0.5);
-    const fast = fastLinear(x, rows, w, bias);
-    const ref = linearRef(x, rows, w, bias);
-    const r = worstRatio(fast, ref, budget(w, x, rows));
-    assert(
-      r <= 1,
-      `${dtype} ${rows}×${inF} → ${outF}: ${r.toFixed(2)}× the budget`,
-    );
-    // linear() takes the same kernels
-    assertEquals(linear(x, rows, w, bias), fast);
-  }
   if (dtype === "MXFP4") {
     // raw blocks: every nibble, exponents 0 and 1 (subnormal scales), 110..129
     const bytes = new Uint8Array(6 * 17 * 5);
@@ -133,43 +94,24 @@ function checkAll(dtype: Kind): void {
     const r = worstRatio(
       fastLinear(x, 2, w),
       linearRef(x, 2, w),
-      budget(w, x, 2),
+      quantDotBudget(w, x, 2),
     );
     assert(r <= 1, `MXFP4 raw blocks: ${r.toFixed(2)}×`);
   }
   // several weights on one quantization of x
-  const inF = BLOCKS[dtype].elems === 256 ? 512 : 192;
-  const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, inF, k, dtype));
-  const x = cosines(2 * inF);
-  const many = linearMany(x, 2, ws);
-  ws.forEach((w, i) => {
-    const r = worstRatio(many[i], linearRef(x, 2, w), budget(w, x, 2));
-    assert(r <= 1, `${dtype} linearMany weight ${i}: ${r.toFixed(2)}×`);
-  });
+  const manyInF = BLOCKS[dtype].elems === 256 ? 512 : 192;
+  checkQuantLinear(
+    dtype,
+    shapes,
+    manyInF,
+    (outF, inF, seed) => weight(outF, inF, seed, dtype),
+  );
 }
 
 Deno.test("IQ4_NL, MXFP4, IQ4_XS, IQ3_S and IQ2_XS kernels match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
-  assert(
-    kernelInfo().backend.startsWith("wasm"),
-    "WebAssembly SIMD backend expected",
+  await onEveryKernelVariant(() =>
+    ["IQ4_NL", "MXFP4", "IQ4_XS", "IQ3_S", "IQ2_XS"].forEach((t) =>
+      checkAll(t as Kind)
+    )
   );
-  try {
-    const all = () =>
-      ["IQ4_NL", "MXFP4", "IQ4_XS", "IQ3_S", "IQ2_XS"].forEach((t) =>
-        checkAll(t as Kind)
-      );
-    all();
-    await configureKernels({ noRelaxedSimd: true });
-    assertEquals(kernelInfo().backend, "wasm-simd");
-    all();
-    await configureKernels({
-      noRelaxedSimd: false,
-      threads: 2,
-      minParallelWork: 1,
-    });
-    all();
-  } finally {
-    await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
-    await shutdownKernels();
-  }
 });

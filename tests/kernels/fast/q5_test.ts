@@ -11,12 +11,7 @@
 import { assert, assertEquals } from "@std/assert";
 import type { Tensor } from "../../../core/tensor.ts";
 import { quantizeQ5_0 } from "../../../core/quants/legacy.ts";
-import { linear, linearMany, linearRef } from "../../../kernels/linear.ts";
-import {
-  configureKernels,
-  kernelInfo,
-  shutdownKernels,
-} from "../../../kernels/fast/runtime.ts";
+import { kernelInfo } from "../../../kernels/fast/runtime.ts";
 import { fastLinear } from "../../../kernels/fast/matmul.ts";
 import {
   activationBlocksOf,
@@ -24,7 +19,7 @@ import {
   quantizeActivationsRef,
   quantizedDotRef,
 } from "../../../kernels/quant_ref.ts";
-import { bytesOf, cosines, decodeAll, worstRatio } from "./_helpers.ts";
+import { bytesOf, checkQuantLinear, onEveryKernelVariant } from "./_helpers.ts";
 
 const GGML = JSON.parse(
   await Deno.readTextFile(
@@ -86,27 +81,6 @@ Deno.test("Q5_0: the scalar rule equals ggml's CPU vec_dot, on ggml's own Q8_0 a
   assert(!closeToGgml(off, G.dots[0]), "the test sees the fifth bits");
 });
 
-/** F32 rounding of the kernels' block sums: 2e-6 of Σ|w·x_q| plus 1e-5. */
-function budget(w: Tensor, x: Float32Array, rows: number): Float64Array {
-  const [outF, inF] = w.shape;
-  const wf = decodeAll(w);
-  const q = quantizeActivationsRef(x, "Q8_0");
-  const out = new Float64Array(rows * outF);
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let s = 0;
-      for (let i = 0; i < inF; i++) {
-        s += Math.abs(
-          q.codes[r * inF + i] * q.scales[(r * inF + i) >> 5] *
-            wf[o * inF + i],
-        );
-      }
-      out[r * outF + o] = 2e-6 * s + 1e-5;
-    }
-  }
-  return out;
-}
-
 function weight(outF: number, inF: number, seed: number): Tensor {
   const v = Float32Array.from(
     { length: outF * inF },
@@ -129,55 +103,21 @@ function checkAll(): void {
       `${kernelInfo().backend} row ${r}: ${y[r]} vs ggml ${G.dots[r]}`,
     );
   }
-  for (
-    const [rows, outF, inF] of [
+  checkQuantLinear(
+    "Q5_0",
+    [
       [1, 7, 32],
       [1, 13, 96],
       [3, 9, 160],
       [1, 64, 576],
       [2, 33, 1536],
       [5, 33, 256],
-    ]
-  ) {
-    const w = weight(outF, inF, rows + outF);
-    const x = cosines(rows * inF);
-    const bias = cosines(outF, 3, 0.5);
-    const fast = fastLinear(x, rows, w, bias);
-    const ref = linearRef(x, rows, w, bias);
-    const r = worstRatio(fast, ref, budget(w, x, rows));
-    assert(
-      r <= 1,
-      `Q5_0 ${rows}×${inF} → ${outF}: ${r.toFixed(2)}× the budget`,
-    );
-    assertEquals(linear(x, rows, w, bias), fast);
-  }
-  const ws = [1, 2, 3].map((k) => weight(5 + 3 * k, 192, k));
-  const x = cosines(2 * 192);
-  const many = linearMany(x, 2, ws);
-  ws.forEach((w, i) => {
-    const r = worstRatio(many[i], linearRef(x, 2, w), budget(w, x, 2));
-    assert(r <= 1, `Q5_0 linearMany weight ${i}: ${r.toFixed(2)}×`);
-  });
+    ],
+    192,
+    weight,
+  );
 }
 
 Deno.test("Q5_0 kernels give ggml's dots and match linearRef (relaxed and plain SIMD, 1 thread and workers)", async () => {
-  assert(
-    kernelInfo().backend.startsWith("wasm"),
-    "WebAssembly SIMD backend expected",
-  );
-  try {
-    checkAll();
-    await configureKernels({ noRelaxedSimd: true });
-    assertEquals(kernelInfo().backend, "wasm-simd");
-    checkAll();
-    await configureKernels({
-      noRelaxedSimd: false,
-      threads: 2,
-      minParallelWork: 1,
-    });
-    checkAll();
-  } finally {
-    await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
-    await shutdownKernels();
-  }
+  await onEveryKernelVariant(checkAll);
 });
