@@ -124,3 +124,49 @@ Deno.test("bad thread counts and OpenBLAS thread timeouts are RangeErrors", () =
     );
   }
 });
+
+Deno.test("OpenBLAS kernel family: Haswell on AMD with AVX-512 unless set or turned off", async () => {
+  const cpu = await Deno.readTextFile("/proc/cpuinfo").catch(() => "");
+  const head = cpu.split("\n\n")[0];
+  const amd512 = /vendor_id\s*:\s*AuthenticAMD/.test(head) &&
+    /^flags\s*:.*\bavx512f\b/m.test(head);
+  const probe = (opts: string, env: Record<string, string> = {}) =>
+    new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        `import { openSystemBlas } from "${
+          new URL("../../io/blas.ts", import.meta.url).href
+        }";
+        const b = openSystemBlas(${opts});
+        console.log(JSON.stringify({ env: Deno.env.get("OPENBLAS_CORETYPE") ?? null, name: b.backend?.name ?? null }));
+        b.close();`,
+      ],
+      // this process's own BLAS (the tests above) set the variable here
+      env: { ...withoutCoreType(), ...env },
+      clearEnv: true,
+    }).output().then((o) => {
+      assertEquals(o.code, 0, new TextDecoder().decode(o.stderr));
+      return JSON.parse(new TextDecoder().decode(o.stdout)) as {
+        env: string | null;
+        name: string | null;
+      };
+    });
+  function withoutCoreType(): Record<string, string> {
+    const all = Deno.env.toObject();
+    delete all.OPENBLAS_CORETYPE;
+    return all;
+  }
+  const auto = await probe("{}");
+  if (auto.name === null) {
+    console.log("skipped: no system BLAS library here");
+    return;
+  }
+  assertEquals(auto.env, amd512 ? "Haswell" : null);
+  if (amd512 && auto.name.startsWith("OpenBLAS")) {
+    assert(auto.name.includes("Haswell"), auto.name);
+  }
+  // null leaves the library's choice; a variable already set is kept
+  assertEquals((await probe("{ coreType: null }")).env, null);
+  const set = await probe("{}", { OPENBLAS_CORETYPE: "Sandybridge" });
+  assertEquals(set.env, "Sandybridge");
+});
