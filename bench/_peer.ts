@@ -35,7 +35,20 @@ export function summarize(
   a: number[],
   b: number[],
   rate: (ms: number) => number,
-): { ours: string; peer: string; ratio: string; stalled: string } {
+): {
+  ours: string;
+  peer: string;
+  ratio: string;
+  stalled: string;
+  /** The same as numbers (rates; ratio median and range; null without a peer). */
+  values: {
+    ours: number;
+    peer: number | null;
+    ratio: number | null;
+    lo: number | null;
+    hi: number | null;
+  };
+} {
   const ma = median(a), mb = median(b);
   const ok: number[] = [], stalled: number[] = [];
   a.forEach((x, i) => {
@@ -57,6 +70,13 @@ export function summarize(
         stalled.map((i) => a[i].toFixed(0)).join("/")
       } ms`
       : "",
+    values: {
+      ours: rate(ma),
+      peer: b.length ? rate(mb) : null,
+      ratio: b.length ? median(rs) : null,
+      lo: b.length ? Math.min(...rs) : null,
+      hi: b.length ? Math.max(...rs) : null,
+    },
   };
 }
 

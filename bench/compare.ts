@@ -22,7 +22,9 @@
  * (default 2), `--rounds N` (default 15; decode uses a third of it, at
  * least 3), `--only mlp,matvec,decode`, `--skip-ort`, `--tokens N` (64),
  * `--dtypes Q8_0,Q4_0,…` (the matvec rows), `--blas-threads N` (the
- * native backend's row, where the system OpenBLAS opens through FFI).
+ * native backend's row, where the system OpenBLAS opens through FFI),
+ * `--json FILE` (the MLP rows as JSON, bench/_json.ts, for
+ * tools/perf_table.ts; ONNX Runtime missing is then a row without a peer).
  */
 
 import { parseArgs } from "@std/cli";
@@ -36,7 +38,8 @@ import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
 import { setF32GemmBackend } from "../kernels/fast/backend.ts";
 import { openSystemBlas } from "../io/blas.ts";
-import { cpuLine } from "./_peer.ts";
+import { cpuLine, median } from "./_peer.ts";
+import { type BenchRow, writeBenchJson } from "./_json.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { FastDType } from "../kernels/quant_ref.ts";
 import { makeWeight } from "../tests/kernels/fast/_helpers.ts";
@@ -52,7 +55,15 @@ import {
 } from "./_decode.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["threads", "rounds", "only", "tokens", "dtypes", "blas-threads"],
+  string: [
+    "threads",
+    "rounds",
+    "only",
+    "tokens",
+    "dtypes",
+    "blas-threads",
+    "json",
+  ],
   boolean: ["skip-ort"],
   default: {
     threads: "2",
@@ -94,7 +105,17 @@ async function compare(
   b: () => unknown,
   reps: number,
   rounds = ROUNDS,
-): Promise<{ a: number; b: number; ratio: number; lo: number; hi: number }> {
+): Promise<
+  {
+    a: number;
+    b: number;
+    ma: number;
+    mb: number;
+    ratio: number;
+    lo: number;
+    hi: number;
+  }
+> {
   const time = async (f: () => unknown) => {
     const t0 = performance.now();
     for (let i = 0; i < reps; i++) await f();
@@ -105,18 +126,22 @@ async function compare(
     await b();
   }
   let ta = Infinity, tb = Infinity;
-  const ratios: number[] = [];
+  const ratios: number[] = [], xs: number[] = [], ys: number[] = [];
   for (let r = 0; r < rounds; r++) {
     const x = await time(a);
     const y = await time(b);
     ta = Math.min(ta, x);
     tb = Math.min(tb, y);
+    xs.push(x);
+    ys.push(y);
     ratios.push(x / y);
   }
   ratios.sort((p, q) => p - q);
   return {
     a: ta,
     b: tb,
+    ma: median(xs),
+    mb: median(ys),
     ratio: ratios[ratios.length >> 1],
     lo: ratios[0],
     hi: ratios[ratios.length - 1],
@@ -209,10 +234,22 @@ function fmaPeak(): number {
 }
 const range = (r: { lo: number; hi: number }) => `${f2(r.lo)}–${f2(r.hi)}×`;
 
-if (ONLY.has("mlp") && !args["skip-ort"]) {
-  // The peer, pinned here rather than in deno.json: only this script uses it.
-  // deno-lint-ignore no-import-prefix
-  const ort = await import("npm:onnxruntime-node@1.30.0");
+const jsonRows: BenchRow[] = [];
+const jsonNotes: string[] = [];
+/** ONNX Runtime, or undefined (with a note) where it does not load. */
+async function loadOrt() {
+  try {
+    // The peer, pinned here rather than in deno.json: only this script uses it.
+    // deno-lint-ignore no-import-prefix
+    return await import("npm:onnxruntime-node@1.30.0");
+  } catch (e) {
+    if (!args.json) throw e;
+    jsonNotes.push(`ONNX Runtime not available: ${(e as Error).message}`);
+    return undefined;
+  }
+}
+const ort = ONLY.has("mlp") && !args["skip-ort"] ? await loadOrt() : undefined;
+if (ort) {
   const model = onnxModel();
   // No spin-waiting after a run: ORT's idle threads would otherwise keep
   // both cores busy during our half of each round.
@@ -320,6 +357,41 @@ if (ONLY.has("mlp") && !args["skip-ort"]) {
   blas.close();
   const peak = fmaPeak();
   const share = (flops / r.a / 1e6) / (peak * THREADS);
+  const gflops = (ms: number) => flops / ms / 1e6;
+  const ortName = `ONNX Runtime 1.30.0 (${THREADS} intra-op threads)`;
+  jsonRows.push({
+    id: "mlp:wasm",
+    what: `MLP F32 batch ${B}, ${D}→${H}→${D}, WebAssembly (${info.backend})`,
+    unit: "GFLOP/s",
+    ours: gflops(r.ma),
+    peer: gflops(r.mb),
+    peerName: ortName,
+    ratio: 1 / r.ratio,
+    ratioLo: 1 / r.hi,
+    ratioHi: 1 / r.lo,
+    note: `best round at ${
+      f1(share * 100)
+    }% of ${THREADS} × the 128-bit WebAssembly FMA peak (${
+      f1(peak)
+    } GFLOP/s per thread)`,
+  });
+  jsonRows.push({
+    id: "mlp:native",
+    what: `MLP F32 batch ${B}, native backend${
+      native ? ` (${native.name}, ${BLAS_THREADS} threads)` : ""
+    }`,
+    unit: "GFLOP/s",
+    ours: nr ? gflops(nr.ma) : null,
+    peer: nr ? gflops(nr.mb) : gflops(r.mb),
+    peerName: ortName,
+    ratio: nr ? 1 / nr.ratio : null,
+    ratioLo: nr ? 1 / nr.hi : null,
+    ratioHi: nr ? 1 / nr.lo : null,
+    note: nr ? undefined : `native backend not available: ${blas.note}`,
+  });
+  jsonNotes.push(
+    `ONNX Runtime on 1 thread: ${f1(gflops(one.ma))} GFLOP/s (median)`,
+  );
   console.log(
     `WebAssembly 128-bit FMA peak (register-only loop): ${
       f1(peak)
@@ -510,4 +582,33 @@ console.log(
   `(Goals: MLP ≥ 0.5× ONNX Runtime; Q8_0 and Q4_0 matvec within 2× of streaming the weights; decode ≥ 0.5× llama.cpp.)`,
 );
 console.log(`Load average at end: ${loadAverage()}`);
+if (args.json) {
+  if (ONLY.has("mlp") && !ort) {
+    // our side alone, so the row still says how fast we are
+    ours();
+    const ms: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const t0 = performance.now();
+      ours();
+      ms.push(performance.now() - t0);
+    }
+    jsonRows.push({
+      id: "mlp:wasm",
+      what: `MLP F32 batch ${B}, ${D}→${H}→${D}, WebAssembly (${info.backend})`,
+      unit: "GFLOP/s",
+      ours: flops / median(ms) / 1e6,
+      peer: null,
+      peerName: "ONNX Runtime",
+      ratio: null,
+      note: args["skip-ort"] ? "--skip-ort" : "ONNX Runtime not available",
+    });
+  }
+  await writeBenchJson(args.json, {
+    bench: "compare",
+    threads: THREADS,
+    rounds: ROUNDS,
+    rows: jsonRows,
+    notes: jsonNotes,
+  });
+}
 await shutdownKernels();

@@ -20,8 +20,11 @@
  * ```sh
  * /work/refpy/bin/python bench/encoder_model.py /tmp/minilm   # once
  * deno run -A bench/embed_compare.ts --model /tmp/minilm [--threads 2] [--rounds 7] \
- *   [--dtypes F32,F16,Q8_0] [--blas [--blas-threads N]]
+ *   [--dtypes F32,F16,Q8_0] [--blas [--blas-threads N]] [--json FILE]
  * ```
+ *
+ * `--json FILE` also writes the rows as JSON (bench/_json.ts) for
+ * tools/perf_table.ts.
  */
 
 import { parseArgs } from "@std/cli";
@@ -32,6 +35,7 @@ import { setF32GemmBackend } from "../kernels/fast/backend.ts";
 import { openSystemBlas } from "../io/blas.ts";
 import { convertEncoderToGguf, loadEncoderModel } from "../io/encoder.ts";
 import { embedSentences, type EncoderModel } from "../models/sentence.ts";
+import { type BenchRow, roundRatios, writeBenchJson } from "./_json.ts";
 
 const args = parseArgs(Deno.args, {
   string: [
@@ -42,6 +46,7 @@ const args = parseArgs(Deno.args, {
     "tokens",
     "dtypes",
     "blas-threads",
+    "json",
   ],
   boolean: ["blas"],
   default: {
@@ -226,4 +231,35 @@ for (const [label, ms] of times) {
       Math.max(...ratios).toFixed(2)
     }) | ${(B / median(cpu.get(label)!)).toFixed(1)} |`,
   );
+}
+if (args.json) {
+  const rows: BenchRow[] = [];
+  const tjsCpu = cpu.get("transformers.js")!;
+  for (const [label, ms] of times) {
+    if (label === "transformers.js") continue;
+    const wall = roundRatios(ms, base);
+    rows.push({
+      id: `embed:${label.replace("modelhost ", "")}`,
+      what: `embeddings, MiniLM shape, batch ${B} × ${T} tokens, ${
+        label.replace("modelhost ", "")
+      }`,
+      unit: "sentences/s",
+      ours: B / (median(ms) / 1000),
+      peer: B / (median(base) / 1000),
+      peerName: `transformers.js (onnxruntime ${
+        JSON.stringify(ortVersions ?? "?")
+      })`,
+      ratio: wall.ratio,
+      ratioLo: wall.lo,
+      ratioHi: wall.hi,
+      ratioCpu: roundRatios(cpu.get(label)!, tjsCpu).ratio,
+    });
+  }
+  await writeBenchJson(args.json, {
+    bench: "embed_compare",
+    threads: THREADS,
+    rounds: ROUNDS,
+    rows,
+    notes: [],
+  });
 }

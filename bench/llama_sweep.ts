@@ -11,7 +11,10 @@
 //
 //   NODE_PATH=/work/nlc/node_modules deno run -A bench/llama_sweep.ts \
 //     [--types Q8_0,Q4_0,Q4_K_M] [--widths 576,1024,2048] [--tokens 128] \
-//     [--decode 32] [--rounds 5] [--threads 1]
+//     [--decode 32] [--rounds 5] [--threads 1] [--json FILE]
+//
+// `--json FILE` also writes the rows as JSON (bench/_json.ts) for
+// tools/perf_table.ts.
 //
 // Widths: 576 is SmolLM-135M's shape (30 layers); 1024 has 12 layers and
 // FFN 2816; 2048 has 4 layers (of a 1B model's 22) and FFN 5632, enough
@@ -29,6 +32,7 @@ import {
 } from "../kernels/fast/runtime.ts";
 import { argmax, type Shape, SMOLLM_135M, smolLmShapeGguf } from "./_decode.ts";
 import { cpuLine, NlcPeer, summarize } from "./_peer.ts";
+import { type BenchRow, writeBenchJson } from "./_json.ts";
 
 const args: Record<string, string> = {
   types: "Q8_0,Q4_0",
@@ -82,6 +86,8 @@ console.log(
     : "peer: none",
 );
 const rows: string[] = [];
+const jsonRows: BenchRow[] = [];
+let peerName = "llama.cpp (node-llama-cpp)";
 for (const width of args.widths.split(",").map(Number)) {
   const s = shape(width);
   const prompt = Array.from(
@@ -160,6 +166,7 @@ for (const width of args.widths.split(",").map(Number)) {
       await theirDecode();
       if (rows.length === 0) {
         console.log(`llama.cpp CPU variant: ${peer.cpuVariant() || "?"}`);
+        peerName = `llama.cpp (node-llama-cpp, ${peer.cpuVariant() || "?"})`;
       }
     }
     for (const a of [pa, pb, pac, pbc, da, db, dac, dbc]) a.length = 0;
@@ -205,6 +212,29 @@ for (const width of args.widths.split(",").map(Number)) {
     } | ${check} |`;
     console.log(row);
     rows.push(row);
+    const label = `${width}×${s.layers} ${type}`;
+    const note = [p.stalled, d.stalled].filter((x) => x).join("; ");
+    for (
+      const [kind, w, c, what] of [
+        ["prefill", p, pc, `prefill ${T} tokens`],
+        ["decode", d, dc, `decode ${D} tokens`],
+      ] as const
+    ) {
+      jsonRows.push({
+        id: `${kind}:${width}:${type}`,
+        what: `${what}, ${label}`,
+        unit: "tok/s",
+        ours: w.values.ours,
+        peer: w.values.peer,
+        peerName: peer ? peerName : "llama.cpp (node-llama-cpp not found)",
+        ratio: w.values.ratio,
+        ratioLo: w.values.lo,
+        ratioHi: w.values.hi,
+        ratioCpu: c.values.ratio,
+        note: [note, kind === "decode" && peer ? `greedy ${check}` : ""]
+          .filter((x) => x).join("; ") || undefined,
+      });
+    }
   }
 }
 // The model check on a trained model: stories260K (the shared fixture) as
@@ -261,5 +291,16 @@ console.log(
 console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
 for (const r of rows) console.log(r);
 for (const c of checks) console.log(`\n${c}`);
+if (args.json) {
+  await writeBenchJson(args.json, {
+    bench: "llama_sweep",
+    threads,
+    rounds,
+    rows: jsonRows,
+    notes: peer ? checks : [
+      "llama.cpp peer not available (node-llama-cpp not found under NODE_PATH)",
+    ],
+  });
+}
 await peer?.close();
 await shutdownKernels();

@@ -6,21 +6,23 @@
 // matters less) and the ratios.
 //
 //   LLAMA_CPP_BIN=/path/to/bin deno run -A bench/quantize_compare.ts [--rounds 3]
-//     [--embd 2048 --ff 5632 --layers 2 --vocab 8192] [--threads 1,2]
+//     [--embd 2048 --ff 5632 --layers 2 --vocab 8192] [--threads 1,2] [--json FILE]
 //
 // The input is the synthetic gqa4 Llama of tests/vectors/gen/synthetic_llama.ts
 // (by default 256 wide, 8 layers, about 6 MB of F16; the flags give it real
 // widths: 2048/5632, 2 layers and 8192 tokens is about 250 MB). Without
-// LLAMA_CPP_BIN only our numbers are printed.
+// LLAMA_CPP_BIN only our numbers are printed. `--json FILE` also writes the
+// rows as JSON (bench/_json.ts) for tools/perf_table.ts.
 
 import { parseArgs } from "@std/cli";
 import { memorySource } from "../core/sources.ts";
 import { readGguf, writeGgufBytes } from "../formats/gguf/mod.ts";
 import { createQuantPool } from "../io/quant_pool.ts";
 import { syntheticLlama } from "../tests/vectors/gen/synthetic_llama.ts";
+import { type BenchRow, roundRatios, writeBenchJson } from "./_json.ts";
 
 const args = parseArgs(Deno.args, {
-  string: ["rounds", "embd", "ff", "layers", "vocab", "threads"],
+  string: ["rounds", "embd", "ff", "layers", "vocab", "threads", "json"],
 });
 const rounds = Number(args.rounds ?? 3);
 const threadCounts = String(args.threads ?? "1,2").split(",").map(Number);
@@ -146,5 +148,35 @@ if (bin) {
       } (MB/s), ${(perCpu.get(a)! / perCpu.get(b)!).toFixed(3)} (per CPU-s)`,
     );
   }
+}
+if (args.json) {
+  const rows: BenchRow[] = threadCounts.map((t) => {
+    const a = runs.get(label("ours", t))!;
+    const b = bin ? runs.get(label("llama-quantize", t))! : [];
+    const wall = roundRatios(a.map((r) => r.wall), b.map((r) => r.wall));
+    const cpu = roundRatios(a.map((r) => r.cpu), b.map((r) => r.cpu));
+    return {
+      id: `quantize:Q4_K_M:${t}`,
+      what: `Q4_K_M quantization of ${mb.toFixed(0)} MB F16, ${t} thread${
+        t > 1 ? "s" : ""
+      }`,
+      unit: "MB/s",
+      ours: rate.get(label("ours", t))!,
+      peer: bin ? rate.get(label("llama-quantize", t))! : null,
+      peerName: "llama-quantize",
+      ratio: wall.ratio,
+      ratioLo: wall.lo,
+      ratioHi: wall.hi,
+      ratioCpu: cpu.ratio,
+      note: bin ? undefined : "llama-quantize not available (LLAMA_CPP_BIN unset)",
+    };
+  });
+  await writeBenchJson(args.json, {
+    bench: "quantize_compare",
+    threads: Math.max(...threadCounts),
+    rounds,
+    rows,
+    notes: [],
+  });
 }
 await Deno.remove(dir, { recursive: true });

@@ -7,11 +7,14 @@
 // plus one decode on ours, of the same token counts.
 //
 //   deno run -A bench/wllama_compare.ts [--types Q8_0,Q4_0] [--rounds 5] \
-//     [--threads 1] [--wllama /work/nlc/node_modules/@wllama/wllama]
+//     [--threads 1] [--wllama /work/nlc/node_modules/@wllama/wllama] \
+//     [--json FILE]
 //
 // The prompt is 128 ASCII characters, which our synthetic vocabulary
 // spells one byte token each (wllama reports how many it evaluated; ours
-// uses that many tokens).
+// uses that many tokens). `--json FILE` also writes the rows as JSON
+// (bench/_json.ts) for tools/perf_table.ts; without Chromium or the wllama
+// package its rows have no peer.
 
 import { join } from "@std/path";
 import { memorySource } from "../core/sources.ts";
@@ -24,6 +27,7 @@ import {
 } from "../kernels/fast/runtime.ts";
 import { SMOLLM_135M, smolLmShapeGguf } from "./_decode.ts";
 import { cpuLine, median } from "./_peer.ts";
+import { type BenchRow, writeBenchJson } from "./_json.ts";
 
 const args: Record<string, string> = {
   types: "Q8_0,Q4_0",
@@ -46,8 +50,35 @@ const chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find(
     }
   },
 );
-if (!chromium) {
-  console.log("no Chromium: skipped");
+let wllamaMissing = true;
+try {
+  wllamaMissing = !Deno.statSync(args.wllama).isDirectory;
+} catch { /* missing */ }
+if (!chromium || wllamaMissing) {
+  const why = !chromium
+    ? "no Chromium"
+    : `no @wllama/wllama at ${args.wllama}`;
+  console.log(`${why}: skipped`);
+  if (args.json) {
+    await writeBenchJson(args.json, {
+      bench: "wllama_compare",
+      threads,
+      rounds,
+      rows: args.types.split(",").flatMap((type) =>
+        ["prefill", "decode"].map((kind) => ({
+          id: `wllama-${kind}:576:${type}`,
+          what: `${kind}, 576×30 ${type}`,
+          unit: "tok/s",
+          ours: null,
+          peer: null,
+          peerName: "@wllama/wllama",
+          ratio: null,
+          note: `wllama peer not available (${why})`,
+        }))
+      ),
+      notes: [],
+    });
+  }
   Deno.exit(0);
 }
 
@@ -129,6 +160,7 @@ const prompt = Array.from(
   (_, i) => String.fromCharCode(97 + (i * 7) % 26),
 ).join("");
 const rows: string[] = [];
+const jsonRows: BenchRow[] = [];
 try {
   for (const type of args.types.split(",") as ("Q8_0" | "Q4_0")[]) {
     model = `${
@@ -209,6 +241,29 @@ try {
     } |`;
     console.log(row);
     rows.push(row);
+    const span = (x: number[], y: number[]) => {
+      const r = y.map((v, i) => v / x[i]);
+      return { ratioLo: Math.min(...r), ratioHi: Math.max(...r) };
+    };
+    for (
+      const [kind, a, b, n] of [
+        ["prefill", ap, bp, T],
+        ["decode", ad, bd, D],
+      ] as const
+    ) {
+      jsonRows.push({
+        id: `wllama-${kind}:576:${type}`,
+        what: `${kind} ${n} tokens, 576×30 ${type}`,
+        unit: "tok/s",
+        ours: n * 1000 / median(a),
+        peer: n * 1000 / median(b),
+        peerName: `@wllama/wllama in Chromium${
+          isolated ? "" : " (not cross-origin isolated)"
+        }`,
+        ratio: median(b.map((v, i) => v / a[i])),
+        ...span(a, b),
+      });
+    }
     await page.evaluate("w.exit()").catch(() => {});
     await page.close();
   }
@@ -225,3 +280,12 @@ console.log(
 );
 console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const r of rows) console.log(r);
+if (args.json) {
+  await writeBenchJson(args.json, {
+    bench: "wllama_compare",
+    threads,
+    rounds,
+    rows: jsonRows,
+    notes: [],
+  });
+}
