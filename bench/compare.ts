@@ -358,10 +358,10 @@ if (ort) {
   const peak = fmaPeak();
   const share = (flops / r.a / 1e6) / (peak * THREADS);
   const gflops = (ms: number) => flops / ms / 1e6;
-  const ortName = `ONNX Runtime 1.30.0 (${THREADS} intra-op threads)`;
+  const ortName = `ONNX Runtime 1.30.0 (${THREADS} threads)`;
   jsonRows.push({
     id: "mlp:wasm",
-    what: `MLP F32 batch ${B}, ${D}→${H}→${D}, WebAssembly (${info.backend})`,
+    what: `MLP F32 ${B}×${D}→${H}→${D}, WebAssembly`,
     unit: "GFLOP/s",
     ours: gflops(r.ma),
     peer: gflops(r.mb),
@@ -377,8 +377,12 @@ if (ort) {
   });
   jsonRows.push({
     id: "mlp:native",
-    what: `MLP F32 batch ${B}, native backend${
-      native ? ` (${native.name}, ${BLAS_THREADS} threads)` : ""
+    what: `MLP F32 ${B}×${D}→${H}→${D}, native backend${
+      native
+        ? ` (${
+          native.name.split(" ").slice(0, 2).join(" ")
+        }, ${BLAS_THREADS} threads)`
+        : ""
     }`,
     unit: "GFLOP/s",
     ours: nr ? gflops(nr.ma) : null,
@@ -594,7 +598,7 @@ if (args.json) {
     }
     jsonRows.push({
       id: "mlp:wasm",
-      what: `MLP F32 batch ${B}, ${D}→${H}→${D}, WebAssembly (${info.backend})`,
+      what: `MLP F32 ${B}×${D}→${H}→${D}, WebAssembly`,
       unit: "GFLOP/s",
       ours: flops / median(ms) / 1e6,
       peer: null,

@@ -168,7 +168,9 @@ if (args.json) {
       ratioLo: wall.lo,
       ratioHi: wall.hi,
       ratioCpu: cpu.ratio,
-      note: bin ? undefined : "llama-quantize not available (LLAMA_CPP_BIN unset)",
+      note: bin
+        ? undefined
+        : "llama-quantize not available (LLAMA_CPP_BIN unset)",
     };
   });
   await writeBenchJson(args.json, {

@@ -55,9 +55,7 @@ try {
   wllamaMissing = !Deno.statSync(args.wllama).isDirectory;
 } catch { /* missing */ }
 if (!chromium || wllamaMissing) {
-  const why = !chromium
-    ? "no Chromium"
-    : `no @wllama/wllama at ${args.wllama}`;
+  const why = !chromium ? "no Chromium" : `no @wllama/wllama at ${args.wllama}`;
   console.log(`${why}: skipped`);
   if (args.json) {
     await writeBenchJson(args.json, {
