@@ -139,8 +139,8 @@ async function benchArgs(
       return [
         "bench/quantize_compare.ts",
         ...(smoke ? [] : [
-          ...["--embd", "2048", "--ff", "5632", "--layers", "2"],
-          ...["--vocab", "8192"],
+          ...["--embd", "2048", "--ff", "5632", "--layers", "1"],
+          ...["--vocab", "4096"],
         ]),
         ...["--threads", [...new Set([1, threads])].join(",")],
         ...["--rounds", rounds(3), "--json", json],
@@ -150,7 +150,7 @@ async function benchArgs(
       if (!m.dir) return { skip: m.why! };
       return [
         "bench/embed_compare.ts",
-        ...["--model", m.dir, "--threads", t, "--rounds", rounds(5)],
+        ...["--model", m.dir, "--threads", t, "--rounds", rounds(3)],
         ...(smoke
           ? ["--batch", "2", "--tokens", "16", "--dtypes", "Q8_0"]
           : []),
@@ -161,7 +161,7 @@ async function benchArgs(
       return [
         "bench/wllama_compare.ts",
         ...["--types", smoke ? "Q4_0" : "Q8_0,Q4_0", "--threads", t],
-        ...["--decode", smoke ? "4" : "32", "--rounds", rounds(3)],
+        ...["--decode", smoke ? "4" : "16", "--rounds", rounds(3)],
         ...["--json", json],
       ];
   }
