@@ -167,7 +167,10 @@ export interface MachineInfo {
 export interface SectionResult {
   name: string;
   result?: BenchResult;
+  /** Why the bench failed. */
   error?: string;
+  /** Why the bench was not run (a model or tool it needs is missing). */
+  skipped?: string;
 }
 
 const cell = (s: string) => s.replaceAll("|", "\\|").replaceAll("\n", " ");
@@ -188,10 +191,15 @@ export function renderBlock(m: MachineInfo, sections: SectionResult[]): string {
   const notes: string[] = [];
   for (const s of sections) {
     if (!s.result) {
+      const why = s.skipped === undefined ? "bench failed" : "skipped";
       out.push(
-        `| ${cell(s.name)} | not run | — | — | — | — | n/a (bench failed) |`,
+        `| ${cell(s.name)} | not run | — | — | — | — | n/a (${why}) |`,
       );
-      notes.push(`${s.name}: failed: ${s.error ?? "no result"}`);
+      notes.push(
+        `${s.name}: ${why === "skipped" ? "skipped" : "failed"}: ${
+          s.skipped ?? s.error ?? "no result"
+        }`,
+      );
       continue;
     }
     for (const r of s.result.rows) {

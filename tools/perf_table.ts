@@ -101,12 +101,17 @@ async function embedModel(): Promise<{ dir?: string; why?: string }> {
   if (await ok()) return { dir };
   const python = args.python ?? Deno.env.get("MODELHOST_PYTHON") ?? "python3";
   console.error(`making ${dir} with ${python} bench/encoder_model.py`);
-  const r = await new Deno.Command(python, {
-    args: [join(ROOT, "bench", "encoder_model.py"), dir],
-    stdout: "inherit",
-    stderr: "inherit",
-  }).output().catch((e) => ({ success: false, error: e as Error }));
-  if (r.success && await ok()) return { dir };
+  let made = false;
+  try {
+    made = (await new Deno.Command(python, {
+      args: [join(ROOT, "bench", "encoder_model.py"), dir],
+      stdout: "inherit",
+      stderr: "inherit",
+    }).output()).success;
+  } catch (e) {
+    console.error(`${python}: ${(e as Error).message}`);
+  }
+  if (made && await ok()) return { dir };
   return {
     why:
       `no MiniLM folder (pass --embed-model DIR made by bench/encoder_model.py, or --python with torch, transformers and sentence-transformers)`,
@@ -172,7 +177,7 @@ async function benchArgs(
 async function runSection(name: string): Promise<SectionResult> {
   const json = join(tmp, `${name}.json`);
   const a = await benchArgs(name, json);
-  if ("skip" in a) return { name, error: a.skip };
+  if ("skip" in a) return { name, skipped: a.skip };
   console.error(`\n== ${name}: deno run -A ${a.join(" ")}`);
   const t0 = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
@@ -220,7 +225,14 @@ const start = performance.now();
 const loadStart = load();
 const sections: SectionResult[] = [];
 try {
-  for (const name of only) sections.push(await runSection(name));
+  for (const name of only) {
+    sections.push(
+      await runSection(name).catch((e) => ({
+        name,
+        error: (e as Error).message,
+      })),
+    );
+  }
 } finally {
   await Deno.remove(tmp, { recursive: true });
 }

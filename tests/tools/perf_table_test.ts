@@ -206,7 +206,8 @@ Deno.test("perf table: the block has the machine line, one table and the notes",
   };
   const block = renderBlock(machine, [
     { name: "sweep", result: sweep },
-    { name: "embed", error: "no MiniLM folder" },
+    { name: "embed", skipped: "no MiniLM folder" },
+    { name: "wllama", error: "exit code 1" },
   ]);
   const lines = block.split("\n");
   assert(lines[0].includes("2026-11-27 12:00 UTC"));
@@ -217,16 +218,20 @@ Deno.test("perf table: the block has the machine line, one table and the notes",
   assert(lines[0].includes("in 12 min"));
   assertEquals(
     lines.filter((l) => l.startsWith("| ")).length,
-    4,
-    "header, separator, the decode row, the failed section's row",
+    5,
+    "header, separator, the decode row, the skipped and the failed sections",
   );
   assert(lines.includes(
     "| decode 32 tokens, 576×30 Q8_0 vs llama.cpp (node-llama-cpp, haswell) | 41.3 tok/s | 68.9 tok/s | 0.60× (0.55–0.65) | 0.70× | ≥ 0.7× (#23, 2 threads) | no |",
   ));
   assert(lines.includes(
-    "| embed | not run | — | — | — | — | n/a (bench failed) |",
+    "| embed | not run | — | — | — | — | n/a (skipped) |",
   ));
-  assert(lines.includes("- embed: failed: no MiniLM folder"));
+  assert(lines.includes(
+    "| wllama | not run | — | — | — | — | n/a (bench failed) |",
+  ));
+  assert(lines.includes("- embed: skipped: no MiniLM folder"));
+  assert(lines.includes("- wllama: failed: exit code 1"));
   assert(
     lines.includes("- decode 32 tokens, 576×30 Q8_0: greedy 16/16 same"),
   );
