@@ -186,7 +186,13 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       gemm(x, rows, inF, w, outF, bias) {
         const y = new Float32Array(rows * outF);
         use(threads);
-        if (bias) { for (let r = 0; r < rows; r++) y.set(bias, r * outF); }
+        if (bias && rows > 0) {
+          // the bias in every row, by doubling copies
+          y.set(bias);
+          for (let n = outF; n < y.length; n *= 2) {
+            y.copyWithin(n, 0, Math.min(n, y.length - n));
+          }
+        }
         // C = 1·A·Bᵀ + β·C with A = x (rows × inF), B = w (outF × inF)
         s.cblas_sgemm(
           CBLAS_ROW_MAJOR,
