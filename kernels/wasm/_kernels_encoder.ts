@@ -2,8 +2,8 @@
  * Kernel source for the encoders' element-wise steps around a native GEMM:
  * the attention softmax of a layer's score rows (scale, key-padding mask,
  * max, exp, sum and normalisation fused, two passes over a row that stays
- * in L1), GELU (erf) with the projection's bias added, and an `exp` for
- * tests. Their `exp` is inlined (no call, its constants loaded once per
+ * in L1), GELU (erf, a rational function) with the projection's bias
+ * added, and an `exp` for tests. The softmax's `exp` is inlined (no call, its constants loaded once per
  * kernel call rather than once per vector) and rounds by the magic-number
  * addition instead of `nearest` + `trunc_sat` (which V8 lowers to several
  * x86 instructions each). {@link encoderKernels} adds them to the module.
@@ -21,7 +21,6 @@ import {
   i32,
   i32x4,
   i8x16,
-  type Local,
   type ModuleBuilder,
   seq,
   set,
@@ -34,7 +33,6 @@ import {
   type Ctx,
   f32x4c,
   hsum,
-  i32x4c,
   lanes32,
   zero,
 } from "./_kernels_util.ts";
@@ -260,19 +258,32 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
   );
 }
 
-const ERF_P = 0.3275911;
-const ERF_A = [
-  1.061405429,
-  -1.453152027,
-  1.421413741,
-  -0.284496736,
-  0.254829592,
+/**
+ * erf as an odd over an even polynomial on x clamped to [−4, 4] (Eigen's and
+ * XNNPACK's float `erf`; about 4e-7 from the exact erf, no `exp`), numerator
+ * coefficients of x^13 … x^1, denominator of x^8 … x^0.
+ */
+const ERF_NUM = [
+  -2.72614225801306e-10,
+  2.77068142495902e-08,
+  -2.10102402082508e-06,
+  -5.69250639462346e-05,
+  -7.34990630326855e-04,
+  -2.95459980854025e-03,
+  -1.60960333262415e-02,
+];
+const ERF_DEN = [
+  -1.45660718464996e-05,
+  -2.13374055278905e-04,
+  -1.68282697438203e-03,
+  -7.37332916720468e-03,
+  -1.42647390514189e-02,
 ];
 
 /**
  * `gelu_bias_rows(x, bias, rows, n)`: in place, `x = gelu(x + bias)` per
- * row of `n` values (a multiple of 4), `bias` of `n` values; erf by
- * Abramowitz–Stegun 7.1.26 (as `geluErfApprox`), with the inline `exp`.
+ * row of `n` values (a multiple of 4), `bias` of `n` values; GELU's erf as
+ * the rational function above (within 1e-6 of `geluErfApprox`, tested).
  */
 function geluBiasKernel(m: ModuleBuilder, ctx: Ctx): void {
   const f = m.func("gelu_bias_rows", [
@@ -283,40 +294,14 @@ function geluBiasKernel(m: ModuleBuilder, ctx: Ctx): void {
   ]);
   const { x, bias, rows, n } = f.params;
   const [r, i, row] = f.locals(I, 3);
-  const [a, z, t, p] = f.locals(V, 4);
-  const exp = expFast(f, ctx);
-  let poly: Code = f32x4c(ERF_A[0]);
-  for (let k = 1; k < ERF_A.length; k++) {
-    poly = ctx.madd(poly, get(t), f32x4c(ERF_A[k]));
-  }
-  const body = (addr: Local, off: number): Code[] => [
-    set(
-      a,
-      f32x4.add(
-        v128.load(at(addr, get(i)), off),
-        v128.load(at(bias, get(i)), off),
-      ),
-    ),
-    set(z, f32x4.mul(f32x4.abs(get(a)), f32x4c(Math.SQRT1_2))),
-    set(t, f32x4.div(f32x4c(1), ctx.madd(get(z), f32x4c(ERF_P), f32x4c(1)))),
-    // erf(|x|/√2) = 1 − t·P(t)·exp(−z²), then x's sign
-    set(
-      p,
-      f32x4.sub(
-        f32x4c(1),
-        f32x4.mul(
-          f32x4.mul(poly, get(t)),
-          exp(f32x4.neg(f32x4.mul(get(z), get(z)))),
-        ),
-      ),
-    ),
-    set(p, v128.or(get(p), v128.and(get(a), i32x4c(0x80000000 | 0)))),
-    v128.store(
-      at(addr, get(i)),
-      f32x4.mul(f32x4.mul(get(a), f32x4c(0.5)), f32x4.add(f32x4c(1), get(p))),
-      off,
-    ),
-  ];
+  const [a, z, z2, p, q] = f.locals(V, 5);
+  const horner = (coef: number[]): Code => {
+    let acc: Code = f32x4c(coef[0]);
+    for (let k = 1; k < coef.length; k++) {
+      acc = ctx.madd(acc, get(z2), f32x4c(coef[k]));
+    }
+    return acc;
+  };
   f.body(
     forLoop(
       "r",
@@ -325,7 +310,39 @@ function geluBiasKernel(m: ModuleBuilder, ctx: Ctx): void {
       get(rows),
       c(1),
       set(row, i32.add(get(x), i32.shl(i32.mul(get(r), get(n)), c(2)))),
-      forLoop("i", i, c(0), get(n), c(4), ...body(row, 0)),
+      forLoop(
+        "i",
+        i,
+        c(0),
+        get(n),
+        c(4),
+        set(
+          a,
+          f32x4.add(
+            v128.load(at(row, get(i))),
+            v128.load(at(bias, get(i))),
+          ),
+        ),
+        // z = clamp(x/√2, −4, 4)
+        set(
+          z,
+          f32x4.pmin(
+            f32x4.pmax(f32x4.mul(get(a), f32x4c(Math.SQRT1_2)), f32x4c(-4)),
+            f32x4c(4),
+          ),
+        ),
+        set(z2, f32x4.mul(get(z), get(z))),
+        set(p, f32x4.mul(horner(ERF_NUM), get(z))),
+        set(q, horner(ERF_DEN)),
+        // x/2 · (1 + erf(z))
+        v128.store(
+          at(row, get(i)),
+          f32x4.mul(
+            f32x4.mul(get(a), f32x4c(0.5)),
+            f32x4.add(f32x4c(1), f32x4.div(get(p), get(q))),
+          ),
+        ),
+      ),
     ),
   );
 }

@@ -3,7 +3,8 @@
 // key-padding mask, rows whose key count is no multiple of 4 or 8) against
 // the scalar softmax (`softmaxRef`, itself checked against NumPy in
 // tests/kernels/), `gelu_bias_rows` against `geluErfApprox` of x + bias
-// (checked against torch's erf GELU in tests/kernels/gelu_test.ts).
+// and against Python's math.erf GELU (tests/vectors/gelu_erf.json, from
+// tests/vectors/gen/gelu_erf.py).
 import { assert } from "@std/assert";
 import { configureKernels } from "../../../kernels/fast/runtime.ts";
 import { getEngine } from "../../../kernels/wasm/_engine.ts";
@@ -97,7 +98,7 @@ for (const noRelaxedSimd of [false, true]) {
     }
   });
 
-  Deno.test(`encoder kernels (${variant}): gelu_bias_rows equals geluErfApprox(x + bias)`, async () => {
+  Deno.test(`encoder kernels (${variant}): gelu_bias_rows equals geluErfApprox(x + bias) and math.erf's GELU`, async () => {
     await configureKernels({ noRelaxedSimd });
     try {
       const e = getEngine()!;
@@ -122,6 +123,26 @@ for (const noRelaxedSimd of [false, true]) {
         );
       }
       assert(got[0] === 0);
+
+      // math.erf's GELU, zero bias: within 5e-7·(1 + |x|)
+      const V: { x: number[]; y: number[] } = JSON.parse(
+        await Deno.readTextFile(
+          new URL("../../vectors/gelu_erf.json", import.meta.url),
+        ),
+      );
+      const m = V.x.length & ~3;
+      const pv = e.scratch("test_gelu_v", m * 4 + 64);
+      const pz = e.scratch("test_gelu_z", m * 4 + 64);
+      e.f32.set(V.x.slice(0, m), pv >> 2);
+      e.f32.fill(0, pz >> 2, (pz >> 2) + m);
+      e.fn.gelu_bias_rows(pv, pz, 1, m);
+      const gv = e.f32.slice(pv >> 2, (pv >> 2) + m);
+      for (let i = 0; i < m; i++) {
+        assert(
+          Math.abs(gv[i] - V.y[i]) <= 5e-7 * (1 + Math.abs(V.x[i])),
+          `x = ${V.x[i]}: ${gv[i]}, math.erf gives ${V.y[i]}`,
+        );
+      }
     } finally {
       await configureKernels({ noRelaxedSimd: false });
     }
