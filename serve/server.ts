@@ -235,11 +235,6 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   const log = logTo(o.log);
   if (o.threads > 1) await configureKernels({ threads: o.threads });
   const blas = o.blas ? useSystemBlas({ threads: o.threads }) : undefined;
-  if (blas) {
-    log("info", "F32 products", {
-      on: blas.backend?.name ?? `WebAssembly (${blas.note})`,
-    });
-  }
   const { parts, stop, release } = createParts(o, log);
   const swept = await parts.folder.sweep();
   if (swept.length > 0) {
@@ -290,6 +285,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     dir: o.dir,
     models: models.size,
     token: o.token !== undefined,
+    // where F32 products run when `blas` asked for the system BLAS
+    ...(blas
+      ? { f32: blas.backend?.name ?? `WebAssembly (${blas.note})` }
+      : {}),
   });
   if (
     o.token === undefined &&

@@ -149,7 +149,7 @@ Deno.test("serve: with blas, /api/embed and /v1/embeddings run on the system Ope
     const installed = currentF32GemmBackend();
     if (!installed?.sgemm) throw new Error("the server installed no BLAS");
     const real: F32GemmBackend = installed;
-    assert(logs.some((l) => l.msg === "F32 products" && l.on === real.name));
+    assert(logs.some((l) => l.msg === "listening" && l.f32 === real.name));
     // these tiny models' products are under the backend's size thresholds:
     // count every product on the library, thresholds off
     let gemms = 0, sgemms = 0;
