@@ -134,6 +134,12 @@ const SERVE_FLAGS: FlagSpec[] = [
     default: serveDefaults.threads,
   },
   {
+    name: "no-blas",
+    type: "boolean",
+    description:
+      "Keep F32 products (encoder embeddings) on the WebAssembly kernels where the system OpenBLAS could run them (it does with --allow-ffi and libopenblas0)",
+  },
+  {
     name: "prefill-chunk",
     type: "number",
     value: "N",
@@ -211,6 +217,7 @@ async function runServe(
     maxConcurrentGenerations: num("max-concurrent-generations"),
     prefillChunk: num("prefill-chunk"),
     threads: num("threads"),
+    blas: flags["no-blas"] !== true,
     maxQueuedGenerations: num("max-queued-generations"),
     maxTokens: num("max-tokens"),
     cacheBytes: num("cache-bytes"),

@@ -211,25 +211,30 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     // OpenBLAS splits a product of more than 2^18 multiply-adds over its
     // threads; attention's per-head products (128 × 128 × 32) then spend
     // more on the hand-over than on the work, so `sgemm` below 2^22 runs
-    // on one thread (2 FFI calls around it)
+    // on one thread. The thread count is switched only when the next
+    // product needs the other one (a layer's hundreds of per-head
+    // products run between two switches, not two FFI calls each).
     const threads = s.openblas_get_num_threads?.() ?? 1;
-    const one = threads > 1 && s.openblas_set_num_threads
-      ? (f: () => void) => {
-        s.openblas_set_num_threads!(1);
-        try {
-          f();
-        } finally {
-          s.openblas_set_num_threads!(threads);
-        }
+    let now = threads;
+    const use = threads > 1 && s.openblas_set_num_threads
+      ? (n: number) => {
+        if (now !== n) s.openblas_set_num_threads!(now = n);
       }
-      : (f: () => void) => f();
+      : () => {};
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
       minWork: opts.minWork ?? 1 << 20,
       gemm(x, rows, inF, w, outF, bias) {
         const y = new Float32Array(rows * outF);
-        if (bias) { for (let r = 0; r < rows; r++) y.set(bias, r * outF); }
+        use(threads);
+        if (bias && rows > 0) {
+          // the bias in every row, by doubling copies
+          y.set(bias);
+          for (let n = outF; n < y.length; n *= 2) {
+            y.copyWithin(n, 0, Math.min(n, y.length - n));
+          }
+        }
         // C = 1·A·Bᵀ + β·C with A = x (rows × inF), B = w (outF × inF)
         s.cblas_sgemm(
           CBLAS_ROW_MAJOR,
@@ -250,25 +255,23 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         return y;
       },
       sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
-        const call = () =>
-          s.cblas_sgemm(
-            CBLAS_ROW_MAJOR,
-            ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
-            tb ? CBLAS_TRANS : CBLAS_NO_TRANS,
-            m,
-            n,
-            k,
-            alpha,
-            a,
-            lda,
-            b,
-            ldb,
-            beta,
-            c,
-            ldc,
-          );
-        if (m * n * k < SMALL_SGEMM) one(call);
-        else call();
+        use(m * n * k < SMALL_SGEMM ? 1 : threads);
+        s.cblas_sgemm(
+          CBLAS_ROW_MAJOR,
+          ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
+          tb ? CBLAS_TRANS : CBLAS_NO_TRANS,
+          m,
+          n,
+          k,
+          alpha,
+          a,
+          lda,
+          b,
+          ldb,
+          beta,
+          c,
+          ldc,
+        );
       },
     };
     return {
@@ -278,6 +281,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);
+        use(threads);
         lib.close();
       },
     };

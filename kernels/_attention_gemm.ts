@@ -1,10 +1,14 @@
 /**
  * Bidirectional attention of packed rows through a native backend's
  * `sgemm` (see `F32GemmBackend.sgemm` in `./fast/backend.ts`): per row and
- * head, the scores `Q_h·K_hᵀ·scale` and the output `softmax(scores)·V_h`
+ * head, the scores `Q_h·K_hᵀ` and the output `softmax(scale·scores)·V_h`
  * are two strided products straight on the projections' column blocks (no
- * gather, no KV cache); the softmax is one WebAssembly call per row over
- * all its heads' scores, split over the kernel threads.
+ * gather, no KV cache). The scores live in kernel memory, where the
+ * backend writes and reads them; the softmax (scale, max, exp, sum,
+ * normalise in one kernel, `attn_softmax_rows`) is one WebAssembly call
+ * for all heads of a group of equal-length rows (the whole batch, when
+ * its rows are equally long and their scores fit 32 MiB), split over the
+ * kernel threads.
  * The encoders run it when the system BLAS is installed; the WebAssembly
  * attention kernel (`attend`) runs otherwise.
  *
@@ -12,7 +16,7 @@
  */
 
 import type { F32GemmBackend } from "./fast/backend.ts";
-import { engineSoftmaxInPlace } from "./fast/_ops_engine.ts";
+import { runSplit } from "./fast/_dispatch.ts";
 import { softmaxRef } from "./softmax.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
@@ -80,16 +84,105 @@ export function attendRowsGemm(
     );
   }
   const out = new Float32Array(q.length);
-  const longest = Math.max(0, ...lens);
-  const scores = new Float32Array(heads * longest * longest);
   const scale = 1 / Math.sqrt(headDim);
   const e = getEngine();
+  if (!e) {
+    attendScalarSoftmax(sgemm, q, k, v, out, lens, heads, headDim, scale);
+    return out;
+  }
+  // Rows of equal length go together (up to SCORES_BUDGET bytes of
+  // scores): their heads' scores are written by sgemm straight into
+  // kernel memory, normalised there by one split kernel call, and read
+  // from there by the second product; no copies.
+  let b = 0, t = 0;
+  while (b < lens.length) {
+    const T = lens[b];
+    const per = heads * T * T;
+    const most = Math.max(1, Math.floor(SCORES_BUDGET / (per * 4)));
+    let cnt = 1;
+    while (b + cnt < lens.length && lens[b + cnt] === T && cnt < most) cnt++;
+    const sp = e.scratch("attn_scores", cnt * per * 4 + 64);
+    const scores = e.f32.subarray(sp >> 2, (sp >> 2) + cnt * per);
+    for (let j = 0; j < cnt; j++) {
+      const base = (t + j * T) * d;
+      for (let h = 0; h < heads; h++) {
+        const o = base + h * headDim;
+        // scores (T × T) = Q_h · K_hᵀ
+        sgemm(
+          false,
+          true,
+          T,
+          T,
+          headDim,
+          1,
+          q.subarray(o),
+          d,
+          k.subarray(o),
+          d,
+          0,
+          scores.subarray((j * heads + h) * T * T),
+          T,
+        );
+      }
+    }
+    // scale, softmax over the keys, all score rows of the group at once
+    runSplit(
+      e,
+      "attn_softmax_rows",
+      cnt * per * 8,
+      cnt * heads * T,
+      (r0, r1) => [sp + r0 * T * 4, r1 - r0, T, T, scale],
+    );
+    for (let j = 0; j < cnt; j++) {
+      const base = (t + j * T) * d;
+      for (let h = 0; h < heads; h++) {
+        const o = base + h * headDim;
+        // out_h (T × headDim) = P_h · V_h
+        sgemm(
+          false,
+          false,
+          T,
+          headDim,
+          T,
+          1,
+          scores.subarray((j * heads + h) * T * T),
+          T,
+          v.subarray(o),
+          d,
+          0,
+          out.subarray(o),
+          d,
+        );
+      }
+    }
+    b += cnt;
+    t += cnt * T;
+  }
+  return out;
+}
+
+/** Bytes of attention scores held in kernel memory at once (rows of equal length grouped up to it). */
+const SCORES_BUDGET = 32 << 20;
+
+/** The same products with the scalar softmax, where there is no engine. */
+function attendScalarSoftmax(
+  sgemm: NonNullable<F32GemmBackend["sgemm"]>,
+  q: Float32Array,
+  k: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  lens: readonly number[],
+  heads: number,
+  headDim: number,
+  scale: number,
+): void {
+  const d = heads * headDim;
   let t = 0;
   for (const T of lens) {
+    const scores = new Float32Array(heads * T * T);
     const base = t * d;
     for (let h = 0; h < heads; h++) {
       const o = base + h * headDim;
-      // scores_h (T × T) = scale · Q_h · K_hᵀ
       sgemm(
         false,
         true,
@@ -106,13 +199,9 @@ export function attendRowsGemm(
         T,
       );
     }
-    // one softmax over all heads' score rows, split over the kernel threads
-    let p: Float32Array = scores.subarray(0, heads * T * T);
-    if (e) engineSoftmaxInPlace(e, p, T);
-    else p = softmaxRef(p, heads * T, T);
+    const p = softmaxRef(scores, heads * T, T);
     for (let h = 0; h < heads; h++) {
       const o = base + h * headDim;
-      // out_h (T × headDim) = P_h · V_h
       sgemm(
         false,
         false,
@@ -131,5 +220,4 @@ export function attendRowsGemm(
     }
     t += T;
   }
-  return out;
 }

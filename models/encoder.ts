@@ -44,6 +44,7 @@ import { attendRowsGemm } from "../kernels/_attention_gemm.ts";
 import { currentF32GemmBackend } from "../kernels/fast/backend.ts";
 import { geluErfApprox, geluErfInPlace } from "../kernels/gelu.ts";
 import { linear, linearMany } from "../kernels/linear.ts";
+import { geluMlpGemm } from "../kernels/_mlp_gemm.ts";
 import { layerNorm } from "../kernels/norms.ts";
 import { applyRope, ropeFrequencies, ropeTable } from "../kernels/rope.ts";
 import type { RopeTable } from "../kernels/rope.ts";
@@ -383,6 +384,25 @@ export function buildEncoder(
       const f = config.norm === "pre"
         ? layerNorm(x, N, d, L.ffnNorm![0], L.ffnNorm![1], config.normEps)
         : x;
+      // GELU MLP on a native BLAS, hidden activations in kernel memory
+      const fused = !L.gate && config.mlp !== "geglu" &&
+          config.activation === "gelu"
+        ? geluMlpGemm(f, N, L.up, L.bup, L.down, L.bdown)
+        : null;
+      if (fused) {
+        x = config.norm === "post"
+          ? addLayerNorm(
+            fused,
+            x,
+            N,
+            d,
+            L.ffnNorm![0],
+            L.ffnNorm![1],
+            config.normEps,
+          )
+          : addInPlace(fused, x);
+        continue;
+      }
       let g: Float32Array;
       const [u, gt] = L.gate
         ? linearMany(f, N, [L.up, L.gate], [L.bup, L.bgate])

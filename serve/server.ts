@@ -13,6 +13,7 @@
 import denoJson from "../deno.json" with { type: "json" };
 import { defaultRegistry } from "../mod.ts";
 import { configureKernels, shutdownKernels } from "../kernels/fast/runtime.ts";
+import { useSystemBlas } from "../io/blas.ts";
 import type { Registry } from "../registry.ts";
 import { ModelCache } from "./_cache.ts";
 import type { Log, ServerParts } from "./_context.ts";
@@ -108,6 +109,14 @@ export interface ServeOptions {
    * @default {1}
    */
   threads?: number;
+  /**
+   * Whether F32 matrix products (encoder embeddings, F32 prefill) run on
+   * the system OpenBLAS (`useSystemBlas` of io/blas.ts, process-wide, with
+   * `threads` BLAS threads) where Deno may load it (`--allow-ffi`) and the
+   * library is installed; the WebAssembly kernels run otherwise.
+   * `modelhost serve` turns it on unless `--no-blas`. @default {false}
+   */
+  blas?: boolean;
   /** Generations waiting at most (503 above). @default {64} */
   maxQueuedGenerations?: number;
   /** Most tokens one request may generate. @default {4096} */
@@ -160,6 +169,7 @@ export const serveDefaults = {
   maxConcurrentGenerations: 8,
   prefillChunk: 64,
   threads: 1,
+  blas: false,
   maxQueuedGenerations: 64,
   maxTokens: 4096,
   cacheBytes: 2 * 1024 ** 3,
@@ -224,6 +234,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
   }
   const log = logTo(o.log);
   if (o.threads > 1) await configureKernels({ threads: o.threads });
+  const blas = o.blas ? useSystemBlas({ threads: o.threads }) : undefined;
   const { parts, stop, release } = createParts(o, log);
   const swept = await parts.folder.sweep();
   if (swept.length > 0) {
@@ -274,6 +285,10 @@ export async function startServer(options: ServeOptions): Promise<Server> {
     dir: o.dir,
     models: models.size,
     token: o.token !== undefined,
+    // where F32 products run when `blas` asked for the system BLAS
+    ...(blas
+      ? { f32: blas.backend?.name ?? `WebAssembly (${blas.note})` }
+      : {}),
   });
   if (
     o.token === undefined &&
@@ -296,6 +311,7 @@ export async function startServer(options: ServeOptions): Promise<Server> {
       await stopping;
       await removeSocket();
       release();
+      blas?.close();
       if (o.threads > 1) await shutdownKernels();
       log("info", "closed", { url });
     })();

@@ -484,6 +484,7 @@ export const f32x4 = {
   div: (a: Code, b: Code): Code => simd(0xe7, a, b),
   min: (a: Code, b: Code): Code => simd(0xe8, a, b),
   max: (a: Code, b: Code): Code => simd(0xe9, a, b),
+  pmin: (a: Code, b: Code): Code => simd(0xea, a, b),
   pmax: (a: Code, b: Code): Code => simd(0xeb, a, b),
   nearest: (a: Code): Code => simd(0x6a, a),
   floor: (a: Code): Code => simd(0x68, a),

@@ -35,6 +35,7 @@ import {
 } from "./_asm.ts";
 import { gemmKernels } from "./_kernels_gemm.ts";
 import { opsKernels } from "./_kernels_ops.ts";
+import { encoderKernels } from "./_kernels_encoder.ts";
 import { quantKernels } from "./_kernels_quant.ts";
 import { quantGemmKernels } from "./_kernels_quant_gemm.ts";
 import { quantIgemmKernels } from "./_kernels_quant_igemm.ts";
@@ -477,5 +478,6 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   quantGemmKernels(m, ctx);
   quantIgemmKernels(m, ctx);
   opsKernels(m, ctx);
+  encoderKernels(m, ctx);
   return m.encode();
 }

@@ -13,6 +13,12 @@ import { memoryTensorIndex } from "../../core/model.ts";
 import { safetensorsFormat } from "../../formats/safetensors/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 import { call, withServer } from "./_helpers.ts";
+import { openSystemBlas } from "../../io/blas.ts";
+import {
+  currentF32GemmBackend,
+  type F32GemmBackend,
+  setF32GemmBackend,
+} from "../../kernels/fast/backend.ts";
 
 const DIR = join(REPO_ROOT, "tests/vectors/encoders");
 
@@ -128,4 +134,63 @@ Deno.test("serve: encoders answer /v1/embeddings (openai client) and /api/embed 
       join(dir, "rob.gguf"),
     );
   });
+});
+
+Deno.test("serve: with blas, /api/embed and /v1/embeddings run on the system OpenBLAS and still answer sentence-transformers' vectors", async () => {
+  const probe = openSystemBlas();
+  probe.close();
+  if (!probe.backend) {
+    console.log(`skipped: ${probe.note}`);
+    return;
+  }
+  const bert = await expected("bert-mean");
+  const rob = await expected("roberta-mean");
+  await withServer({ blas: true, threads: 2 }, async ({ url, logs }) => {
+    const installed = currentF32GemmBackend();
+    if (!installed?.sgemm) throw new Error("the server installed no BLAS");
+    const real: F32GemmBackend = installed;
+    assert(logs.some((l) => l.msg === "listening" && l.f32 === real.name));
+    // these tiny models' products are under the backend's size thresholds:
+    // count every product on the library, thresholds off
+    let gemms = 0, sgemms = 0;
+    const counting: F32GemmBackend = {
+      name: real.name,
+      minRows: 1,
+      minWork: 1,
+      gemm(...a) {
+        gemms++;
+        return real.gemm(...a);
+      },
+      sgemm(...a) {
+        sgemms++;
+        real.sgemm!(...a);
+      },
+    };
+    setF32GemmBackend(counting);
+    try {
+      const r = await call(`${url}/api/embed`, {
+        json: { model: "minilm", input: bert.texts },
+      });
+      assertEquals(r.status, 200, JSON.stringify(r.body));
+      for (const [i, v] of (r.body.embeddings as number[][]).entries()) {
+        close(v, bert.embeddings[i]);
+      }
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "unused" });
+      const e = await client.embeddings.create({
+        model: "rob",
+        input: rob.texts,
+      });
+      for (const [i, d] of e.data.entries()) {
+        close(d.embedding, rob.embeddings[i]);
+      }
+      assert(gemms > 0 && sgemms > 0, `gemm ${gemms}, sgemm ${sgemms}`);
+    } finally {
+      setF32GemmBackend(real);
+    }
+  }, async (dir) => {
+    await copyDir(join(DIR, "bert-mean"), join(dir, "minilm"));
+    await copyDir(join(DIR, "roberta-mean"), join(dir, "rob"));
+  });
+  // closing the server removed the backend
+  assertEquals(currentF32GemmBackend(), null);
 });
