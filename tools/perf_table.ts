@@ -15,7 +15,7 @@
 // Q4_K_M, vs llama.cpp through node-llama-cpp), mlp (bench/compare.ts
 // --only mlp, vs ONNX Runtime; WebAssembly and native BLAS rows), quantize
 // (bench/quantize_compare.ts, Q4_K_M vs llama-quantize when LLAMA_CPP_BIN
-// is set), embed (bench/embed_compare.ts vs transformers.js on a
+// is set), embed (bench/embed_compare.ts --blas vs transformers.js on a
 // MiniLM-shaped folder: --embed-model, else one made once by
 // bench/encoder_model.py with --python / $MODELHOST_PYTHON), wllama
 // (bench/wllama_compare.ts in headless Chromium). A missing peer makes its
@@ -144,10 +144,11 @@ async function benchArgs(
       return [
         "bench/quantize_compare.ts",
         ...(smoke ? [] : [
-          ...["--embd", "2048", "--ff", "5632", "--layers", "1"],
-          ...["--vocab", "4096"],
+          // the size: 1 GiB of F16 (9 blocks of a 1B-shaped model)
+          ...["--embd", "2048", "--ff", "5632", "--layers", "9"],
+          ...["--vocab", "32000"],
         ]),
-        ...["--threads", [...new Set([1, threads])].join(",")],
+        ...["--threads", String(threads)],
         ...["--rounds", rounds(3), "--json", json],
       ];
     case "embed": {
@@ -158,7 +159,7 @@ async function benchArgs(
         ...["--model", m.dir, "--threads", t, "--rounds", rounds(3)],
         ...(smoke
           ? ["--batch", "2", "--tokens", "16", "--dtypes", "Q8_0"]
-          : []),
+          : ["--blas"]),
         ...["--json", json],
       ];
     }
