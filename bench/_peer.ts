@@ -3,16 +3,29 @@
 // (bench/_nlc_peer.mjs) that answers one command at a time so that sides
 // can alternate round by round, and the summary of alternating rounds.
 
-/** CPU model, logical CPUs, the SIMD flags that matter here and the load. */
-export function cpuLine(): string {
-  let model = "unknown CPU", flags = "";
+/**
+ * The CPU's model name and flags from /proc/cpuinfo; `model` is undefined
+ * and `flags` empty where it cannot be read (not Linux, no permission).
+ */
+export function cpuInfo(): { model?: string; flags: Set<string> } {
   try {
     const info = Deno.readTextFileSync("/proc/cpuinfo");
-    model = /model name\s*:\s*(.*)/.exec(info)?.[1] ?? model;
-    const have = new Set((/flags\s*:\s*(.*)/.exec(info)?.[1] ?? "").split(" "));
-    flags = ["avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni"]
+    return {
+      model: /model name\s*:\s*(.*)/.exec(info)?.[1],
+      flags: new Set((/flags\s*:\s*(.*)/.exec(info)?.[1] ?? "").split(" ")),
+    };
+  } catch {
+    return { flags: new Set() };
+  }
+}
+
+/** CPU model, logical CPUs, the SIMD flags that matter here and the load. */
+export function cpuLine(): string {
+  const { model = "unknown CPU", flags: have } = cpuInfo();
+  const flags = have.size === 0
+    ? ""
+    : ["avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni"]
       .map((f) => `${f}${have.has(f) ? "+" : "-"}`).join(" ");
-  } catch { /* not Linux */ }
   const load = Deno.loadavg().map((x) => x.toFixed(1)).join(" ");
   return `CPU: ${model}, ${navigator.hardwareConcurrency} logical, ${flags}; load ${load}; Deno ${Deno.version.deno}`;
 }

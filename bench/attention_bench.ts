@@ -16,6 +16,7 @@ import { createRng } from "../core/rng.ts";
 import { createScope } from "../core/scope.ts";
 import { floatTensor, type Tensor, tensorFromF32 } from "../core/tensor.ts";
 import { linear } from "../kernels/linear.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const T = 128, D = 256, HEADS = 8, FF = 688;
 const ctx = {
@@ -106,12 +107,7 @@ Deno.bench(
 );
 
 function cpuModel(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    return info.match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown CPU";
-  } catch {
-    return "unknown CPU";
-  }
+  return cpuInfo().model ?? "unknown CPU";
 }
 
 function perSecond(fn: () => void, minMs = 1500): number {

@@ -11,6 +11,7 @@ import {
   readSafetensors,
   serializeSafetensors,
 } from "../formats/safetensors/mod.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const MIB = 2 ** 20;
 const tensors = Array.from(
@@ -38,17 +39,11 @@ for (let i = 0; i < 7; i++) {
 }
 const med = (x: number[]) => x.sort((a, b) => a - b)[x.length >> 1];
 const info = (() => {
-  try {
-    const c = Deno.readTextFileSync("/proc/cpuinfo");
-    const flags = c.match(/flags\s*:\s*(.*)/)?.[1].split(" ") ?? [];
-    return `${c.match(/model name\s*:\s*(.*)/)?.[1]} (${
-      ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.includes(f)).join(
-        " ",
-      )
-    })`;
-  } catch {
-    return Deno.build.arch;
-  }
+  const { model, flags } = cpuInfo();
+  if (model === undefined && flags.size === 0) return Deno.build.arch;
+  return `${model} (${
+    ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.has(f)).join(" ")
+  })`;
 })();
 const mb = bytes.byteLength / MIB;
 console.log(`CPU ${info}; ${mb.toFixed(0)} MiB in 16 tensors`);

@@ -38,7 +38,7 @@ import { runSplit } from "../kernels/fast/_dispatch.ts";
 import { getEngine } from "../kernels/wasm/_engine.ts";
 import { setF32GemmBackend } from "../kernels/fast/backend.ts";
 import { openSystemBlas } from "../io/blas.ts";
-import { cpuLine, median } from "./_peer.ts";
+import { cpuInfo, cpuLine, median } from "./_peer.ts";
 import { type BenchRow, writeBenchJson } from "./_json.ts";
 import type { Tensor } from "../core/tensor.ts";
 import type { FastDType } from "../kernels/quant_ref.ts";
@@ -91,11 +91,7 @@ function loadAverage(): string {
 }
 
 function machine(): string {
-  let cpu = "unknown CPU";
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    cpu = /model name\s*:\s*(.*)/.exec(info)?.[1] ?? cpu;
-  } catch { /* not Linux */ }
+  const cpu = cpuInfo().model ?? "unknown CPU";
   return `${cpu}, ${navigator.hardwareConcurrency} logical CPUs, Deno ${Deno.version.deno} (V8 ${Deno.version.v8}), ${Deno.build.os}-${Deno.build.arch}`;
 }
 

@@ -36,6 +36,7 @@ import { openSystemBlas } from "../io/blas.ts";
 import { convertEncoderToGguf, loadEncoderModel } from "../io/encoder.ts";
 import { embedSentences, type EncoderModel } from "../models/sentence.ts";
 import { type BenchRow, roundRatios, writeBenchJson } from "./_json.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: [
@@ -69,18 +70,13 @@ const ROUNDS = Number(args.rounds);
 const B = Number(args.batch);
 const T = Number(args.tokens);
 
-async function cpuInfo(): Promise<string> {
-  try {
-    const t = await Deno.readTextFile("/proc/cpuinfo");
-    const name = t.match(/model name\s*:\s*(.*)/)?.[1] ?? "?";
-    const flags = new Set(t.match(/flags\s*:\s*(.*)/)?.[1].split(" ") ?? []);
-    const want = ["avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni"];
-    return `${name}; ${navigator.hardwareConcurrency} cores; flags ${
-      want.filter((f) => flags.has(f)).join(" ")
-    }`;
-  } catch {
-    return `${navigator.hardwareConcurrency} cores`;
-  }
+function cpuDescription(): string {
+  const { model, flags } = cpuInfo();
+  if (model === undefined) return `${navigator.hardwareConcurrency} cores`;
+  const want = ["avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni"];
+  return `${model}; ${navigator.hardwareConcurrency} cores; flags ${
+    want.filter((f) => flags.has(f)).join(" ")
+  }`;
 }
 
 /** CPU seconds (user + system, all threads) of this process so far. */
@@ -208,7 +204,7 @@ const base = times.get("transformers.js")!;
 console.log(
   `\n# Embedding throughput, batch ${B} × ${T} tokens, ${THREADS} threads, ${ROUNDS} rounds`,
 );
-console.log(`cpu: ${await cpuInfo()}`);
+console.log(`cpu: ${cpuDescription()}`);
 console.log(
   `transformers.js on onnxruntime ${JSON.stringify(ortVersions)}${
     blas?.backend

@@ -23,6 +23,7 @@ import { createRng } from "../core/rng.ts";
 import { memorySource } from "../core/sources.ts";
 import { readGguf } from "../formats/gguf/mod.ts";
 import { smolLmShapeGguf } from "./_decode.ts";
+import { cpuInfo } from "./_peer.ts";
 
 /** What one stream measured. */
 export interface StreamResult {
@@ -287,26 +288,21 @@ async function startLlamaServer(
 }
 
 /** The CPU's model name and the SIMD flags that matter here. */
-async function cpuInfo(): Promise<string> {
-  try {
-    const t = await Deno.readTextFile("/proc/cpuinfo");
-    const name = t.match(/model name\s*:\s*(.*)/)?.[1] ?? "?";
-    const flags = new Set(t.match(/flags\s*:\s*(.*)/)?.[1].split(" ") ?? []);
-    const want = [
-      "sse4_1",
-      "avx",
-      "avx2",
-      "fma",
-      "avx512f",
-      "avx512_vnni",
-      "avx_vnni",
-    ];
-    return `${name}; ${navigator.hardwareConcurrency} cores; flags ${
-      want.filter((f) => flags.has(f)).join(" ")
-    }`;
-  } catch {
-    return `${navigator.hardwareConcurrency} cores`;
-  }
+function cpuDescription(): string {
+  const { model, flags } = cpuInfo();
+  if (model === undefined) return `${navigator.hardwareConcurrency} cores`;
+  const want = [
+    "sse4_1",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+  ];
+  return `${model}; ${navigator.hardwareConcurrency} cores; flags ${
+    want.filter((f) => flags.has(f)).join(" ")
+  }`;
 }
 
 async function load(): Promise<string> {
@@ -355,7 +351,9 @@ if (import.meta.main) {
       args.gguf ?? "SmolLM-135M-shaped Q8_0 (random weights)"
     }, ${STREAMS} streams × ${TOKENS} greedy tokens after ${PROMPT}-token prompts, ${THREADS} thread(s), ${ROUNDS} rounds`,
   );
-  console.log(`cpu: ${await cpuInfo()}; load average at start ${await load()}`);
+  console.log(
+    `cpu: ${cpuDescription()}; load average at start ${await load()}`,
+  );
   const sides: { name: string; start: () => Promise<Running> }[] = [
     { name: "modelhost", start: () => startModelhost(dir, THREADS, STREAMS) },
   ];

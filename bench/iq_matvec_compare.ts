@@ -15,21 +15,16 @@ import { quantizeGguf } from "../core/quants/mod.ts";
 import type { Tensor } from "../core/tensor.ts";
 import { fastLinear } from "../kernels/fast/matmul.ts";
 import { linearRef } from "../kernels/linear.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const outF = Number(Deno.args[0] ?? 4096), inF = Number(Deno.args[1] ?? 4096);
 const cpu = (() => {
-  try {
-    const t = Deno.readTextFileSync("/proc/cpuinfo");
-    const model = t.match(/model name\s*:\s*(.*)/)?.[1] ?? "?";
-    const flags = t.match(/flags\s*:\s*(.*)/)?.[1].split(" ") ?? [];
-    return `${model} [${
-      ["avx2", "avx512f", "avx512_vnni", "avx_vnni"].filter((f) =>
-        flags.includes(f)
-      ).join(" ")
-    }]`;
-  } catch {
-    return "?";
-  }
+  const { model, flags } = cpuInfo();
+  if (model === undefined) return "?";
+  return `${model} [${
+    ["avx2", "avx512f", "avx512_vnni", "avx_vnni"].filter((f) => flags.has(f))
+      .join(" ")
+  }]`;
 })();
 const vals = Float32Array.from(
   { length: outF * inF },

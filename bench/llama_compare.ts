@@ -48,6 +48,7 @@ import {
   smolLmGguf,
   STORIES,
 } from "./_llama_inputs.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const quick = Deno.args.includes("--quick");
 const onlyCheck = Deno.args.includes("--only-check");
@@ -67,12 +68,7 @@ const threads = Number(
 if (ourThreads > 1) await configureKernels({ threads: ourThreads });
 
 function cpuModel(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    return info.match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown CPU";
-  } catch {
-    return "unknown CPU";
-  }
+  return cpuInfo().model ?? "unknown CPU";
 }
 
 /** The llama.cpp binary of a kind, from LLAMA_CPP_BIN (a binary or a folder). */

@@ -15,6 +15,7 @@ import * as ort from "onnxruntime-node";
 import { floatTensor } from "../core/tensor.ts";
 import { exportOnnx } from "../formats/onnx/mod.ts";
 import { B, D, H, mlpInput, mlpNetwork } from "./_onnx_mlp.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["rounds"],
@@ -23,11 +24,7 @@ const args = parseArgs(Deno.args, {
 const ROUNDS = Number(args.rounds);
 
 function machine(): string {
-  let cpu = "unknown CPU";
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    cpu = /model name\s*:\s*(.*)/.exec(info)?.[1] ?? cpu;
-  } catch { /* not Linux */ }
+  const cpu = cpuInfo().model ?? "unknown CPU";
   return `${cpu}, ${navigator.hardwareConcurrency} logical CPUs, Deno ${Deno.version.deno}, onnxruntime-node ${ort.env.versions.common}`;
 }
 

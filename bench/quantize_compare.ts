@@ -20,6 +20,7 @@ import { readGguf, writeGgufBytes } from "../formats/gguf/mod.ts";
 import { createQuantPool } from "../io/quant_pool.ts";
 import { syntheticLlama } from "../tests/vectors/gen/synthetic_llama.ts";
 import { type BenchRow, roundRatios, writeBenchJson } from "./_json.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["rounds", "embd", "ff", "layers", "vocab", "threads", "json"],
@@ -40,13 +41,10 @@ const dir = await Deno.makeTempDir();
 const input = `${dir}/in.gguf`;
 await Deno.writeFile(input, bytes);
 const mb = bytes.length / 1e6;
-const cpu = (await Deno.readTextFile("/proc/cpuinfo")).split("\n");
-const model = cpu.find((l) => l.startsWith("model name"))?.split(":")[1].trim();
-const flags = cpu.find((l) => l.startsWith("flags"))?.split(":")[1] ?? "";
+const { model, flags } = cpuInfo();
 console.log(
   `${model}; ${
-    ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.includes(` ${f}`))
-      .join(" ")
+    ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.has(f)).join(" ")
   }; input ${mb.toFixed(1)} MB F16; load average ${
     (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ")
   } on ${navigator.hardwareConcurrency} CPUs`,

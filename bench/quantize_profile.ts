@@ -12,6 +12,7 @@ import { quantizeGguf } from "../core/quants/mod.ts";
 import type { DTypeName } from "../core/dtypes.ts";
 import { planGguf, readGguf } from "../formats/gguf/mod.ts";
 import { syntheticLlama } from "../tests/vectors/gen/synthetic_llama.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["embd", "ff", "layers", "vocab"],
@@ -25,12 +26,10 @@ const bytes = await syntheticLlama("gqa4", {
   heads: embd / 64,
   kvHeads: embd / 256,
 });
-const cpuinfo = (await Deno.readTextFile("/proc/cpuinfo")).split("\n");
-const flags = cpuinfo.find((l) => l.startsWith("flags"))?.split(":")[1] ?? "";
+const { model, flags } = cpuInfo();
 console.log(
-  `${cpuinfo.find((l) => l.startsWith("model name"))?.split(":")[1].trim()}; ${
-    ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.includes(` ${f}`))
-      .join(" ")
+  `${model}; ${
+    ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.has(f)).join(" ")
   }; ${(bytes.length / 1e6).toFixed(1)} MB of F16; load average ${
     (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ")
   }`,

@@ -31,6 +31,7 @@ import { fileSource } from "../io/file.ts";
 import { tokenizerJsonFromGguf } from "../models/mod.ts";
 import { tokenizerFromJson, type TokenizerJson } from "../tokenizers/mod.ts";
 import { FIXTURES } from "../tests/_helpers/fixtures.ts";
+import { cpuInfo } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["rounds", "only"],
@@ -40,25 +41,20 @@ const ROUNDS = Number(args.rounds);
 const ONLY = new Set(args.only.split(","));
 
 function cpu(): string {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    const model = /model name\s*:\s*(.*)/.exec(info)?.[1] ?? "unknown CPU";
-    const flags = (/flags\s*:\s*(.*)/.exec(info)?.[1] ?? "").split(" ");
-    const simd = [
-      "sse4_2",
-      "avx",
-      "avx2",
-      "fma",
-      "avx512f",
-      "avx512bw",
-      "avx512vl",
-      "avx512_vnni",
-    ]
-      .filter((f) => flags.includes(f));
-    return `${model}; flags ${simd.join(" ")}`;
-  } catch {
-    return "unknown CPU";
-  }
+  const { model, flags } = cpuInfo();
+  if (model === undefined) return "unknown CPU";
+  const simd = [
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+  ]
+    .filter((f) => flags.has(f));
+  return `${model}; flags ${simd.join(" ")}`;
 }
 
 async function fromFixture(name: string): Promise<TokenizerJson | undefined> {

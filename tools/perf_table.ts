@@ -33,6 +33,7 @@ import {
   replaceBlock,
   type SectionResult,
 } from "./_perf_table.ts";
+import { cpuInfo } from "../bench/_peer.ts";
 
 const ROOT = resolve(fromFileUrl(new URL("..", import.meta.url)));
 const SECTIONS = ["sweep", "mlp", "quantize", "embed", "wllama"];
@@ -65,13 +66,8 @@ const dryRun = args["dry-run"] || smoke;
 const rounds = (n: number) => String(args.rounds ?? (smoke ? 1 : n));
 const tmp = await Deno.makeTempDir({ prefix: "modelhost-perf-table-" });
 
-function cpuInfo(): { cpu: string; flags: Record<string, boolean> } {
-  let cpu = "unknown CPU", have = new Set<string>();
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    cpu = /model name\s*:\s*(.*)/.exec(info)?.[1] ?? cpu;
-    have = new Set((/flags\s*:\s*(.*)/.exec(info)?.[1] ?? "").split(" "));
-  } catch { /* not Linux */ }
+function machineCpu(): { cpu: string; flags: Record<string, boolean> } {
+  const { model: cpu = "unknown CPU", flags: have } = cpuInfo();
   const flags: Record<string, boolean> = {};
   for (const f of ["avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni"]) {
     flags[f] = have.has(f);
@@ -240,7 +236,7 @@ try {
 const head = await git("rev-parse", "--short", "HEAD");
 const dirty = (await git("status", "--porcelain", "--untracked-files=no")) !==
   "";
-const { cpu, flags } = cpuInfo();
+const { cpu, flags } = machineCpu();
 const machine: MachineInfo = {
   date: new Date().toISOString().slice(0, 16).replace("T", " ") + " UTC",
   commit: `${head || "unknown"}${dirty ? "+changes" : ""}`,

@@ -21,6 +21,7 @@ import {
   runFuzz,
 } from "./harness.ts";
 import { saveRegression } from "./regressions.ts";
+import { cpuInfo } from "../../bench/_peer.ts";
 
 const args = parseArgs(Deno.args, {
   string: ["cases", "seed", "targets", "minutes", "module", "json"],
@@ -36,18 +37,12 @@ const modules = [
   ),
 ];
 const cpu = (() => {
-  try {
-    const info = Deno.readTextFileSync("/proc/cpuinfo");
-    const model = info.match(/model name\s*:\s*(.*)/)?.[1] ?? "?";
-    const flags = info.match(/flags\s*:\s*(.*)/)?.[1].split(" ") ?? [];
-    return `${model} (${
-      ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.includes(f)).join(
-        " ",
-      ) || "no avx2"
-    })`;
-  } catch {
-    return Deno.build.arch;
-  }
+  const { model, flags } = cpuInfo();
+  if (model === undefined && flags.size === 0) return Deno.build.arch;
+  return `${model ?? "?"} (${
+    ["avx2", "avx512f", "avx512_vnni"].filter((f) => flags.has(f)).join(" ") ||
+    "no avx2"
+  })`;
 })();
 console.log(`fuzz: seed ${seed}, ${cases} cases per target, CPU ${cpu}`);
 const reports: FuzzTargetReport[] = await runFuzz({
