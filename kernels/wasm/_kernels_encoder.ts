@@ -34,6 +34,7 @@ import {
   f32x4c,
   hsum,
   lanes32,
+  normaliseRow,
   zero,
 } from "./_kernels_util.ts";
 
@@ -222,30 +223,7 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
         set(sum, f32.add(get(sum), f32.load(at(row, get(i))))),
       ),
       // normalise; masked keys get 0
-      set(inv, f32.div(f32.const(1), get(sum))),
-      set(vm, f32x4.splat(get(inv))),
-      forLoop(
-        "s",
-        i,
-        c(0),
-        get(k4),
-        c(4),
-        v128.store(
-          at(row, get(i)),
-          f32x4.mul(v128.load(at(row, get(i))), get(vm)),
-        ),
-      ),
-      forLoop(
-        "st",
-        i,
-        get(k4),
-        get(keys),
-        c(1),
-        f32.store(
-          at(row, get(i)),
-          f32.mul(f32.load(at(row, get(i))), get(inv)),
-        ),
-      ),
+      normaliseRow(row, i, k4, keys, sum, inv, vm),
       forLoop(
         "z",
         i,

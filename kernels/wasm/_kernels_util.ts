@@ -11,6 +11,7 @@ import {
   type Code,
   f32,
   f32x4,
+  forLoop,
   type FuncBuilder,
   get,
   i32,
@@ -174,3 +175,45 @@ export function exp1(exp4: FuncBuilder, x: Code): Code {
 /** Address `base + i·4`. */
 export const at = (base: Local | Code, i: Code): Code =>
   i32.add(typeof base === "function" ? base : get(base), i32.shl(i, c(2)));
+
+/**
+ * Divides `row[0 .. end)` by `sum` in place as one reciprocal and a
+ * multiply: four lanes at a time up to `end4` (a multiple of 4), then one
+ * at a time. `inv` (f32) and `vm` (v128) are scratch locals it sets.
+ */
+export function normaliseRow(
+  row: Local,
+  i: Local,
+  end4: Local,
+  end: Local,
+  sum: Local,
+  inv: Local,
+  vm: Local,
+): Code {
+  return seq(
+    set(inv, f32.div(f32.const(1), get(sum))),
+    set(vm, f32x4.splat(get(inv))),
+    forLoop(
+      "s",
+      i,
+      c(0),
+      get(end4),
+      c(4),
+      v128.store(
+        at(row, get(i)),
+        f32x4.mul(v128.load(at(row, get(i))), get(vm)),
+      ),
+    ),
+    forLoop(
+      "st",
+      i,
+      get(end4),
+      get(end),
+      c(1),
+      f32.store(
+        at(row, get(i)),
+        f32.mul(f32.load(at(row, get(i))), get(inv)),
+      ),
+    ),
+  );
+}
