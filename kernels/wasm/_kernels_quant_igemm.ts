@@ -52,6 +52,7 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
+import { storeTileRow } from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernel's rows). */
 export const QI_MR = 5;
@@ -159,35 +160,7 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
     set(P.dsc, i32.add(get(P.dsc), c(QI_NR * 4))),
     set(xmb, i32.add(get(xmb), c(4))),
   ];
-  const store = (r: number): Code[] => {
-    const row = i32.add(get(P.yp), i32.mul(get(P.ystride), c(r)));
-    const lane = (h: number, l: number) =>
-      f32.store(row, f32x4.extract_lane(get(t), l), 16 * h + 4 * l);
-    const parts: Code[] = [];
-    for (let h = 0; h < 2; h++) {
-      const s = (q: number) => v128.load(sum(c(q), r, h));
-      parts.push(
-        set(
-          t,
-          f32x4.add(
-            f32x4.add(
-              f32x4.add(f32x4.add(s(0), s(2)), f32x4.add(s(1), s(3))),
-              s(4),
-            ),
-            v128.load(get(P.bp), 16 * h),
-          ),
-        ),
-        if_(i32.ge_s(get(P.ncols), c(4 * h + 4)), [
-          v128.store(row, get(t), 16 * h),
-        ], [
-          if_(i32.gt_s(get(P.ncols), c(4 * h)), [lane(h, 0)]),
-          if_(i32.gt_s(get(P.ncols), c(4 * h + 1)), [lane(h, 1)]),
-          if_(i32.gt_s(get(P.ncols), c(4 * h + 2)), [lane(h, 2)]),
-        ]),
-      );
-    }
-    return parts;
-  };
+  const store = (r: number): Code[] => storeTileRow(P, t, sum, r);
   f.body(
     forLoop(
       "z",

@@ -18,6 +18,7 @@ import {
   i32,
   i32x4,
   i8x16,
+  if_,
   type Local,
   seq,
   set,
@@ -323,4 +324,46 @@ export function addBlock1(d: Dot, total: Code, scale: Code = scale1(d)): Code {
       ),
     ),
   );
+}
+
+/**
+ * Emits the end of row `r` of a quantized micro-kernel's two-vector tile:
+ * per half `h`, the five running sums (`sum(q, r, h)`, q = 0..4) added
+ * together with the bias at `P.bp`, then stored at `P.yp + r·P.ystride`,
+ * whole when `P.ncols` covers the half and lane by lane otherwise. `t` is
+ * a scratch v128 local.
+ */
+export function storeTileRow(
+  P: Readonly<Record<string, Local>>,
+  t: Local,
+  sum: (s: Code, r: number, h: number) => Code,
+  r: number,
+): Code[] {
+  const row = i32.add(get(P.yp), i32.mul(get(P.ystride), c(r)));
+  const lane = (h: number, l: number) =>
+    f32.store(row, f32x4.extract_lane(get(t), l), 16 * h + 4 * l);
+  const parts: Code[] = [];
+  for (let h = 0; h < 2; h++) {
+    const s = (q: number) => v128.load(sum(c(q), r, h));
+    parts.push(
+      set(
+        t,
+        f32x4.add(
+          f32x4.add(
+            f32x4.add(f32x4.add(s(0), s(2)), f32x4.add(s(1), s(3))),
+            s(4),
+          ),
+          v128.load(get(P.bp), 16 * h),
+        ),
+      ),
+      if_(i32.ge_s(get(P.ncols), c(4 * h + 4)), [
+        v128.store(row, get(t), 16 * h),
+      ], [
+        if_(i32.gt_s(get(P.ncols), c(4 * h)), [lane(h, 0)]),
+        if_(i32.gt_s(get(P.ncols), c(4 * h + 1)), [lane(h, 1)]),
+        if_(i32.gt_s(get(P.ncols), c(4 * h + 2)), [lane(h, 2)]),
+      ]),
+    );
+  }
+  return parts;
 }
