@@ -61,7 +61,7 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
-import { storeTileRow } from "./_kernels_quant_util.ts";
+import { microBlocks, storeTileRow } from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernel's rows). */
 export const QG_MR = 5;
@@ -193,28 +193,7 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
     ),
     set(nb4, i32.and(get(P.nb), c(~3))),
     set(xmb, get(P.xm)),
-    forLoop(
-      "g",
-      b,
-      c(0),
-      get(nb4),
-      c(1),
-      ...blockProducts,
-      set(slot, i32.and(get(b), c(3))),
-      ...flush(true),
-      ...next,
-    ),
-    set(slot, c(4)),
-    forLoop(
-      "s",
-      b,
-      get(nb4),
-      get(P.nb),
-      c(1),
-      ...blockProducts,
-      ...flush(false),
-      ...next,
-    ),
+    ...microBlocks(P.nb, b, nb4, slot, blockProducts, flush, next),
     ...Array.from({ length: R }, (_, r) => store(r)).flat(),
   );
   return f;

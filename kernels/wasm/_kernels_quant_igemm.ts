@@ -52,7 +52,7 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
-import { storeTileRow } from "./_kernels_quant_util.ts";
+import { microBlocks, storeTileRow } from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernel's rows). */
 export const QI_MR = 5;
@@ -173,28 +173,7 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
     set(nb4, i32.and(get(P.nb), c(~3))),
     set(xmb, get(P.xm)),
     set(is32, i32.shl(get(P.nb), c(2))),
-    forLoop(
-      "g",
-      b,
-      c(0),
-      get(nb4),
-      c(1),
-      ...products,
-      set(slot, i32.and(get(b), c(3))),
-      ...flush(true),
-      ...next,
-    ),
-    set(slot, c(4)),
-    forLoop(
-      "s",
-      b,
-      get(nb4),
-      get(P.nb),
-      c(1),
-      ...products,
-      ...flush(false),
-      ...next,
-    ),
+    ...microBlocks(P.nb, b, nb4, slot, products, flush, next),
     ...Array.from({ length: R }, (_, r) => store(r)).flat(),
   );
   return f;

@@ -12,6 +12,7 @@ import {
   type Code,
   f32,
   f32x4,
+  forLoop,
   type FuncBuilder,
   get,
   i16x8,
@@ -366,4 +367,46 @@ export function storeTileRow(
     );
   }
   return parts;
+}
+
+/**
+ * Emits a quantized micro-kernel's walk over its `nb` blocks: blocks
+ * 0 … `nb4`−1 (`nb4` = 4⌊nb/4⌋) into running sum `slot` = b mod 4 with
+ * `flush(true)`, the rest into sum 4 with `flush(false)`; each block is
+ * `products`, the flush, then `next` (advance to the next block's scales).
+ * `b` and `slot` are i32 locals it sets.
+ */
+export function microBlocks(
+  nb: Local,
+  b: Local,
+  nb4: Local,
+  slot: Local,
+  products: Code[],
+  flush: (grouped: boolean) => Code[],
+  next: Code[],
+): Code[] {
+  return [
+    forLoop(
+      "g",
+      b,
+      c(0),
+      get(nb4),
+      c(1),
+      ...products,
+      set(slot, i32.and(get(b), c(3))),
+      ...flush(true),
+      ...next,
+    ),
+    set(slot, c(4)),
+    forLoop(
+      "s",
+      b,
+      get(nb4),
+      get(nb),
+      c(1),
+      ...products,
+      ...flush(false),
+      ...next,
+    ),
+  ];
 }
