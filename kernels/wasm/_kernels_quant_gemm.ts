@@ -54,6 +54,7 @@ import {
   v128,
 } from "./_asm.ts";
 import {
+  byRows,
   c,
   type Ctx,
   f16ToF32,
@@ -511,10 +512,7 @@ export function quantGemmKernels(m: ModuleBuilder, ctx: Ctx): void {
         get(ncols),
         get(sp),
       );
-    let dispatch: Code = callR(QG_MR);
-    for (let r = QG_MR - 1; r >= 1; r--) {
-      dispatch = if_(i32.eq(get(nr), c(r)), [callR(r)], [dispatch]);
-    }
+    const dispatch = byRows(nr, QG_MR, callR);
     f.body(
       set(nb, i32.shr_u(get(P.inF), c(5))),
       set(ystride, i32.shl(get(P.outF), c(2))),

@@ -36,7 +36,6 @@ import {
   i32,
   i32x4,
   i8x16,
-  if_,
   type Local,
   type ModuleBuilder,
   select,
@@ -45,6 +44,7 @@ import {
   v128,
 } from "./_asm.ts";
 import {
+  byRows,
   c,
   type Ctx,
   f16ToF32,
@@ -392,10 +392,7 @@ export function quantIgemmKernels(m: ModuleBuilder, ctx: Ctx): void {
       get(ncols),
       get(sp),
     );
-  let dispatch: Code = callR(QI_MR);
-  for (let r = QI_MR - 1; r >= 1; r--) {
-    dispatch = if_(i32.eq(get(nr), c(r)), [callR(r)], [dispatch]);
-  }
+  const dispatch = byRows(nr, QI_MR, callR);
   f.body(
     set(nb, i32.shr_u(get(P.inF), c(5))),
     set(ystride, i32.shl(get(P.outF), c(2))),

@@ -16,6 +16,7 @@ import {
   get,
   i32,
   i8x16,
+  if_,
   type Local,
   select,
   seq,
@@ -216,4 +217,21 @@ export function normaliseRow(
       ),
     ),
   );
+}
+
+/**
+ * A call chosen by a row count: `call(r)` where the local `nr` holds r in
+ * 1 … most−1, `call(most)` otherwise, as nested `if`s (the smallest count
+ * tested first).
+ */
+export function byRows(
+  nr: Local,
+  most: number,
+  call: (r: number) => Code,
+): Code {
+  let chosen: Code = call(most);
+  for (let r = most - 1; r >= 1; r--) {
+    chosen = if_(i32.eq(get(nr), c(r)), [call(r)], [chosen]);
+  }
+  return chosen;
 }
