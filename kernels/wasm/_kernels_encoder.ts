@@ -21,6 +21,7 @@ import {
   i32,
   i32x4,
   i8x16,
+  type Local,
   type ModuleBuilder,
   seq,
   set,
@@ -128,6 +129,12 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
   const exp = expFast(f, ctx);
   const scaled = (v: Code) => f32x4.sub(f32x4.mul(v, get(vsc)), get(vm));
   const scalarExp = (s: Code) => f32x4.extract_lane(exp(f32x4.splat(s)), 0);
+  // four keys at byte offset `off` of the step: exp stored in place, added to `acc`
+  const expStoreSum = (off: number, acc: Local): Code[] => [
+    set(t, exp(scaled(v128.load(at(row, get(i)), off)))),
+    v128.store(at(row, get(i)), get(t), off),
+    set(acc, f32x4.add(get(acc), get(t))),
+  ];
   f.body(
     set(vsc, f32x4.splat(get(scale))),
     set(k8, i32.and(get(keys), c(~7))),
@@ -190,12 +197,8 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
         c(0),
         get(k8),
         c(8),
-        set(t, exp(scaled(v128.load(at(row, get(i)))))),
-        v128.store(at(row, get(i)), get(t)),
-        set(vs, f32x4.add(get(vs), get(t))),
-        set(t, exp(scaled(v128.load(at(row, get(i)), 16)))),
-        v128.store(at(row, get(i)), get(t), 16),
-        set(vs2, f32x4.add(get(vs2), get(t))),
+        ...expStoreSum(0, vs),
+        ...expStoreSum(16, vs2),
       ),
       forLoop(
         "e4",
@@ -203,9 +206,7 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
         get(k8),
         get(k4),
         c(4),
-        set(t, exp(scaled(v128.load(at(row, get(i)))))),
-        v128.store(at(row, get(i)), get(t)),
-        set(vs, f32x4.add(get(vs), get(t))),
+        ...expStoreSum(0, vs),
       ),
       set(sum, hsum(f32x4.add(get(vs), get(vs2)), t)),
       forLoop(
