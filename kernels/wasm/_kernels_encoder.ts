@@ -36,6 +36,7 @@ import {
   hsum,
   lanes32,
   normaliseRow,
+  rowMaxTail,
   zero,
 } from "./_kernels_util.ts";
 
@@ -174,18 +175,7 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
           i8x16.shuffle(get(vm), get(vm), lanes32([2, 3, 0, 1])),
         ),
       ),
-      set(
-        mx,
-        f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
-      ),
-      forLoop(
-        "mt",
-        i,
-        get(k4),
-        get(keys),
-        c(1),
-        set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
-      ),
+      rowMaxTail(row, i, k4, keys, mx, vm),
       set(mx, f32.mul(get(mx), get(scale))),
       set(vm, f32x4.splat(get(mx))),
       // exp(scale·x − max), stored, and summed in two accumulators

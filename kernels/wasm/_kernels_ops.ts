@@ -36,6 +36,7 @@ import {
   hsum,
   i32x4c,
   normaliseRow,
+  rowMaxTail,
   zero,
 } from "./_kernels_util.ts";
 import { attentionKernel } from "./_kernels_attention.ts";
@@ -153,18 +154,7 @@ function softmaxKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
           ]),
         ),
       ),
-      set(
-        mx,
-        f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
-      ),
-      forLoop(
-        "mt",
-        i,
-        get(n4),
-        get(n),
-        c(1),
-        set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
-      ),
+      rowMaxTail(row, i, n4, n, mx, vm),
       // exp and sum
       set(vm, f32x4.splat(get(mx))),
       set(vs, zero),

@@ -235,3 +235,32 @@ export function byRows(
   }
   return chosen;
 }
+
+/**
+ * Finishes a row maximum: `mx` = the larger of lanes 0 and 1 of `vm`
+ * (whose lanes 2, 3 already hold the same pair, after a halves shuffle),
+ * then the scalar keys `row[end4 .. end)` folded in one at a time.
+ */
+export function rowMaxTail(
+  row: Local,
+  i: Local,
+  end4: Local,
+  end: Local,
+  mx: Local,
+  vm: Local,
+): Code {
+  return seq(
+    set(
+      mx,
+      f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
+    ),
+    forLoop(
+      "mt",
+      i,
+      get(end4),
+      get(end),
+      c(1),
+      set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
+    ),
+  );
+}
