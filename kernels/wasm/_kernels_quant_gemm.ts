@@ -62,7 +62,11 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
-import { microBlocks, storeTileRow } from "./_kernels_quant_util.ts";
+import {
+  MICRO_PARAMS,
+  microBlocks,
+  storeTileRow,
+} from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernel's rows). */
 export const QG_MR = 5;
@@ -93,19 +97,7 @@ export function quantGemmPackedXBytes(rows: number, inF: number): number {
  * bias at `bp`.
  */
 function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
-  const f = m.func(`qg_micro_${R}`, [
-    ["xp", I],
-    ["wp", I],
-    ["dsc", I],
-    ["xm", I],
-    ["mstride", I],
-    ["nb", I],
-    ["yp", I],
-    ["ystride", I],
-    ["bp", I],
-    ["ncols", I],
-    ["sp", I],
-  ]);
+  const f = m.func(`qg_micro_${R}`, MICRO_PARAMS);
   const P = f.params;
   const acc = Array.from({ length: R }, () => f.locals(V, 2));
   const [w0, w1, bx, t] = f.locals(V, 4);

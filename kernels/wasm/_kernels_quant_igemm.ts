@@ -52,7 +52,11 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
-import { microBlocks, storeTileRow } from "./_kernels_quant_util.ts";
+import {
+  MICRO_PARAMS,
+  microBlocks,
+  storeTileRow,
+} from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernel's rows). */
 export const QI_MR = 5;
@@ -79,19 +83,7 @@ export function quantIgemmPackedXBytes(rows: number, inF: number): number {
  * reaches the rows' code sums per block (`xm + r·mstride + 4·nb + 4b`).
  */
 function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
-  const f = m.func(`qi_micro_${R}`, [
-    ["xp", I],
-    ["wp", I],
-    ["dsc", I],
-    ["xm", I],
-    ["mstride", I],
-    ["nb", I],
-    ["yp", I],
-    ["ystride", I],
-    ["bp", I],
-    ["ncols", I],
-    ["sp", I],
-  ]);
+  const f = m.func(`qi_micro_${R}`, MICRO_PARAMS);
   const P = f.params;
   const acc = Array.from({ length: R }, () => f.locals(V, 2));
   const [w0, w1, xs, t] = f.locals(V, 4);

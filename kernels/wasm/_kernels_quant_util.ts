@@ -23,7 +23,9 @@ import {
   type Local,
   seq,
   set,
+  T,
   v128,
+  type ValType,
 } from "./_asm.ts";
 import {
   c,
@@ -410,3 +412,21 @@ export function microBlocks(
     ),
   ];
 }
+
+/**
+ * The parameters of the quantized micro-kernels `qg_micro_R` and
+ * `qi_micro_R` (all i32 addresses and counts; see `_kernels_quant_gemm.ts`).
+ */
+export const MICRO_PARAMS: [string, ValType][] = [
+  ["xp", T.i32],
+  ["wp", T.i32],
+  ["dsc", T.i32],
+  ["xm", T.i32],
+  ["mstride", T.i32],
+  ["nb", T.i32],
+  ["yp", T.i32],
+  ["ystride", T.i32],
+  ["bp", T.i32],
+  ["ncols", T.i32],
+  ["sp", T.i32],
+];
