@@ -108,20 +108,16 @@ export function attendRowsGemm(
       for (let h = 0; h < heads; h++) {
         const o = base + h * headDim;
         // scores (T × T) = Q_h · K_hᵀ
-        sgemm(
-          false,
-          true,
-          T,
+        headScores(
+          sgemm,
+          q,
+          k,
+          o,
+          d,
           T,
           headDim,
           1,
-          q.subarray(o),
-          d,
-          k.subarray(o),
-          d,
-          0,
           scores.subarray((j * heads + h) * T * T),
-          T,
         );
       }
     }
@@ -138,20 +134,15 @@ export function attendRowsGemm(
       for (let h = 0; h < heads; h++) {
         const o = base + h * headDim;
         // out_h (T × headDim) = P_h · V_h
-        sgemm(
-          false,
-          false,
+        headOutput(
+          sgemm,
+          scores.subarray((j * heads + h) * T * T),
+          v,
+          out,
+          o,
+          d,
           T,
           headDim,
-          T,
-          1,
-          scores.subarray((j * heads + h) * T * T),
-          T,
-          v.subarray(o),
-          d,
-          0,
-          out.subarray(o),
-          d,
         );
       }
     }
@@ -183,41 +174,80 @@ function attendScalarSoftmax(
     const base = t * d;
     for (let h = 0; h < heads; h++) {
       const o = base + h * headDim;
-      sgemm(
-        false,
-        true,
-        T,
+      headScores(
+        sgemm,
+        q,
+        k,
+        o,
+        d,
         T,
         headDim,
         scale,
-        q.subarray(o),
-        d,
-        k.subarray(o),
-        d,
-        0,
         scores.subarray(h * T * T),
-        T,
       );
     }
     const p = softmaxRef(scores, heads * T, T);
     for (let h = 0; h < heads; h++) {
       const o = base + h * headDim;
-      sgemm(
-        false,
-        false,
-        T,
-        headDim,
-        T,
-        1,
-        p.subarray(h * T * T),
-        T,
-        v.subarray(o),
-        d,
-        0,
-        out.subarray(o),
-        d,
-      );
+      headOutput(sgemm, p.subarray(h * T * T), v, out, o, d, T, headDim);
     }
     t += T;
   }
+}
+
+/** One head's scores (`T × T`, row stride `T`) = `alpha · Q_h · K_hᵀ`, the head's columns starting at `o` of rows `d` apart. */
+function headScores(
+  sgemm: NonNullable<F32GemmBackend["sgemm"]>,
+  q: Float32Array,
+  k: Float32Array,
+  o: number,
+  d: number,
+  T: number,
+  headDim: number,
+  alpha: number,
+  scores: Float32Array,
+): void {
+  sgemm(
+    false,
+    true,
+    T,
+    T,
+    headDim,
+    alpha,
+    q.subarray(o),
+    d,
+    k.subarray(o),
+    d,
+    0,
+    scores,
+    T,
+  );
+}
+
+/** One head's output (`T × headDim`, at column `o` of `out`'s rows `d` apart) = `P_h · V_h`. */
+function headOutput(
+  sgemm: NonNullable<F32GemmBackend["sgemm"]>,
+  p: Float32Array,
+  v: Float32Array,
+  out: Float32Array,
+  o: number,
+  d: number,
+  T: number,
+  headDim: number,
+): void {
+  sgemm(
+    false,
+    false,
+    T,
+    headDim,
+    T,
+    1,
+    p,
+    T,
+    v.subarray(o),
+    d,
+    0,
+    out.subarray(o),
+    d,
+  );
 }

@@ -21,6 +21,7 @@ import {
   i32,
   i32x4,
   i8x16,
+  type Local,
   type ModuleBuilder,
   seq,
   set,
@@ -34,6 +35,8 @@ import {
   f32x4c,
   hsum,
   lanes32,
+  normaliseRow,
+  rowMaxTail,
   zero,
 } from "./_kernels_util.ts";
 
@@ -127,6 +130,12 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
   const exp = expFast(f, ctx);
   const scaled = (v: Code) => f32x4.sub(f32x4.mul(v, get(vsc)), get(vm));
   const scalarExp = (s: Code) => f32x4.extract_lane(exp(f32x4.splat(s)), 0);
+  // four keys at byte offset `off` of the step: exp stored in place, added to `acc`
+  const expStoreSum = (off: number, acc: Local): Code[] => [
+    set(t, exp(scaled(v128.load(at(row, get(i)), off)))),
+    v128.store(at(row, get(i)), get(t), off),
+    set(acc, f32x4.add(get(acc), get(t))),
+  ];
   f.body(
     set(vsc, f32x4.splat(get(scale))),
     set(k8, i32.and(get(keys), c(~7))),
@@ -166,18 +175,7 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
           i8x16.shuffle(get(vm), get(vm), lanes32([2, 3, 0, 1])),
         ),
       ),
-      set(
-        mx,
-        f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
-      ),
-      forLoop(
-        "mt",
-        i,
-        get(k4),
-        get(keys),
-        c(1),
-        set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
-      ),
+      rowMaxTail(row, i, k4, keys, mx, vm),
       set(mx, f32.mul(get(mx), get(scale))),
       set(vm, f32x4.splat(get(mx))),
       // exp(scale·x − max), stored, and summed in two accumulators
@@ -189,12 +187,8 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
         c(0),
         get(k8),
         c(8),
-        set(t, exp(scaled(v128.load(at(row, get(i)))))),
-        v128.store(at(row, get(i)), get(t)),
-        set(vs, f32x4.add(get(vs), get(t))),
-        set(t, exp(scaled(v128.load(at(row, get(i)), 16)))),
-        v128.store(at(row, get(i)), get(t), 16),
-        set(vs2, f32x4.add(get(vs2), get(t))),
+        ...expStoreSum(0, vs),
+        ...expStoreSum(16, vs2),
       ),
       forLoop(
         "e4",
@@ -202,9 +196,7 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
         get(k8),
         get(k4),
         c(4),
-        set(t, exp(scaled(v128.load(at(row, get(i)))))),
-        v128.store(at(row, get(i)), get(t)),
-        set(vs, f32x4.add(get(vs), get(t))),
+        ...expStoreSum(0, vs),
       ),
       set(sum, hsum(f32x4.add(get(vs), get(vs2)), t)),
       forLoop(
@@ -222,30 +214,7 @@ function attnSoftmaxKernel(m: ModuleBuilder, ctx: Ctx): void {
         set(sum, f32.add(get(sum), f32.load(at(row, get(i))))),
       ),
       // normalise; masked keys get 0
-      set(inv, f32.div(f32.const(1), get(sum))),
-      set(vm, f32x4.splat(get(inv))),
-      forLoop(
-        "s",
-        i,
-        c(0),
-        get(k4),
-        c(4),
-        v128.store(
-          at(row, get(i)),
-          f32x4.mul(v128.load(at(row, get(i))), get(vm)),
-        ),
-      ),
-      forLoop(
-        "st",
-        i,
-        get(k4),
-        get(keys),
-        c(1),
-        f32.store(
-          at(row, get(i)),
-          f32.mul(f32.load(at(row, get(i))), get(inv)),
-        ),
-      ),
+      normaliseRow(row, i, k4, keys, sum, inv, vm),
       forLoop(
         "z",
         i,

@@ -35,7 +35,7 @@ import {
   T,
   v128,
 } from "./_asm.ts";
-import { c, type Ctx, lanes32, zero } from "./_kernels_util.ts";
+import { byRows, c, type Ctx, lanes32, zero } from "./_kernels_util.ts";
 
 /** Rows of x per packed panel (the microkernel's rows). */
 export const GEMM_MR = 5;
@@ -302,10 +302,7 @@ export function gemmKernels(m: ModuleBuilder, ctx: Ctx): void {
         get(kb),
       );
     // full panels first, then the tail sizes
-    let dispatch: Code = calls(GEMM_MR);
-    for (let r = GEMM_MR - 1; r >= 1; r--) {
-      dispatch = if_(i32.eq(get(nr), c(r)), [calls(r)], [dispatch]);
-    }
+    const dispatch = byRows(nr, GEMM_MR, calls);
     f.body(
       set(ystride, i32.shl(get(outF), c(2))),
       forLoop(

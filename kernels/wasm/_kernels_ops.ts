@@ -35,6 +35,8 @@ import {
   f32x4c,
   hsum,
   i32x4c,
+  normaliseRow,
+  rowMaxTail,
   zero,
 } from "./_kernels_util.ts";
 import { attentionKernel } from "./_kernels_attention.ts";
@@ -152,18 +154,7 @@ function softmaxKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
           ]),
         ),
       ),
-      set(
-        mx,
-        f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
-      ),
-      forLoop(
-        "mt",
-        i,
-        get(n4),
-        get(n),
-        c(1),
-        set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
-      ),
+      rowMaxTail(row, i, n4, n, mx, vm),
       // exp and sum
       set(vm, f32x4.splat(get(mx))),
       set(vs, zero),
@@ -191,30 +182,7 @@ function softmaxKernel(m: ModuleBuilder, exp4: FuncBuilder): void {
         set(sum, f32.add(get(sum), f32.load(at(row, get(i))))),
       ),
       // normalize
-      set(inv, f32.div(f32.const(1), get(sum))),
-      set(vm, f32x4.splat(get(inv))),
-      forLoop(
-        "s",
-        i,
-        c(0),
-        get(n4),
-        c(4),
-        v128.store(
-          at(row, get(i)),
-          f32x4.mul(v128.load(at(row, get(i))), get(vm)),
-        ),
-      ),
-      forLoop(
-        "st",
-        i,
-        get(n4),
-        get(n),
-        c(1),
-        f32.store(
-          at(row, get(i)),
-          f32.mul(f32.load(at(row, get(i))), get(inv)),
-        ),
-      ),
+      normaliseRow(row, i, n4, n, sum, inv, vm),
     ),
   );
 }

@@ -36,7 +36,6 @@ import {
   i32,
   i32x4,
   i8x16,
-  if_,
   type Local,
   type ModuleBuilder,
   select,
@@ -45,6 +44,7 @@ import {
   v128,
 } from "./_asm.ts";
 import {
+  byRows,
   c,
   type Ctx,
   f16ToF32,
@@ -52,6 +52,11 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
+import {
+  MICRO_PARAMS,
+  microBlocks,
+  storeTileRow,
+} from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernel's rows). */
 export const QI_MR = 5;
@@ -78,19 +83,7 @@ export function quantIgemmPackedXBytes(rows: number, inF: number): number {
  * reaches the rows' code sums per block (`xm + r·mstride + 4·nb + 4b`).
  */
 function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
-  const f = m.func(`qi_micro_${R}`, [
-    ["xp", I],
-    ["wp", I],
-    ["dsc", I],
-    ["xm", I],
-    ["mstride", I],
-    ["nb", I],
-    ["yp", I],
-    ["ystride", I],
-    ["bp", I],
-    ["ncols", I],
-    ["sp", I],
-  ]);
+  const f = m.func(`qi_micro_${R}`, MICRO_PARAMS);
   const P = f.params;
   const acc = Array.from({ length: R }, () => f.locals(V, 2));
   const [w0, w1, xs, t] = f.locals(V, 4);
@@ -159,35 +152,7 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
     set(P.dsc, i32.add(get(P.dsc), c(QI_NR * 4))),
     set(xmb, i32.add(get(xmb), c(4))),
   ];
-  const store = (r: number): Code[] => {
-    const row = i32.add(get(P.yp), i32.mul(get(P.ystride), c(r)));
-    const lane = (h: number, l: number) =>
-      f32.store(row, f32x4.extract_lane(get(t), l), 16 * h + 4 * l);
-    const parts: Code[] = [];
-    for (let h = 0; h < 2; h++) {
-      const s = (q: number) => v128.load(sum(c(q), r, h));
-      parts.push(
-        set(
-          t,
-          f32x4.add(
-            f32x4.add(
-              f32x4.add(f32x4.add(s(0), s(2)), f32x4.add(s(1), s(3))),
-              s(4),
-            ),
-            v128.load(get(P.bp), 16 * h),
-          ),
-        ),
-        if_(i32.ge_s(get(P.ncols), c(4 * h + 4)), [
-          v128.store(row, get(t), 16 * h),
-        ], [
-          if_(i32.gt_s(get(P.ncols), c(4 * h)), [lane(h, 0)]),
-          if_(i32.gt_s(get(P.ncols), c(4 * h + 1)), [lane(h, 1)]),
-          if_(i32.gt_s(get(P.ncols), c(4 * h + 2)), [lane(h, 2)]),
-        ]),
-      );
-    }
-    return parts;
-  };
+  const store = (r: number): Code[] => storeTileRow(P, t, sum, r);
   f.body(
     forLoop(
       "z",
@@ -200,28 +165,7 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
     set(nb4, i32.and(get(P.nb), c(~3))),
     set(xmb, get(P.xm)),
     set(is32, i32.shl(get(P.nb), c(2))),
-    forLoop(
-      "g",
-      b,
-      c(0),
-      get(nb4),
-      c(1),
-      ...products,
-      set(slot, i32.and(get(b), c(3))),
-      ...flush(true),
-      ...next,
-    ),
-    set(slot, c(4)),
-    forLoop(
-      "s",
-      b,
-      get(nb4),
-      get(P.nb),
-      c(1),
-      ...products,
-      ...flush(false),
-      ...next,
-    ),
+    ...microBlocks(P.nb, b, nb4, slot, products, flush, next),
     ...Array.from({ length: R }, (_, r) => store(r)).flat(),
   );
   return f;
@@ -440,10 +384,7 @@ export function quantIgemmKernels(m: ModuleBuilder, ctx: Ctx): void {
       get(ncols),
       get(sp),
     );
-  let dispatch: Code = callR(QI_MR);
-  for (let r = QI_MR - 1; r >= 1; r--) {
-    dispatch = if_(i32.eq(get(nr), c(r)), [callR(r)], [dispatch]);
-  }
+  const dispatch = byRows(nr, QI_MR, callR);
   f.body(
     set(nb, i32.shr_u(get(P.inF), c(5))),
     set(ystride, i32.shl(get(P.outF), c(2))),

@@ -12,16 +12,20 @@ import {
   type Code,
   f32,
   f32x4,
+  forLoop,
   type FuncBuilder,
   get,
   i16x8,
   i32,
   i32x4,
   i8x16,
+  if_,
   type Local,
   seq,
   set,
+  T,
   v128,
+  type ValType,
 } from "./_asm.ts";
 import {
   c,
@@ -324,3 +328,105 @@ export function addBlock1(d: Dot, total: Code, scale: Code = scale1(d)): Code {
     ),
   );
 }
+
+/**
+ * Emits the end of row `r` of a quantized micro-kernel's two-vector tile:
+ * per half `h`, the five running sums (`sum(q, r, h)`, q = 0..4) added
+ * together with the bias at `P.bp`, then stored at `P.yp + r·P.ystride`,
+ * whole when `P.ncols` covers the half and lane by lane otherwise. `t` is
+ * a scratch v128 local.
+ */
+export function storeTileRow(
+  P: Readonly<Record<string, Local>>,
+  t: Local,
+  sum: (s: Code, r: number, h: number) => Code,
+  r: number,
+): Code[] {
+  const row = i32.add(get(P.yp), i32.mul(get(P.ystride), c(r)));
+  const lane = (h: number, l: number) =>
+    f32.store(row, f32x4.extract_lane(get(t), l), 16 * h + 4 * l);
+  const parts: Code[] = [];
+  for (let h = 0; h < 2; h++) {
+    const s = (q: number) => v128.load(sum(c(q), r, h));
+    parts.push(
+      set(
+        t,
+        f32x4.add(
+          f32x4.add(
+            f32x4.add(f32x4.add(s(0), s(2)), f32x4.add(s(1), s(3))),
+            s(4),
+          ),
+          v128.load(get(P.bp), 16 * h),
+        ),
+      ),
+      if_(i32.ge_s(get(P.ncols), c(4 * h + 4)), [
+        v128.store(row, get(t), 16 * h),
+      ], [
+        if_(i32.gt_s(get(P.ncols), c(4 * h)), [lane(h, 0)]),
+        if_(i32.gt_s(get(P.ncols), c(4 * h + 1)), [lane(h, 1)]),
+        if_(i32.gt_s(get(P.ncols), c(4 * h + 2)), [lane(h, 2)]),
+      ]),
+    );
+  }
+  return parts;
+}
+
+/**
+ * Emits a quantized micro-kernel's walk over its `nb` blocks: blocks
+ * 0 … `nb4`−1 (`nb4` = 4⌊nb/4⌋) into running sum `slot` = b mod 4 with
+ * `flush(true)`, the rest into sum 4 with `flush(false)`; each block is
+ * `products`, the flush, then `next` (advance to the next block's scales).
+ * `b` and `slot` are i32 locals it sets.
+ */
+export function microBlocks(
+  nb: Local,
+  b: Local,
+  nb4: Local,
+  slot: Local,
+  products: Code[],
+  flush: (grouped: boolean) => Code[],
+  next: Code[],
+): Code[] {
+  return [
+    forLoop(
+      "g",
+      b,
+      c(0),
+      get(nb4),
+      c(1),
+      ...products,
+      set(slot, i32.and(get(b), c(3))),
+      ...flush(true),
+      ...next,
+    ),
+    set(slot, c(4)),
+    forLoop(
+      "s",
+      b,
+      get(nb4),
+      get(nb),
+      c(1),
+      ...products,
+      ...flush(false),
+      ...next,
+    ),
+  ];
+}
+
+/**
+ * The parameters of the quantized micro-kernels `qg_micro_R` and
+ * `qi_micro_R` (all i32 addresses and counts; see `_kernels_quant_gemm.ts`).
+ */
+export const MICRO_PARAMS: [string, ValType][] = [
+  ["xp", T.i32],
+  ["wp", T.i32],
+  ["dsc", T.i32],
+  ["xm", T.i32],
+  ["mstride", T.i32],
+  ["nb", T.i32],
+  ["yp", T.i32],
+  ["ystride", T.i32],
+  ["bp", T.i32],
+  ["ncols", T.i32],
+  ["sp", T.i32],
+];

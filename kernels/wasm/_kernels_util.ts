@@ -11,10 +11,12 @@ import {
   type Code,
   f32,
   f32x4,
+  forLoop,
   type FuncBuilder,
   get,
   i32,
   i8x16,
+  if_,
   type Local,
   select,
   seq,
@@ -174,3 +176,91 @@ export function exp1(exp4: FuncBuilder, x: Code): Code {
 /** Address `base + i·4`. */
 export const at = (base: Local | Code, i: Code): Code =>
   i32.add(typeof base === "function" ? base : get(base), i32.shl(i, c(2)));
+
+/**
+ * Divides `row[0 .. end)` by `sum` in place as one reciprocal and a
+ * multiply: four lanes at a time up to `end4` (a multiple of 4), then one
+ * at a time. `inv` (f32) and `vm` (v128) are scratch locals it sets.
+ */
+export function normaliseRow(
+  row: Local,
+  i: Local,
+  end4: Local,
+  end: Local,
+  sum: Local,
+  inv: Local,
+  vm: Local,
+): Code {
+  return seq(
+    set(inv, f32.div(f32.const(1), get(sum))),
+    set(vm, f32x4.splat(get(inv))),
+    forLoop(
+      "s",
+      i,
+      c(0),
+      get(end4),
+      c(4),
+      v128.store(
+        at(row, get(i)),
+        f32x4.mul(v128.load(at(row, get(i))), get(vm)),
+      ),
+    ),
+    forLoop(
+      "st",
+      i,
+      get(end4),
+      get(end),
+      c(1),
+      f32.store(
+        at(row, get(i)),
+        f32.mul(f32.load(at(row, get(i))), get(inv)),
+      ),
+    ),
+  );
+}
+
+/**
+ * A call chosen by a row count: `call(r)` where the local `nr` holds r in
+ * 1 … most−1, `call(most)` otherwise, as nested `if`s (the smallest count
+ * tested first).
+ */
+export function byRows(
+  nr: Local,
+  most: number,
+  call: (r: number) => Code,
+): Code {
+  let chosen: Code = call(most);
+  for (let r = most - 1; r >= 1; r--) {
+    chosen = if_(i32.eq(get(nr), c(r)), [call(r)], [chosen]);
+  }
+  return chosen;
+}
+
+/**
+ * Finishes a row maximum: `mx` = the larger of lanes 0 and 1 of `vm`
+ * (whose lanes 2, 3 already hold the same pair, after a halves shuffle),
+ * then the scalar keys `row[end4 .. end)` folded in one at a time.
+ */
+export function rowMaxTail(
+  row: Local,
+  i: Local,
+  end4: Local,
+  end: Local,
+  mx: Local,
+  vm: Local,
+): Code {
+  return seq(
+    set(
+      mx,
+      f32.max(f32x4.extract_lane(get(vm), 0), f32x4.extract_lane(get(vm), 1)),
+    ),
+    forLoop(
+      "mt",
+      i,
+      get(end4),
+      get(end),
+      c(1),
+      set(mx, f32.max(get(mx), f32.load(at(row, get(i))))),
+    ),
+  );
+}
