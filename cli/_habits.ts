@@ -33,6 +33,40 @@ export const CTX_FLAG: FlagSpec = {
 };
 
 /**
+ * `-f/--text FILE` (alias `--file`): the text a command reads over, as
+ * llama-perplexity and llama-imatrix take it; `-` reads stdin.
+ */
+export function textFlag(description: string): FlagSpec {
+  return {
+    name: "text",
+    short: "f",
+    aliases: ["file"],
+    type: "string",
+    value: "FILE",
+    description,
+  };
+}
+
+/**
+ * `-c/--ctx-size N` as tokens per chunk (512 unless given) and
+ * `--chunks N`, for the commands that walk a text in chunks.
+ */
+export function chunkFlags(
+  ctxDescription: string,
+  chunksDescription: string,
+): FlagSpec[] {
+  return [
+    { ...CTX_FLAG, description: ctxDescription, default: 512 },
+    {
+      name: "chunks",
+      type: "number",
+      value: "N",
+      description: chunksDescription,
+    },
+  ];
+}
+
+/**
  * The model path from `-m` or the first positional argument (not both);
  * the other positional arguments follow.
  */

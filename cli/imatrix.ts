@@ -11,24 +11,18 @@ import {
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
 import type { Command } from "./_command.ts";
 import {
-  CTX_FLAG,
+  chunkFlags,
   MODEL_FLAG,
   modelArg,
   positiveInt,
+  textFlag,
   THREADS_FLAG,
   withThreads,
 } from "./_habits.ts";
 
 const FLAGS: FlagSpec[] = [
   MODEL_FLAG,
-  {
-    name: "text",
-    short: "f",
-    aliases: ["file"],
-    type: "string",
-    value: "FILE",
-    description: "The text to collect over (- reads stdin)",
-  },
+  textFlag("The text to collect over (- reads stdin)"),
   {
     name: "output",
     short: "o",
@@ -44,13 +38,10 @@ const FLAGS: FlagSpec[] = [
     description:
       "gguf, or llama.cpp's legacy dat (default: from OUT's extension)",
   },
-  { ...CTX_FLAG, description: "Tokens per chunk", default: 512 },
-  {
-    name: "chunks",
-    type: "number",
-    value: "N",
-    description: "Use at most N chunks (default: all that fit)",
-  },
+  ...chunkFlags(
+    "Tokens per chunk",
+    "Use at most N chunks (default: all that fit)",
+  ),
   {
     name: "process-output",
     type: "boolean",

@@ -12,35 +12,22 @@ import {
 import { type FlagSpec, parseFlags, UsageError } from "./_args.ts";
 import { type Command, JSON_FLAG } from "./_command.ts";
 import {
-  CTX_FLAG,
+  chunkFlags,
   MODEL_FLAG,
   modelArg,
   positiveInt,
+  textFlag,
   THREADS_FLAG,
   withThreads,
 } from "./_habits.ts";
 
 const FLAGS: FlagSpec[] = [
   MODEL_FLAG,
-  {
-    name: "text",
-    short: "f",
-    aliases: ["file"],
-    type: "string",
-    value: "FILE",
-    description: "The text to score (- reads stdin)",
-  },
-  {
-    ...CTX_FLAG,
-    description: "Tokens per chunk; the second half of each is scored",
-    default: 512,
-  },
-  {
-    name: "chunks",
-    type: "number",
-    value: "N",
-    description: "Score at most N chunks (default: all that fit)",
-  },
+  textFlag("The text to score (- reads stdin)"),
+  ...chunkFlags(
+    "Tokens per chunk; the second half of each is scored",
+    "Score at most N chunks (default: all that fit)",
+  ),
   {
     name: "kl-divergence-base",
     type: "string",

@@ -13,15 +13,9 @@
 
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { quantizeWithImatrix } from "../../core/quants/k_encode_imatrix.ts";
-import { encodeHex } from "@std/encoding";
-import type { DTypeName } from "../../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { memorySource } from "../../core/sources.ts";
-import {
-  type GgufTensorPlan,
-  readGguf,
-  writeGgufBytes,
-} from "../../formats/gguf/mod.ts";
+import { readGguf } from "../../formats/gguf/mod.ts";
 import {
   computeImatrix,
   imatrixToDat,
@@ -34,24 +28,14 @@ import {
   syntheticLlama,
   type SyntheticVariant,
 } from "../vectors/gen/synthetic_llama.ts";
+import {
+  assertWritesLikeLlamaQuantize,
+  IMATRIX_DIR,
+  quantizeCases,
+  readImatrixVector,
+} from "../_helpers/llama_quantize.ts";
 
-const DIR = new URL("../vectors/imatrix/", import.meta.url);
-const REF: {
-  cases: {
-    model: string;
-    imatrix: string;
-    type: string;
-    failed?: boolean;
-    sha256: string;
-    tensors: [string, DTypeName][];
-  }[];
-} = JSON.parse(await Deno.readTextFile(new URL("quantize.json", DIR)));
-
-async function sha(b: Uint8Array): Promise<string> {
-  return encodeHex(
-    await crypto.subtle.digest("SHA-256", b as Uint8Array<ArrayBuffer>),
-  );
-}
+const REF = { cases: await quantizeCases("quantize.json") };
 
 for (const variant of ["gqa4", "mha"] as const) {
   const cases = REF.cases.filter((c) =>
@@ -63,18 +47,12 @@ for (const variant of ["gqa4", "mha"] as const) {
     );
     for (const c of cases) {
       await t.step(`${c.type} with ${c.imatrix}`, async () => {
-        const im = await readImatrix(
-          await Deno.readFile(new URL(c.imatrix, DIR)),
-          c.imatrix,
+        const im = await readImatrixVector(c.imatrix);
+        await assertWritesLikeLlamaQuantize(
+          file,
+          c,
+          imatrixWriterOptions(im, c.imatrix),
         );
-        let plan: GgufTensorPlan[] = [];
-        const out = await writeGgufBytes(file, {
-          preset: c.type,
-          ...imatrixWriterOptions(im, c.imatrix),
-          onPlan: (p) => (plan = p),
-        });
-        assertEquals(plan.map((p) => [p.name, p.to]), c.tensors);
-        assertEquals(await sha(out), c.sha256, "whole file");
       });
     }
   });
@@ -96,11 +74,11 @@ Deno.test("gguf --imatrix: a type without a weighted encoder is refused by name"
 
 Deno.test("imatrix: collected over the same text equals llama-imatrix's within 0.5 %; the GGUF and .dat forms round-trip", async () => {
   const ref = await readImatrix(
-    await Deno.readFile(new URL("syn-mha.imatrix.gguf", DIR)),
+    await Deno.readFile(new URL("syn-mha.imatrix.gguf", IMATRIX_DIR)),
     "ref",
   );
   const dat = await readImatrix(
-    await Deno.readFile(new URL("syn-mha.imatrix.dat", DIR)),
+    await Deno.readFile(new URL("syn-mha.imatrix.dat", IMATRIX_DIR)),
     "ref.dat",
   );
   assert(dat.legacy);

@@ -8,41 +8,24 @@
  * none is given.
  */
 
-import { assertEquals, assertRejects } from "@std/assert";
-import { encodeHex } from "@std/encoding";
+import { assertRejects } from "@std/assert";
 import type { DTypeName } from "../../core/dtypes.ts";
 import { UnsupportedDTypeError } from "../../core/errors.ts";
 import { QUANTIZE_TYPES } from "../../core/quants/mod.ts";
 import { memorySource } from "../../core/sources.ts";
-import {
-  type GgufTensorPlan,
-  readGguf,
-  writeGgufBytes,
-} from "../../formats/gguf/mod.ts";
-import { readImatrix } from "../../models/imatrix.ts";
+import { readGguf, writeGgufBytes } from "../../formats/gguf/mod.ts";
 import { imatrixWriterOptions } from "../../cli/_quant.ts";
 import {
   syntheticLlama,
   type SyntheticVariant,
 } from "../vectors/gen/synthetic_llama.ts";
+import {
+  assertWritesLikeLlamaQuantize,
+  quantizeCases,
+  readImatrixVector,
+} from "../_helpers/llama_quantize.ts";
 
-const DIR = new URL("../vectors/imatrix/", import.meta.url);
-const REF: {
-  cases: {
-    model: string;
-    imatrix: string;
-    type: string;
-    failed?: boolean;
-    sha256?: string;
-    tensors?: [string, DTypeName][];
-  }[];
-} = JSON.parse(await Deno.readTextFile(new URL("iq_presets.json", DIR)));
-
-async function sha(b: Uint8Array): Promise<string> {
-  return encodeHex(
-    await crypto.subtle.digest("SHA-256", b as Uint8Array<ArrayBuffer>),
-  );
-}
+const REF = { cases: await quantizeCases("iq_presets.json") };
 
 const writable = (ty: string) =>
   ["F32", "F16", "BF16"].includes(ty) ||
@@ -57,13 +40,7 @@ for (const variant of ["gqa4", "mha"] as const) {
     for (const c of cases) {
       await t.step(`${c.type} ${c.imatrix || "without a matrix"}`, async () => {
         const opts = c.imatrix
-          ? imatrixWriterOptions(
-            await readImatrix(
-              await Deno.readFile(new URL(c.imatrix, DIR)),
-              c.imatrix,
-            ),
-            c.imatrix,
-          )
+          ? imatrixWriterOptions(await readImatrixVector(c.imatrix), c.imatrix)
           : {};
         if (c.failed) {
           await assertRejects(
@@ -82,14 +59,7 @@ for (const variant of ["gqa4", "mha"] as const) {
           );
           return;
         }
-        let plan: GgufTensorPlan[] = [];
-        const out = await writeGgufBytes(file, {
-          preset: c.type,
-          ...opts,
-          onPlan: (p) => (plan = p),
-        });
-        assertEquals(plan.map((p) => [p.name, p.to]), c.tensors);
-        assertEquals(await sha(out), c.sha256, "whole file");
+        await assertWritesLikeLlamaQuantize(file, c, opts);
       });
     }
   });

@@ -8,8 +8,6 @@
 
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { memorySource } from "../../core/sources.ts";
-import { memoryTensorIndex } from "../../core/model.ts";
-import { tensorFromF32 } from "../../core/tensor.ts";
 import { readGguf, writeGgufBytes } from "../../formats/gguf/mod.ts";
 import {
   checkModelBuilds,
@@ -21,6 +19,7 @@ import {
   transformerFromGguf,
 } from "../../models/mod.ts";
 import type { ModelFile } from "../../core/model.ts";
+import { llamaModelFile, llamaTensors } from "../_helpers/llama.ts";
 
 const CONFIG = {
   model_type: "llama",
@@ -34,34 +33,9 @@ const CONFIG = {
 };
 
 function hfModel(): ModelFile {
-  const d = CONFIG.hidden_size, f = CONFIG.intermediate_size, kv = 4;
-  const mat = (name: string, r: number, c: number) =>
-    tensorFromF32(
-      name,
-      Float32Array.from({ length: r * c }, (_, i) => Math.sin(i + r)),
-      [r, c],
-    );
-  const ones = (name: string) =>
-    tensorFromF32(name, new Float32Array(d).fill(1), [d]);
-  const list = [mat("model.embed_tokens.weight", CONFIG.vocab_size, d)];
-  for (let n = 0; n < CONFIG.num_hidden_layers; n++) {
-    const p = `model.layers.${n}.`;
-    list.push(
-      ones(p + "input_layernorm.weight"),
-      mat(p + "self_attn.q_proj.weight", d, d),
-      mat(p + "self_attn.k_proj.weight", kv, d),
-      mat(p + "self_attn.v_proj.weight", kv, d),
-      mat(p + "self_attn.o_proj.weight", d, d),
-      ones(p + "post_attention_layernorm.weight"),
-      mat(p + "mlp.gate_proj.weight", f, d),
-      mat(p + "mlp.up_proj.weight", f, d),
-      mat(p + "mlp.down_proj.weight", d, f),
-    );
-  }
-  list.push(ones("model.norm.weight"));
-  return {
-    models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex(list) }],
-  };
+  return llamaModelFile(
+    llamaTensors(CONFIG, 4, (i, r) => Math.sin(i + r)),
+  );
 }
 
 /** A 5-block GGUF, read back, with some metadata values replaced. */

@@ -29,11 +29,17 @@ import {
   detectArchitecture,
   ggufToHf,
   hfToGguf,
-  type Transformer,
   transformerFromFiles,
   transformerFromGguf,
 } from "../../models/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
+import {
+  assertMatchesLlamaCpp,
+  greedy,
+  type LlamaCppCase,
+  llamaCppRef,
+  readVectors,
+} from "../_helpers/llama_cpp_decoders.ts";
 
 interface Case {
   name: string;
@@ -47,29 +53,12 @@ interface Case {
   text_greedy: number[];
 }
 
-interface LlamaCppCase {
-  name: string;
-  greedy?: number[];
-  top?: [number, number][][];
-  error?: string;
-}
-
-const vectors = JSON.parse(
-  await Deno.readTextFile(
-    join(REPO_ROOT, "tests/vectors/decoder_families.json"),
-  ),
-) as { cases: Case[] };
-const llamaCpp = JSON.parse(
-  await Deno.readTextFile(
-    join(REPO_ROOT, "tests/vectors/decoder_families_llama_cpp.json"),
-  ),
-) as { cases: LlamaCppCase[] };
-
-/** Cases where llama.cpp computes another model, and why. */
-const LLAMA_CPP_DIFFERS: Record<string, string> = {
-  "starcoder2-mha-untied-window":
-    "llama.cpp's starcoder2 graph has no sliding window (the checkpoint's window is 5 tokens)",
-};
+const vectors = await readVectors<{ cases: Case[] }>(
+  "tests/vectors/decoder_families.json",
+);
+const llamaCpp = await readVectors<{ cases: LlamaCppCase[] }>(
+  "tests/vectors/decoder_families_llama_cpp.json",
+);
 
 const GGUF_ARCH: Record<string, string> = {
   gemma: "gemma",
@@ -97,19 +86,6 @@ function assertLogits(got: Float32Array, c: Case, what: string): void {
       c.logits[at]
     } (relative error ${worst})`,
   );
-}
-
-function greedy(m: Transformer, prompt: number[], n: number): number[] {
-  const st = m.createState();
-  let l = m.forward(prompt, st);
-  const out: number[] = [];
-  for (let k = 0; k < n; k++) {
-    let b = 0;
-    for (let i = 1; i < l.length; i++) if (l[i] > l[b]) b = i;
-    out.push(b);
-    if (k < n - 1) l = m.forward([b], st);
-  }
-  return out;
 }
 
 async function ggufOf(folder: string, name?: string) {
@@ -199,53 +175,11 @@ for (const c of vectors.cases) {
   });
 
   Deno.test(`${c.name}: llama.cpp on our GGUF`, async (t) => {
-    const ref = llamaCpp.cases.find((x) => x.name === c.name);
-    if (!ref?.greedy || !ref.top) {
-      throw new Error(`no llama.cpp vector for ${c.name}: ${ref?.error}`);
-    }
-    const llamaIds = ref.greedy, top = ref.top;
+    const ref = llamaCppRef(llamaCpp.cases, c.name);
     const model = await transformerFromGguf(
       await ggufOf(join(REPO_ROOT, c.folder)),
     );
-    const ours = greedy(model, c.prompt, 32);
-    if (LLAMA_CPP_DIFFERS[c.name]) {
-      // still a real check: llama.cpp's tokens are not ours
-      assert(ours.join() !== llamaIds.join());
-      await t.step(`skipped: ${LLAMA_CPP_DIFFERS[c.name]}`, () => {});
-      return;
-    }
-    for (let k = 0; k < 32; k++) {
-      const [[a, pa], [b, pb]] = top[k];
-      if ((pa - pb) / pa < 0.02) {
-        assert(
-          ours[k] === a || ours[k] === b,
-          `step ${k}: ours ${ours[k]}, llama.cpp's near tie ${a}/${b}`,
-        );
-        break;
-      }
-      assertEquals(
-        ours[k],
-        llamaIds[k],
-        `step ${k} (llama.cpp ${llamaIds.join()})`,
-      );
-    }
-    // Fed llama.cpp's own tokens, our next-token probabilities equal its
-    // three most likely ones (it keeps the KV cache in float16).
-    const st = model.createState();
-    let l = model.forward(c.prompt, st);
-    for (let k = 0; k < 32; k++) {
-      const mx = l.reduce((a, b) => Math.max(a, b), -Infinity);
-      let sum = 0;
-      for (const x of l) sum += Math.exp(x - mx);
-      for (const [id, p] of top[k]) {
-        const q = Math.exp(l[id] - mx) / sum;
-        assert(
-          Math.abs(q - p) < 5e-3,
-          `step ${k}: p(${id}) is ${q}, llama.cpp ${p}`,
-        );
-      }
-      if (k < 31) l = model.forward([llamaIds[k]], st);
-    }
+    await assertMatchesLlamaCpp(t, c.name, model, c.prompt, ref, 5e-3);
   });
 
   Deno.test(`${c.name}: detectArchitecture from tensor names`, async () => {

@@ -8,7 +8,7 @@ import { fromFileUrl } from "@std/path";
 import { openSystemBlas } from "../../io/blas.ts";
 import { loadEncoderModel } from "../../io/encoder.ts";
 import { setF32GemmBackend } from "../../kernels/fast/backend.ts";
-import type { F32GemmBackend } from "../../kernels/fast/backend.ts";
+import { countingBackend } from "../_helpers/counting_blas.ts";
 import { embedSentences } from "../../models/sentence.ts";
 
 const DIR = fromFileUrl(new URL("../vectors/encoders/", import.meta.url));
@@ -49,21 +49,7 @@ for (const name of CASES) {
       }).embeddings;
     const wasm = run();
     // every product of these tiny models on the library, counted
-    const real = blas.backend;
-    let gemms = 0, sgemms = 0;
-    const counting: F32GemmBackend = {
-      name: real.name,
-      minRows: 1,
-      minWork: 1,
-      gemm(...a) {
-        gemms++;
-        return real.gemm(...a);
-      },
-      sgemm(...a) {
-        sgemms++;
-        real.sgemm!(...a);
-      },
-    };
+    const { backend: counting, counts } = countingBackend(blas.backend);
     const before = setF32GemmBackend(counting);
     let native: Float32Array[];
     try {
@@ -72,6 +58,7 @@ for (const name of CASES) {
       setF32GemmBackend(before);
       blas.close();
     }
+    const { gemms, sgemms } = counts;
     assert(gemms > 0 && sgemms > 0, `${gemms} gemm and ${sgemms} sgemm calls`);
     const toWasm = worstDiff(native, wasm);
     const toRef = worstDiff(native, exp.embeddings);

@@ -19,30 +19,19 @@ import {
 import { encoderNetwork } from "../../models/encoder_network.ts";
 import { defaultRegistry } from "../../mod.ts";
 import { ort } from "../formats/_ort.ts";
-
-const DIR = fromFileUrl(new URL("../vectors/encoders/", import.meta.url));
-const CASES = [
-  "bert-mean",
-  "bert-cls",
-  "bert-max",
-  "roberta-mean",
-  "xlm-roberta-cls",
-  "nomic-bert-mean",
-  "modernbert-mean",
-  "xlm-roberta-unigram",
-];
-
-interface Expected {
-  ids: number[][];
-  pooling: string;
-  normalize: boolean;
-  embeddings: number[][];
-}
+import {
+  ENCODER_CASES,
+  ENCODERS_DIR,
+  type ExpectedEmbeddings,
+  readExpected,
+} from "../_helpers/encoder_vectors.ts";
 
 async function load(name: string) {
-  const hf = JSON.parse(await Deno.readTextFile(`${DIR}${name}/config.json`));
+  const hf = JSON.parse(
+    await Deno.readTextFile(`${ENCODERS_DIR}${name}/config.json`),
+  );
   const config = encoderConfigFromHf(hf);
-  const file = await openSafetensors(`${DIR}${name}`);
+  const file = await openSafetensors(`${ENCODERS_DIR}${name}`);
   const tensors = new Map<string, Tensor>();
   try {
     const index = file.models[0].tensors;
@@ -57,7 +46,12 @@ async function load(name: string) {
 }
 
 /** Pools `len` rows of `h` (row stride d) as sentence-transformers does. */
-function pool(h: ArrayLike<number>, len: number, d: number, exp: Expected) {
+function pool(
+  h: ArrayLike<number>,
+  len: number,
+  d: number,
+  exp: ExpectedEmbeddings,
+) {
   const v = new Float64Array(d);
   if (exp.pooling === "cls") {
     for (let j = 0; j < d; j++) v[j] = h[j];
@@ -121,11 +115,9 @@ function bothPaths(
   return { net, pairs };
 }
 
-for (const name of CASES) {
+for (const name of ENCODER_CASES) {
   Deno.test(`encoder network ${name}: layer plugins and ONNX Runtime equal sentence-transformers`, async () => {
-    const exp = JSON.parse(
-      await Deno.readTextFile(`${DIR}${name}/expected.json`),
-    ) as Expected;
+    const exp = await readExpected(name);
     const { config, hf, tensors, net: en } = await load(name);
     const d = config.hiddenSize;
     const { net, pairs } = bothPaths(config, en, tensors, exp.ids);
@@ -213,13 +205,11 @@ for (
   ] as const
 ) {
   Deno.test(`encoder network ${name}: ${quantize} GGUF tensors split in place equal the model path`, async () => {
-    const exp = JSON.parse(
-      await Deno.readTextFile(`${DIR}${name}/expected.json`),
-    ) as Expected;
+    const exp = await readExpected(name);
     const dir = await Deno.makeTempDir();
     try {
       const out = `${dir}/m.gguf`;
-      await convertEncoderToGguf(`${DIR}${name}`, out, { quantize });
+      await convertEncoderToGguf(`${ENCODERS_DIR}${name}`, out, { quantize });
       const { config } = await load(name);
       const opened = await openModel(defaultRegistry(), out);
       try {
@@ -261,9 +251,7 @@ for (
   ]
 ) {
   Deno.test(`encoder network ${name}: from llama.cpp's converter's GGUF equals sentence-transformers`, async () => {
-    const exp = JSON.parse(
-      await Deno.readTextFile(`${DIR}${name}/expected.json`),
-    ) as Expected;
+    const exp = await readExpected(name);
     const opened = await openModel(
       defaultRegistry(),
       fromFileUrl(

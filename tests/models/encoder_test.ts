@@ -7,7 +7,6 @@ import {
   assertRejects,
   assertThrows,
 } from "@std/assert";
-import { fromFileUrl } from "@std/path";
 import {
   convertEncoderToGguf,
   type EncoderModel,
@@ -22,27 +21,14 @@ import {
 } from "../../models/sentence.ts";
 import { embed } from "../../models/embed.ts";
 import { encoderConfigFromHf } from "../../models/encoder_config.ts";
+import {
+  ENCODER_CASES,
+  ENCODERS_DIR,
+  type ExpectedEmbeddings,
+  readExpected,
+} from "../_helpers/encoder_vectors.ts";
 
-const DIR = fromFileUrl(new URL("../vectors/encoders/", import.meta.url));
-const CASES = [
-  "bert-mean",
-  "bert-cls",
-  "bert-max",
-  "roberta-mean",
-  "xlm-roberta-cls",
-  "modernbert-mean",
-  "nomic-bert-mean",
-  "xlm-roberta-unigram",
-];
-
-interface Expected {
-  texts: string[];
-  prompt_name: string | null;
-  ids: number[][];
-  embeddings: number[][];
-}
-
-function check(m: EncoderModel, exp: Expected, tol: number): void {
+function check(m: EncoderModel, exp: ExpectedEmbeddings, tol: number): void {
   const tok = m.encoder.tokenizer!;
   const prefix = exp.prompt_name ? m.pipeline.prompts[exp.prompt_name] : "";
   for (const [i, t] of exp.texts.entries()) {
@@ -62,17 +48,15 @@ function check(m: EncoderModel, exp: Expected, tol: number): void {
   }
 }
 
-for (const name of CASES) {
-  const exp = JSON.parse(
-    await Deno.readTextFile(`${DIR}${name}/expected.json`),
-  ) as Expected;
+for (const name of ENCODER_CASES) {
+  const exp = await readExpected(name);
   Deno.test(`encoder ${name}: HF folder equals sentence-transformers (padded batch)`, async () => {
-    check(await loadEncoderModel(`${DIR}${name}`), exp, 1e-4);
+    check(await loadEncoderModel(`${ENCODERS_DIR}${name}`), exp, 1e-4);
   });
   Deno.test(`encoder ${name}: our GGUF of it equals sentence-transformers`, async () => {
     const out = await Deno.makeTempFile({ suffix: ".gguf" });
     try {
-      await convertEncoderToGguf(`${DIR}${name}`, out);
+      await convertEncoderToGguf(`${ENCODERS_DIR}${name}`, out);
       check(await loadEncoderModel(out), exp, 1e-4);
     } finally {
       await Deno.remove(out);
@@ -81,10 +65,8 @@ for (const name of CASES) {
 }
 
 Deno.test("encoder: batch size does not change vectors (packed rows)", async () => {
-  const m = await loadEncoderModel(`${DIR}bert-mean`);
-  const exp = JSON.parse(
-    await Deno.readTextFile(`${DIR}bert-mean/expected.json`),
-  ) as Expected;
+  const m = await loadEncoderModel(`${ENCODERS_DIR}bert-mean`);
+  const exp = await readExpected("bert-mean");
   const all = embedSentences(m.encoder, m.pipeline, exp.texts).embeddings;
   const one = embedSentences(m.encoder, m.pipeline, exp.texts, { batchSize: 1 })
     .embeddings;
@@ -98,12 +80,12 @@ Deno.test("encoder: batch size does not change vectors (packed rows)", async () 
 for (const name of ["bert-reranker", "roberta-reranker"]) {
   Deno.test(`cross-encoder ${name}: scores equal transformers' (folder and our GGUF; one pair and a packed batch)`, async () => {
     const exp = JSON.parse(
-      await Deno.readTextFile(`${DIR}${name}/expected.json`),
+      await Deno.readTextFile(`${ENCODERS_DIR}${name}/expected.json`),
     ) as { pairs: [string, string][]; ids: number[][]; scores: number[] };
-    const m = await loadEncoderModel(`${DIR}${name}`);
+    const m = await loadEncoderModel(`${ENCODERS_DIR}${name}`);
     const gguf = await Deno.makeTempFile({ suffix: ".gguf" });
     try {
-      await convertEncoderToGguf(`${DIR}${name}`, gguf);
+      await convertEncoderToGguf(`${ENCODERS_DIR}${name}`, gguf);
       const g = await loadEncoderModel(gguf);
       for (const [i, [q, d]] of exp.pairs.entries()) {
         const [s] = rerankScores(m.encoder, q, [d]);
@@ -125,10 +107,8 @@ for (const name of ["bert-reranker", "roberta-reranker"]) {
 }
 
 Deno.test("embed(): an encoder model pools as sentence-transformers does", async () => {
-  const exp = JSON.parse(
-    await Deno.readTextFile(`${DIR}roberta-mean/expected.json`),
-  ) as Expected;
-  const m = await loadEncoderModel(`${DIR}roberta-mean`);
+  const exp = await readExpected("roberta-mean");
+  const m = await loadEncoderModel(`${ENCODERS_DIR}roberta-mean`);
   const r = embed(m, exp.texts);
   assertEquals(r.embeddings.length, exp.texts.length);
   for (const [i, v] of r.embeddings.entries()) {
@@ -139,12 +119,10 @@ Deno.test("embed(): an encoder model pools as sentence-transformers does", async
 
 for (const [quantize, minCos] of [["F16", 0.99999], ["Q8_0", 0.999]] as const) {
   Deno.test(`encoder: a ${quantize} GGUF runs on the fast kernels close to sentence-transformers`, async () => {
-    const exp = JSON.parse(
-      await Deno.readTextFile(`${DIR}bert-mean/expected.json`),
-    ) as Expected;
+    const exp = await readExpected("bert-mean");
     const out = await Deno.makeTempFile({ suffix: ".gguf" });
     try {
-      await convertEncoderToGguf(`${DIR}bert-mean`, out, { quantize });
+      await convertEncoderToGguf(`${ENCODERS_DIR}bert-mean`, out, { quantize });
       const m = await loadEncoderModel(out);
       const r = embedSentences(m.encoder, m.pipeline, exp.texts);
       for (const [i, v] of r.embeddings.entries()) {
@@ -158,10 +136,8 @@ for (const [quantize, minCos] of [["F16", 0.99999], ["Q8_0", 0.999]] as const) {
 }
 
 Deno.test("decoder embedding model (qwen2, last-token pooling, prompt): equals sentence-transformers on a padded batch", async () => {
-  const exp = JSON.parse(
-    await Deno.readTextFile(`${DIR}qwen2-last/expected.json`),
-  ) as Expected;
-  const dir = `${DIR}qwen2-last`;
+  const exp = await readExpected("qwen2-last");
+  const dir = `${ENCODERS_DIR}qwen2-last`;
   const model = await loadTransformer(dir);
   const pipeline = await readSentencePipelineDir(dir);
   if (!pipeline) throw new Error("qwen2-last has no modules.json");
@@ -202,9 +178,12 @@ Deno.test("encoder: bad configs and files are refused with typed errors naming t
   const tmp = await Deno.makeTempDir();
   try {
     // a folder whose modules.json lists a module that cannot run here
-    for await (const e of Deno.readDir(`${DIR}bert-mean`)) {
+    for await (const e of Deno.readDir(`${ENCODERS_DIR}bert-mean`)) {
       if (e.isFile) {
-        await Deno.copyFile(`${DIR}bert-mean/${e.name}`, `${tmp}/${e.name}`);
+        await Deno.copyFile(
+          `${ENCODERS_DIR}bert-mean/${e.name}`,
+          `${tmp}/${e.name}`,
+        );
       }
     }
     await Deno.writeTextFile(

@@ -10,8 +10,6 @@
 
 import { assert, assertEquals } from "@std/assert";
 import { join } from "@std/path";
-import { memoryTensorIndex } from "../../core/model.ts";
-import { tensorFromF32 } from "../../core/tensor.ts";
 import { writeGgufBytes } from "../../formats/gguf/mod.ts";
 import { loadTransformer } from "../../io/transformer.ts";
 import { kernelCopyBytes, kernelInfo } from "../../kernels/fast/runtime.ts";
@@ -20,6 +18,7 @@ import {
   hfToGguf,
   type Transformer,
 } from "../../models/mod.ts";
+import { llamaModelFile, llamaTensors } from "../_helpers/llama.ts";
 
 const CONFIG = {
   model_type: "llama",
@@ -38,41 +37,18 @@ const CONFIG = {
 
 /** GGUF bytes of a small random Llama model, quantized on write. */
 async function ggufOf(quantize: "Q4_0" | "Q8_0"): Promise<Uint8Array> {
-  const d = CONFIG.hidden_size, f = CONFIG.intermediate_size;
-  const kv = (d / CONFIG.num_attention_heads) * CONFIG.num_key_value_heads;
+  const kv = (CONFIG.hidden_size / CONFIG.num_attention_heads) *
+    CONFIG.num_key_value_heads;
   let seed = 1;
-  const mat = (name: string, rows: number, cols: number) =>
-    tensorFromF32(
-      name,
-      Float32Array.from(
-        { length: rows * cols },
-        (_, i) => Math.sin(0.37 * i + seed++) / Math.sqrt(cols),
-      ),
-      [rows, cols],
-    );
-  const ones = (name: string) =>
-    tensorFromF32(name, new Float32Array(d).fill(1), [d]);
-  const list = [mat("model.embed_tokens.weight", CONFIG.vocab_size, d)];
-  for (let n = 0; n < CONFIG.num_hidden_layers; n++) {
-    const p = `model.layers.${n}.`;
-    list.push(
-      ones(p + "input_layernorm.weight"),
-      mat(p + "self_attn.q_proj.weight", d, d),
-      mat(p + "self_attn.k_proj.weight", kv, d),
-      mat(p + "self_attn.v_proj.weight", kv, d),
-      mat(p + "self_attn.o_proj.weight", d, d),
-      ones(p + "post_attention_layernorm.weight"),
-      mat(p + "mlp.gate_proj.weight", f, d),
-      mat(p + "mlp.up_proj.weight", f, d),
-      mat(p + "mlp.down_proj.weight", d, f),
-    );
-  }
-  list.push(ones("model.norm.weight"));
   const file = hfToGguf({
     config: CONFIG,
-    model: {
-      models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex(list) }],
-    },
+    model: llamaModelFile(
+      llamaTensors(
+        CONFIG,
+        kv,
+        (i, _r, cols) => Math.sin(0.37 * i + seed++) / Math.sqrt(cols),
+      ),
+    ),
   });
   return await writeGgufBytes(file, { quantize });
 }

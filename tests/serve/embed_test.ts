@@ -13,6 +13,7 @@ import { memoryTensorIndex } from "../../core/model.ts";
 import { safetensorsFormat } from "../../formats/safetensors/mod.ts";
 import { REPO_ROOT } from "../_helpers/fixtures.ts";
 import { call, withServer } from "./_helpers.ts";
+import { countingBackend } from "../_helpers/counting_blas.ts";
 import { openSystemBlas } from "../../io/blas.ts";
 import {
   currentF32GemmBackend,
@@ -152,20 +153,7 @@ Deno.test("serve: with blas, /api/embed and /v1/embeddings run on the system Ope
     assert(logs.some((l) => l.msg === "listening" && l.f32 === real.name));
     // these tiny models' products are under the backend's size thresholds:
     // count every product on the library, thresholds off
-    let gemms = 0, sgemms = 0;
-    const counting: F32GemmBackend = {
-      name: real.name,
-      minRows: 1,
-      minWork: 1,
-      gemm(...a) {
-        gemms++;
-        return real.gemm(...a);
-      },
-      sgemm(...a) {
-        sgemms++;
-        real.sgemm!(...a);
-      },
-    };
+    const { backend: counting, counts } = countingBackend(real);
     setF32GemmBackend(counting);
     try {
       const r = await call(`${url}/api/embed`, {
@@ -183,6 +171,7 @@ Deno.test("serve: with blas, /api/embed and /v1/embeddings run on the system Ope
       for (const [i, d] of e.data.entries()) {
         close(d.embedding, rob.embeddings[i]);
       }
+      const { gemms, sgemms } = counts;
       assert(gemms > 0 && sgemms > 0, `gemm ${gemms}, sgemm ${sgemms}`);
     } finally {
       setF32GemmBackend(real);

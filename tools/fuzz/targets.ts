@@ -28,6 +28,7 @@ import {
   readNpz,
   writeNpz,
 } from "../../examples/plugins/npy/mod.ts";
+import { llamaTensors as sharedLlamaTensors } from "../../tests/_helpers/llama.ts";
 import { type FuzzTarget, WrongAcceptance } from "./harness.ts";
 import {
   INTERESTING_INTS,
@@ -251,32 +252,7 @@ const HF_CONFIG = {
 };
 
 function llamaTensors(): Tensor[] {
-  const d = 8, f = 12, kv = 4;
-  const mat = (name: string, r: number, c: number) =>
-    tensorFromF32(
-      name,
-      Float32Array.from({ length: r * c }, (_, i) => Math.sin(i + r) * 0.3),
-      [r, c],
-    );
-  const ones = (name: string) =>
-    tensorFromF32(name, new Float32Array(d).fill(1), [d]);
-  const list = [mat("model.embed_tokens.weight", 16, d)];
-  for (let n = 0; n < 3; n++) {
-    const p = `model.layers.${n}.`;
-    list.push(
-      ones(p + "input_layernorm.weight"),
-      mat(p + "self_attn.q_proj.weight", d, d),
-      mat(p + "self_attn.k_proj.weight", kv, d),
-      mat(p + "self_attn.v_proj.weight", kv, d),
-      mat(p + "self_attn.o_proj.weight", d, d),
-      ones(p + "post_attention_layernorm.weight"),
-      mat(p + "mlp.gate_proj.weight", f, d),
-      mat(p + "mlp.up_proj.weight", f, d),
-      mat(p + "mlp.down_proj.weight", d, f),
-    );
-  }
-  list.push(ones("model.norm.weight"));
-  return list;
+  return sharedLlamaTensors(HF_CONFIG, 4, (i, r) => Math.sin(i + r) * 0.3);
 }
 
 const llamaSeed = once(async () => {

@@ -7,8 +7,6 @@
 
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { memorySource } from "../../../core/sources.ts";
-import { memoryTensorIndex } from "../../../core/model.ts";
-import { tensorFromF32 } from "../../../core/tensor.ts";
 import type { ModelFile } from "../../../core/model.ts";
 import { readGguf, writeGgufBytes } from "../../../formats/gguf/mod.ts";
 import { hfToGguf, transformerFromGguf } from "../../../models/mod.ts";
@@ -25,6 +23,7 @@ import {
   shardState,
 } from "../../../kernels/wasm/_shards.ts";
 import { getEngine } from "../../../kernels/wasm/_engine.ts";
+import { llamaModelFile, llamaTensors } from "../../_helpers/llama.ts";
 
 const CONFIG = {
   model_type: "llama",
@@ -38,41 +37,14 @@ const CONFIG = {
 };
 
 function hfModel(): ModelFile {
-  const d = CONFIG.hidden_size, f = CONFIG.intermediate_size, kv = 32;
-  let k = 1;
-  const mat = (name: string, r: number, c: number) => {
-    const s = k++;
-    return tensorFromF32(
-      name,
-      Float32Array.from(
-        { length: r * c },
-        (_, i) => Math.sin(i * 0.37 + s) / Math.sqrt(c),
-      ),
-      [r, c],
-    );
-  };
-  const ones = (name: string) =>
-    tensorFromF32(name, new Float32Array(d).fill(1), [d]);
-  const list = [mat("model.embed_tokens.weight", CONFIG.vocab_size, d)];
-  for (let n = 0; n < CONFIG.num_hidden_layers; n++) {
-    const p = `model.layers.${n}.`;
-    list.push(
-      ones(p + "input_layernorm.weight"),
-      mat(p + "self_attn.q_proj.weight", d, d),
-      mat(p + "self_attn.k_proj.weight", kv, d),
-      mat(p + "self_attn.v_proj.weight", kv, d),
-      mat(p + "self_attn.o_proj.weight", d, d),
-      ones(p + "post_attention_layernorm.weight"),
-      mat(p + "mlp.gate_proj.weight", f, d),
-      mat(p + "mlp.up_proj.weight", f, d),
-      mat(p + "mlp.down_proj.weight", d, f),
-    );
-  }
-  list.push(ones("model.norm.weight"));
-  list.push(mat("lm_head.weight", CONFIG.vocab_size, d));
-  return {
-    models: [{ id: "m", metadata: {}, tensors: memoryTensorIndex(list) }],
-  };
+  return llamaModelFile(
+    llamaTensors(
+      CONFIG,
+      32,
+      (i, _r, c, m) => Math.sin(i * 0.37 + m + 1) / Math.sqrt(c),
+      true,
+    ),
+  );
 }
 
 async function gguf(quantize: "Q4_0" | "Q8_0"): Promise<ModelFile> {
