@@ -12,7 +12,7 @@
 import type { DTypeName } from "../dtypes.ts";
 import { UnsupportedDTypeError } from "../errors.ts";
 import { nearestInt, scaleMinK4 } from "./_common.ts";
-import { F_0_1, GROUP_MAX_EPS } from "./_k_search.ts";
+import { GROUP_MAX_EPS, makeQxQuants } from "./_k_search.ts";
 import { makeQp } from "./_qp_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
 import { quantizeQ8_0 } from "./legacy.ts";
@@ -32,64 +32,6 @@ import {
 } from "./iq_encode_low.ts";
 
 const f = Math.fround;
-
-/** `make_qx_quants(n, nmax, x, L, 1, qw)`: symmetric codes weighted by `qw`. */
-function makeQxW(
-  n: number,
-  nmax: number,
-  x: Float32Array,
-  s: number,
-  L: Int32Array,
-  lo: number,
-  qw: Float32Array,
-  qo: number,
-): number {
-  let max = 0, amax = 0;
-  for (let i = 0; i < n; i++) {
-    const ax = Math.abs(x[s + i]);
-    if (ax > amax) amax = ax, max = x[s + i];
-  }
-  if (amax < GROUP_MAX_EPS) {
-    for (let i = 0; i < n; i++) L[lo + i] = 0;
-    return 0;
-  }
-  let iscale = f(-nmax / max);
-  let sumlx = 0, suml2 = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = x[s + i];
-    let l = nearestInt(f(iscale * xi));
-    l = Math.max(-nmax, Math.min(nmax - 1, l));
-    L[lo + i] = l + nmax;
-    const w = qw[qo + i];
-    sumlx = f(sumlx + f(f(w * xi) * l));
-    suml2 = f(suml2 + f(f(w * l) * l));
-  }
-  let scale = suml2 ? f(sumlx / suml2) : 0;
-  let best = f(scale * sumlx);
-  for (let is = -9; is <= 9; is++) {
-    if (is === 0) continue;
-    iscale = f(-f(nmax + f(F_0_1 * is)) / max);
-    sumlx = 0;
-    suml2 = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = x[s + i];
-      let l = nearestInt(f(iscale * xi));
-      l = Math.max(-nmax, Math.min(nmax - 1, l));
-      const w = qw[qo + i];
-      sumlx = f(sumlx + f(f(w * xi) * l));
-      suml2 = f(suml2 + f(f(w * l) * l));
-    }
-    if (suml2 > 0 && f(sumlx * sumlx) > f(best * suml2)) {
-      for (let i = 0; i < n; i++) {
-        const l = nearestInt(f(iscale * x[s + i]));
-        L[lo + i] = nmax + Math.max(-nmax, Math.min(nmax - 1, l));
-      }
-      scale = f(sumlx / suml2);
-      best = f(scale * sumlx);
-    }
-  }
-  return scale;
-}
 
 /** `make_qkx3_quants` with weights, `use_mad = false`; the min goes to `mins[mi]`. */
 function makeQkx3(
@@ -299,7 +241,7 @@ function q6K(
   const L = new Int32Array(256), scales = new Float32Array(16);
   let maxScale = 0, maxAbs = 0;
   for (let ib = 0; ib < 16; ib++) {
-    const sc = makeQxW(16, 32, x, s + 16 * ib, L, 16 * ib, qw, 16 * ib);
+    const sc = makeQxQuants(16, 32, x, s + 16 * ib, L, 16 * ib, qw, 16 * ib);
     scales[ib] = sc;
     if (Math.abs(sc) > maxAbs) maxAbs = Math.abs(sc), maxScale = sc;
   }
@@ -417,11 +359,11 @@ function q3K(
       sumw = f(sumw + weight[l]);
     }
     sw[j] = sumw;
-    scales[j] = makeQxW(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
+    scales[j] = makeQxQuants(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
   }
   const sc = o + 96;
   out.fill(0, sc, sc + 12);
-  const dBlock = makeQxW(16, 32, scales, 0, Ls, 0, sw, 0);
+  const dBlock = makeQxQuants(16, 32, scales, 0, Ls, 0, sw, 0);
   for (let j = 0; j < 16; j++) {
     let l = Ls[j];
     if (j < 8) out[sc + j] = l & 0xf;
@@ -486,7 +428,7 @@ function legacyRow(
     const b = o + bb * ib;
     let q = b + 2;
     if (type === "Q4_0" || type === "Q5_0") {
-      const d = makeQxW(32, type === "Q4_0" ? 8 : 16, x, xs, L, 0, w, 0);
+      const d = makeQxQuants(32, type === "Q4_0" ? 8 : 16, x, xs, L, 0, w, 0);
       dv.setUint16(b, f32ToHalfBits(d), true);
     } else {
       const d = makeQkx3(
