@@ -11,7 +11,7 @@
 
 import type { DTypeName } from "../dtypes.ts";
 import { UnsupportedDTypeError } from "../errors.ts";
-import { nearestInt, scaleMinK4 } from "./_common.ts";
+import { nearestInt, pack2, packScalesK4, scaleMinK4 } from "./_common.ts";
 import { GROUP_MAX_EPS, makeQxQuants } from "./_k_search.ts";
 import { makeQp } from "./_qp_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
@@ -117,20 +117,6 @@ function makeQkx3(
   return scale;
 }
 
-function packK4(out: Uint8Array, sc: number, Ls: Int32Array, Lm: Int32Array) {
-  for (let j = 0; j < 8; j++) {
-    const ls = Math.min(63, Ls[j]) & 255, lm = Math.min(63, Lm[j]) & 255;
-    if (j < 4) {
-      out[sc + j] = ls;
-      out[sc + j + 4] = lm;
-    } else {
-      out[sc + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
-      out[sc + j - 4] |= (ls >> 4) << 6;
-      out[sc + j] |= (lm >> 4) << 6;
-    }
-  }
-}
-
 /** One 256-block of Q4_K (nmax 15) or Q5_K (nmax 31), codes left in `L`. */
 function k4Block(
   x: Float32Array,
@@ -177,7 +163,10 @@ function k4Block(
   }
   const dBlock = makeQp(8, 63, scales, Ls, sw);
   const mBlock = makeQp(8, 63, mins, Lm, sw);
-  packK4(out, o + 4, Ls, Lm);
+  for (let j = 0; j < 8; j++) {
+    const ls = Math.min(63, Ls[j]) & 255, lm = Math.min(63, Lm[j]) & 255;
+    packScalesK4(out, o + 4, j, ls, lm);
+  }
   writeHalf(out, o, dBlock);
   writeHalf(out, o + 2, mBlock);
   const dAll = readHalf(out, o), mAll = readHalf(out, o + 2);
@@ -269,15 +258,6 @@ function q6K(
       out[ql + l + 32] = (L[j + l + 32] & 15) | ((L[j + l + 96] & 15) << 4);
       out[qh + l] = (L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
         ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6);
-    }
-  }
-}
-
-function pack2(L: Int32Array, out: Uint8Array, q: number): void {
-  for (let j = 0; j < 256; j += 128) {
-    for (let l = 0; l < 32; l++) {
-      out[q + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) |
-        (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
     }
   }
 }
