@@ -33,6 +33,35 @@ import {
 
 const f = Math.fround;
 
+/** `Σ x²` over `x[s..s+n)`, accumulated in F32 in order. */
+function sumSquares(x: Float32Array, s: number, n: number): number {
+  let sum = 0;
+  for (let j = 0; j < n; j++) sum = f(sum + f(x[s + j] * x[s + j]));
+  return sum;
+}
+
+/**
+ * ggml's per-value weights `qw · sqrt(sigma2 + x²)` of `x[s..s+n)` (with
+ * `qw[qo..qo+n)`) into `w[0..n)`; returns their F32 sum.
+ */
+function sigmaWeights(
+  x: Float32Array,
+  s: number,
+  qw: Float32Array,
+  qo: number,
+  sigma2: number,
+  n: number,
+  w: Float32Array,
+): number {
+  let sum = 0;
+  for (let l = 0; l < n; l++) {
+    const xv = x[s + l];
+    w[l] = f(qw[qo + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+    sum = f(sum + w[l]);
+  }
+  return sum;
+}
+
 /** `make_qkx3_quants` with weights, `use_mad = false`; the min goes to `mins[mi]`. */
 function makeQkx3(
   n: number,
@@ -132,19 +161,9 @@ function k4Block(
   const mins = new Float32Array(8), scales = new Float32Array(8);
   const Laux = new Int32Array(32), Ls = new Int32Array(8);
   const Lm = new Int32Array(8), sm = new Int32Array(2);
-  let sumX2 = 0;
-  for (let l = 0; l < 256; l++) sumX2 = f(sumX2 + f(x[s + l] * x[s + l]));
-  const sigma2 = f(f(2 * sumX2) / 256);
+  const sigma2 = f(f(2 * sumSquares(x, s, 256)) / 256);
   for (let j = 0; j < 8; j++) {
-    let sumw = 0;
-    for (let l = 0; l < 32; l++) {
-      const xv = x[s + 32 * j + l];
-      weights[l] = f(
-        qw[qo + 32 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))),
-      );
-      sumw = f(sumw + weights[l]);
-    }
-    sw[j] = sumw;
+    sw[j] = sigmaWeights(x, s + 32 * j, qw, qo + 32 * j, sigma2, 32, weights);
     scales[j] = makeQkx3(
       32,
       nmax,
@@ -274,15 +293,9 @@ function q2K(
   const mins = new Float32Array(16), scales = new Float32Array(16);
   const sw = new Float32Array(16), weight = new Float32Array(16);
   const Ls = new Int32Array(16), Lm = new Int32Array(16);
-  let sumx2 = 0;
-  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
-  const sigma2 = f(sumx2 / 256);
+  const sigma2 = f(sumSquares(x, s, 256) / 256);
   for (let j = 0; j < 16; j++) {
-    for (let l = 0; l < 16; l++) {
-      const xv = x[s + 16 * j + l];
-      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
-    }
-    for (let l = 0; l < 16; l++) sw[j] = f(sw[j] + weight[l]);
+    sw[j] = sigmaWeights(x, s + 16 * j, qw, 16 * j, sigma2, 16, weight);
     scales[j] = makeQkx3(
       16,
       3,
@@ -328,17 +341,9 @@ function q3K(
   const L = new Int32Array(256), scales = new Float32Array(16);
   const weight = new Float32Array(16), sw = new Float32Array(16);
   const Ls = new Int32Array(16);
-  let sumx2 = 0;
-  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
-  const sigma2 = f(f(2 * sumx2) / 256);
+  const sigma2 = f(f(2 * sumSquares(x, s, 256)) / 256);
   for (let j = 0; j < 16; j++) {
-    let sumw = 0;
-    for (let l = 0; l < 16; l++) {
-      const xv = x[s + 16 * j + l];
-      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
-      sumw = f(sumw + weight[l]);
-    }
-    sw[j] = sumw;
+    sw[j] = sigmaWeights(x, s + 16 * j, qw, 16 * j, sigma2, 16, weight);
     scales[j] = makeQxQuants(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
   }
   const sc = o + 96;
@@ -392,19 +397,14 @@ function legacyRow(
   out: Uint8Array,
   o: number,
 ) {
-  let sumX2 = 0;
-  for (let j = 0; j < n; j++) sumX2 = f(sumX2 + f(x[s + j] * x[s + j]));
-  const sigma2 = f(sumX2 / n);
+  const sigma2 = f(sumSquares(x, s, n) / n);
   const w = new Float32Array(32), L = new Int32Array(32);
   const Laux = new Int32Array(32), min = new Float32Array(1);
   const bb = BLOCK[type]![1];
   const dv = new DataView(out.buffer, out.byteOffset);
   for (let ib = 0; ib < n / 32; ib++) {
     const xs = s + 32 * ib;
-    for (let j = 0; j < 32; j++) {
-      const xv = x[xs + j];
-      w[j] = f(qw[32 * ib + j] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
-    }
+    sigmaWeights(x, xs, qw, 32 * ib, sigma2, 32, w);
     const b = o + bb * ib;
     let q = b + 2;
     if (type === "Q4_0" || type === "Q5_0") {
