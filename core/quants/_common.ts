@@ -158,6 +158,42 @@ export function pack2(L: Int32Array, out: Uint8Array, q: number): void {
 }
 
 /**
+ * Stores 256 three-bit Q3_K codes (0..7): the high bit of code `32k + m`
+ * goes to bit `k` of `hmask` byte `m` (32 bytes at `o`, OR-ed in, so they
+ * must start zero), the low two bits to the 64 bytes at `o + 32` through
+ * {@link pack2}. `L` is left holding the low bits.
+ *
+ * @param L The codes; reduced to their low two bits.
+ * @param out The block bytes.
+ * @param o Offset of the block's `hmask`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { packQ3Codes } from "./_common.ts";
+ * const L = new Int32Array(256);
+ * L[33] = 5; // high bit: hmask[1] bit 1; low bits 1: byte 32 + 1 at bit 2
+ * const out = new Uint8Array(96);
+ * packQ3Codes(L, out, 0);
+ * assert(out[1] === 2 && out[33] === 1 << 2);
+ * ```
+ */
+export function packQ3Codes(L: Int32Array, out: Uint8Array, o: number): void {
+  let m = 0, hm = 1;
+  for (let j = 0; j < 256; j++) {
+    if (L[j] > 3) {
+      out[o + m] |= hm;
+      L[j] -= 4;
+    }
+    if (++m === 32) {
+      m = 0;
+      hm <<= 1;
+    }
+  }
+  pack2(L, out, o + 32);
+}
+
+/**
  * Checks the inputs of a block decoder.
  *
  * @param block The type's block facts (from `QUANT_BLOCKS`).

@@ -12,6 +12,7 @@ import {
   checkValues,
   nearestInt,
   pack2,
+  packQ3Codes,
   packScalesK4,
   scaleMinK4,
 } from "./_common.ts";
@@ -183,19 +184,7 @@ export function quantizeQ3_K(x: Float32Array): Uint8Array {
         L[16 * j + ii] = Math.max(-4, Math.min(3, l)) + 4;
       }
     }
-    let m = 0;
-    let hm = 1;
-    for (let j = 0; j < 256; j++) {
-      if (L[j] > 3) {
-        out[o + m] |= hm;
-        L[j] -= 4;
-      }
-      if (++m === 32) {
-        m = 0;
-        hm <<= 1;
-      }
-    }
-    pack2(L, out, o + 32);
+    packQ3Codes(L, out, o);
   }
   return out;
 }

@@ -11,7 +11,13 @@
 
 import type { DTypeName } from "../dtypes.ts";
 import { UnsupportedDTypeError } from "../errors.ts";
-import { nearestInt, pack2, packScalesK4, scaleMinK4 } from "./_common.ts";
+import {
+  nearestInt,
+  pack2,
+  packQ3Codes,
+  packScalesK4,
+  scaleMinK4,
+} from "./_common.ts";
 import { GROUP_MAX_EPS, makeQxQuants } from "./_k_search.ts";
 import { makeQp } from "./_qp_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
@@ -370,18 +376,7 @@ function q3K(
     }
   }
   out.fill(0, o, o + 32);
-  let m = 0, hm = 1;
-  for (let j = 0; j < 256; j++) {
-    if (L[j] > 3) {
-      out[o + m] |= hm;
-      L[j] -= 4;
-    }
-    if (++m === 32) {
-      m = 0;
-      hm <<= 1;
-    }
-  }
-  pack2(L, out, o + 32);
+  packQ3Codes(L, out, o);
 }
 
 /**
