@@ -92,6 +92,108 @@ export function scaleMinK4(
 }
 
 /**
+ * Packs sub-block `j` (0..7)'s 6-bit scale `ls` and min `lm` into the 12
+ * scale bytes of a Q4_K / Q5_K block at `sc`, the inverse of
+ * {@link scaleMinK4}. Bytes for `j ≥ 4` are OR-ed in, so write `j < 4` first.
+ *
+ * @param out The block bytes.
+ * @param sc Offset of the 12 packed scale bytes.
+ * @param j Sub-block index.
+ * @param ls The 6-bit scale.
+ * @param lm The 6-bit min.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { packScalesK4, scaleMinK4 } from "./_common.ts";
+ * const b = new Uint8Array(12), sm = new Int32Array(2);
+ * for (let j = 0; j < 8; j++) packScalesK4(b, 0, j, 40 + j, 50 + j);
+ * scaleMinK4(6, b, 0, sm);
+ * assert(sm[0] === 46 && sm[1] === 56);
+ * ```
+ */
+export function packScalesK4(
+  out: Uint8Array,
+  sc: number,
+  j: number,
+  ls: number,
+  lm: number,
+): void {
+  if (j < 4) {
+    out[sc + j] = ls;
+    out[sc + j + 4] = lm;
+  } else {
+    out[sc + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
+    out[sc + j - 4] |= (ls >> 4) << 6;
+    out[sc + j] |= (lm >> 4) << 6;
+  }
+}
+
+/**
+ * Packs 256 two-bit codes four per byte into 64 bytes at `q` (the Q2_K and
+ * Q3_K layout): byte `32h + l` holds codes `128h + l + 32k` at bits `2k`.
+ *
+ * @param L The codes (0..3).
+ * @param out The block bytes.
+ * @param q Offset of the 64 code bytes.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { pack2 } from "./_common.ts";
+ * const L = new Int32Array(256);
+ * L[32] = 3; // second code of byte 0
+ * const out = new Uint8Array(64);
+ * pack2(L, out, 0);
+ * assert(out[0] === 3 << 2);
+ * ```
+ */
+export function pack2(L: Int32Array, out: Uint8Array, q: number): void {
+  for (let j = 0; j < 256; j += 128) {
+    for (let l = 0; l < 32; l++) {
+      out[q + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) |
+        (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
+    }
+  }
+}
+
+/**
+ * Stores 256 three-bit Q3_K codes (0..7): the high bit of code `32k + m`
+ * goes to bit `k` of `hmask` byte `m` (32 bytes at `o`, OR-ed in, so they
+ * must start zero), the low two bits to the 64 bytes at `o + 32` through
+ * {@link pack2}. `L` is left holding the low bits.
+ *
+ * @param L The codes; reduced to their low two bits.
+ * @param out The block bytes.
+ * @param o Offset of the block's `hmask`.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { packQ3Codes } from "./_common.ts";
+ * const L = new Int32Array(256);
+ * L[33] = 5; // high bit: hmask[1] bit 1; low bits 1: byte 32 + 1 at bit 2
+ * const out = new Uint8Array(96);
+ * packQ3Codes(L, out, 0);
+ * assert(out[1] === 2 && out[33] === 1 << 2);
+ * ```
+ */
+export function packQ3Codes(L: Int32Array, out: Uint8Array, o: number): void {
+  let m = 0, hm = 1;
+  for (let j = 0; j < 256; j++) {
+    if (L[j] > 3) {
+      out[o + m] |= hm;
+      L[j] -= 4;
+    }
+    if (++m === 32) {
+      m = 0;
+      hm <<= 1;
+    }
+  }
+  pack2(L, out, o + 32);
+}
+
+/**
  * Checks the inputs of a block decoder.
  *
  * @param block The type's block facts (from `QUANT_BLOCKS`).

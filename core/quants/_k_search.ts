@@ -1,7 +1,8 @@
 /**
  * ggml's scale searches for the K-quant encoders (`make_qx_quants`,
  * `make_q3_quants`, `make_qkx2_quants` of `ggml-quants.c`), with every float
- * operation rounded to F32 as C does. Used by `k_encode.ts`.
+ * operation rounded to F32 as C does. Used by `k_encode.ts` and
+ * `k_encode_imatrix.ts`.
  *
  * @module
  */
@@ -35,9 +36,10 @@ export const GROUP_MAX_EPS: number = Math.fround(1e-15);
 export const F_0_1: number = Math.fround(0.1);
 
 /**
- * ggml's `make_qx_quants` with `rmse_type = 1` and no importance weights:
- * symmetric codes in `[0, 2·nmax)` at `L[lo..lo+n)` and the scale that
- * minimizes the x²-weighted error over 19 candidate scales.
+ * ggml's `make_qx_quants` with `rmse_type = 1`: symmetric codes in
+ * `[0, 2·nmax)` at `L[lo..lo+n)` and the scale that minimizes the weighted
+ * error over 19 candidate scales. The weights are `qw[qo..qo+n)` when given
+ * (an importance matrix), x² otherwise.
  *
  * @param n Values in the group.
  * @param nmax Half the code range (codes are `[0, 2·nmax)`).
@@ -45,6 +47,8 @@ export const F_0_1: number = Math.fround(0.1);
  * @param s Start of the group in `x`.
  * @param L Receives the codes at `L[lo..lo+n)`.
  * @param lo Start of the group in `L`.
+ * @param qw Optional weights, one per value; x² when absent.
+ * @param qo Start of the group in `qw`.
  * @returns The scale (0 for an all-zero group).
  *
  * @example
@@ -64,6 +68,8 @@ export function makeQxQuants(
   s: number,
   L: Int32Array,
   lo: number,
+  qw?: Float32Array,
+  qo = 0,
 ): number {
   let max = 0;
   let amax = 0;
@@ -86,7 +92,7 @@ export function makeQxQuants(
     let l = nearestInt(fround(iscale * xi));
     l = Math.max(-nmax, Math.min(nmax - 1, l));
     L[lo + i] = l + nmax;
-    const w = fround(xi * xi);
+    const w = qw ? qw[qo + i] : fround(xi * xi);
     sumlx = fround(sumlx + fround(fround(w * xi) * l));
     suml2 = fround(suml2 + fround(fround(w * l) * l));
   }
@@ -101,7 +107,7 @@ export function makeQxQuants(
       const xi = x[s + i];
       let l = nearestInt(fround(iscale * xi));
       l = Math.max(-nmax, Math.min(nmax - 1, l));
-      const w = fround(xi * xi);
+      const w = qw ? qw[qo + i] : fround(xi * xi);
       sumlx = fround(sumlx + fround(fround(w * xi) * l));
       suml2 = fround(suml2 + fround(fround(w * l) * l));
     }

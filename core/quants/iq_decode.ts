@@ -46,18 +46,61 @@ function u32(b: Uint8Array, o: number): number {
   return (b[o] | (b[o + 1] << 8) | (b[o + 2] << 16) | (b[o + 3] << 24)) >>> 0;
 }
 
-/** Eight values `db · grid · ±1` of a two-bit lattice entry. */
-function put8(
+/** `n` values `db · grid · ±1` of a lattice entry, sign bit `j` negating value `j`. */
+function putSigned(
   out: Float32Array,
   y: number,
   db: number,
   grid: Int8Array,
   g: number,
   signs: number,
+  n: number,
 ): void {
-  for (let j = 0; j < 8; j++) {
+  for (let j = 0; j < n; j++) {
     const v = fround(db * grid[g + j]);
     out[y + j] = (signs >> j) & 1 ? -v : v;
+  }
+}
+
+/** The sub-block scale `d · (0.5 + s) · mul` of the IQ2/IQ3_XXS types, rounded like ggml. */
+function halfStepScale(d: number, s: number, mul: number): number {
+  return fround(fround(d * (0.5 + s)) * mul);
+}
+
+/** The odd sub-block scale `d · (2s + 1)` of the IQ1 and IQ3_S types. */
+function oddScale(d: number, s: number): number {
+  return fround(d * (2 * s + 1));
+}
+
+/** Eight values `dl · (grid + delta)` of a one-bit lattice entry. */
+function putDelta8(
+  out: Float32Array,
+  y: number,
+  dl: number,
+  g: number,
+  delta: number,
+): void {
+  for (let j = 0; j < 8; j++) {
+    out[y + j] = fround(dl * (IQ1S_GRID[g + j] + delta));
+  }
+}
+
+/**
+ * `2n` values `d · table[nibble]` from `n` bytes at `q`: low nibbles to
+ * `y..y+n`, high nibbles to `y+n..y+2n`.
+ */
+function putNibbles(
+  out: Float32Array,
+  y: number,
+  src: Uint8Array,
+  q: number,
+  n: number,
+  table: ArrayLike<number>,
+  d: number,
+): void {
+  for (let j = 0; j < n; j++) {
+    out[y + j] = fround(d * table[src[q + j] & 0xf]);
+    out[y + j + n] = fround(d * table[src[q + j] >> 4]);
   }
 }
 
@@ -87,15 +130,16 @@ export function dequantizeIQ2_XXS(
     for (let ib = 0; ib < 8; ib++) {
       const q = o + 2 + 8 * ib;
       const aux1 = u32(src, q + 4);
-      const db = fround(fround(d * (0.5 + (aux1 >>> 28))) * 0.25);
+      const db = halfStepScale(d, aux1 >>> 28, 0.25);
       for (let l = 0; l < 4; l++, y += 8) {
-        put8(
+        putSigned(
           out,
           y,
           db,
           IQ2XXS_GRID,
           src[q + l] * 8,
           KSIGNS[(aux1 >>> (7 * l)) & 127],
+          8,
         );
       }
     }
@@ -125,17 +169,18 @@ export function dequantizeIQ2_XS(src: Uint8Array, count: number): Float32Array {
     const d = readHalf(src, o);
     for (let ib = 0; ib < 8; ib++) {
       const sc = src[o + 66 + ib];
-      const db0 = fround(fround(d * (0.5 + (sc & 0xf))) * 0.25);
-      const db1 = fround(fround(d * (0.5 + (sc >> 4))) * 0.25);
+      const db0 = halfStepScale(d, sc & 0xf, 0.25);
+      const db1 = halfStepScale(d, sc >> 4, 0.25);
       for (let l = 0; l < 4; l++, y += 8) {
         const q = u16(src, o + 2 + 2 * (4 * ib + l));
-        put8(
+        putSigned(
           out,
           y,
           l < 2 ? db0 : db1,
           IQ2XS_GRID,
           (q & 511) * 8,
           KSIGNS[q >> 9],
+          8,
         );
       }
     }
@@ -165,38 +210,24 @@ export function dequantizeIQ2_S(src: Uint8Array, count: number): Float32Array {
     const d = readHalf(src, o);
     for (let ib = 0; ib < 8; ib++) {
       const sc = src[o + 74 + ib];
-      const db0 = fround(fround(d * (0.5 + (sc & 0xf))) * 0.25);
-      const db1 = fround(fround(d * (0.5 + (sc >> 4))) * 0.25);
+      const db0 = halfStepScale(d, sc & 0xf, 0.25);
+      const db1 = halfStepScale(d, sc >> 4, 0.25);
       const qh = src[o + 66 + ib];
       for (let l = 0; l < 4; l++, y += 8) {
         const g = src[o + 2 + 4 * ib + l] | ((qh << (8 - 2 * l)) & 0x300);
-        put8(
+        putSigned(
           out,
           y,
           l < 2 ? db0 : db1,
           IQ2S_GRID,
           g * 8,
           src[o + 34 + 4 * ib + l],
+          8,
         );
       }
     }
   }
   return out;
-}
-
-/** Four values of a three-bit lattice entry with sign bits `signs >> shift`. */
-function put4(
-  out: Float32Array,
-  y: number,
-  db: number,
-  grid: Int8Array,
-  g: number,
-  signs: number,
-): void {
-  for (let j = 0; j < 4; j++) {
-    const v = fround(db * grid[g + j]);
-    out[y + j] = (signs >> j) & 1 ? -v : v;
-  }
 }
 
 /**
@@ -224,12 +255,20 @@ export function dequantizeIQ3_XXS(
     const d = readHalf(src, o);
     for (let ib = 0; ib < 8; ib++) {
       const aux = u32(src, o + 66 + 4 * ib);
-      const db = fround(fround(d * (0.5 + (aux >>> 28))) * 0.5);
+      const db = halfStepScale(d, aux >>> 28, 0.5);
       const qs = o + 2 + 8 * ib;
       for (let l = 0; l < 4; l++, y += 8) {
         const signs = KSIGNS[(aux >>> (7 * l)) & 127];
-        put4(out, y, db, IQ3XXS_GRID, src[qs + 2 * l] * 4, signs);
-        put4(out, y + 4, db, IQ3XXS_GRID, src[qs + 2 * l + 1] * 4, signs >> 4);
+        putSigned(out, y, db, IQ3XXS_GRID, src[qs + 2 * l] * 4, signs, 4);
+        putSigned(
+          out,
+          y + 4,
+          db,
+          IQ3XXS_GRID,
+          src[qs + 2 * l + 1] * 4,
+          signs >> 4,
+          4,
+        );
       }
     }
   }
@@ -258,15 +297,15 @@ export function dequantizeIQ3_S(src: Uint8Array, count: number): Float32Array {
     const d = readHalf(src, o);
     for (let ib = 0; ib < 8; ib++) {
       const sc = src[o + 106 + (ib >> 1)];
-      const db = fround(d * (1 + 2 * ((ib & 1) ? sc >> 4 : sc & 0xf)));
+      const db = oddScale(d, (ib & 1) ? sc >> 4 : sc & 0xf);
       const qh = src[o + 66 + ib];
       const qs = o + 2 + 8 * ib;
       for (let l = 0; l < 4; l++, y += 8) {
         const signs = src[o + 74 + 4 * ib + l];
         const g1 = src[qs + 2 * l] | ((qh << (8 - 2 * l)) & 256);
         const g2 = src[qs + 2 * l + 1] | ((qh << (7 - 2 * l)) & 256);
-        put4(out, y, db, IQ3S_GRID, g1 * 4, signs);
-        put4(out, y + 4, db, IQ3S_GRID, g2 * 4, signs >> 4);
+        putSigned(out, y, db, IQ3S_GRID, g1 * 4, signs, 4);
+        putSigned(out, y + 4, db, IQ3S_GRID, g2 * 4, signs >> 4, 4);
       }
     }
   }
@@ -295,13 +334,11 @@ export function dequantizeIQ1_S(src: Uint8Array, count: number): Float32Array {
     const d = readHalf(src, o);
     for (let ib = 0; ib < 8; ib++) {
       const qh = u16(src, o + 34 + 2 * ib);
-      const dl = fround(d * (2 * ((qh >> 12) & 7) + 1));
+      const dl = oddScale(d, (qh >> 12) & 7);
       const delta = qh & 0x8000 ? -IQ1S_DELTA : IQ1S_DELTA;
       for (let l = 0; l < 4; l++, y += 8) {
         const g = (src[o + 2 + 4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)) * 8;
-        for (let j = 0; j < 8; j++) {
-          out[y + j] = fround(dl * (IQ1S_GRID[g + j] + delta));
-        }
+        putDelta8(out, y, dl, g, delta);
       }
     }
   }
@@ -340,8 +377,8 @@ export function dequantizeIQ1_M(src: Uint8Array, count: number): Float32Array {
     for (let ib = 0; ib < 8; ib++) {
       const w = sc[ib >> 1];
       const sh = 6 * (ib & 1);
-      const dl1 = fround(d * (2 * ((w >> sh) & 7) + 1));
-      const dl2 = fround(d * (2 * ((w >> (sh + 3)) & 7) + 1));
+      const dl1 = oddScale(d, (w >> sh) & 7);
+      const dl2 = oddScale(d, (w >> (sh + 3)) & 7);
       const qs = o + 4 * ib;
       const qh0 = src[o + 32 + 2 * ib];
       const qh1 = src[o + 33 + 2 * ib];
@@ -358,11 +395,7 @@ export function dequantizeIQ1_M(src: Uint8Array, count: number): Float32Array {
         qh1 & 0x80 ? -IQ1S_DELTA : IQ1S_DELTA,
       ];
       for (let l = 0; l < 4; l++, y += 8) {
-        const dl = l < 2 ? dl1 : dl2;
-        const g = idx[l] * 8;
-        for (let j = 0; j < 8; j++) {
-          out[y + j] = fround(dl * (IQ1S_GRID[g + j] + delta[l]));
-        }
+        putDelta8(out, y, l < 2 ? dl1 : dl2, idx[l] * 8, delta[l]);
       }
     }
   }
@@ -389,12 +422,7 @@ export function dequantizeIQ4_NL(src: Uint8Array, count: number): Float32Array {
   const nb = checkBlocks(QUANT_BLOCKS.IQ4_NL, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 18, y += 32) {
-    const d = readHalf(src, o);
-    for (let j = 0; j < 16; j++) {
-      const q = src[o + 2 + j];
-      out[y + j] = fround(d * KVALUES_IQ4NL[q & 0xf]);
-      out[y + j + 16] = fround(d * KVALUES_IQ4NL[q >> 4]);
-    }
+    putNibbles(out, y, src, o + 2, 16, KVALUES_IQ4NL, readHalf(src, o));
   }
   return out;
 }
@@ -425,11 +453,7 @@ export function dequantizeIQ4_XS(src: Uint8Array, count: number): Float32Array {
       const ls = ((src[o + 4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xf) |
         (((sh >> (2 * ib)) & 3) << 4);
       const dl = fround(d * (ls - 32));
-      const qs = o + 8 + 16 * ib;
-      for (let j = 0; j < 16; j++) {
-        out[y + j] = fround(dl * KVALUES_IQ4NL[src[qs + j] & 0xf]);
-        out[y + j + 16] = fround(dl * KVALUES_IQ4NL[src[qs + j] >> 4]);
-      }
+      putNibbles(out, y, src, o + 8 + 16 * ib, 16, KVALUES_IQ4NL, dl);
     }
   }
   return out;
@@ -525,12 +549,7 @@ export function dequantizeMXFP4(src: Uint8Array, count: number): Float32Array {
   const nb = checkBlocks(QUANT_BLOCKS.MXFP4, src, count);
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 17, y += 32) {
-    const d = e8m0Half(src[o]);
-    for (let j = 0; j < 16; j++) {
-      const q = src[o + 1 + j];
-      out[y + j] = fround(KVALUES_FP4[q & 0xf] * d);
-      out[y + j + 16] = fround(KVALUES_FP4[q >> 4] * d);
-    }
+    putNibbles(out, y, src, o + 1, 16, KVALUES_FP4, e8m0Half(src[o]));
   }
   return out;
 }
@@ -555,12 +574,15 @@ export function dequantizeNVFP4(src: Uint8Array, count: number): Float32Array {
   const out = new Float32Array(count);
   for (let i = 0, o = 0, y = 0; i < nb; i++, o += 36) {
     for (let s = 0; s < 4; s++, y += 16) {
-      const d = ue4m3Half(src[o + s]);
-      for (let j = 0; j < 8; j++) {
-        const q = src[o + 4 + 8 * s + j];
-        out[y + j] = fround(KVALUES_FP4[q & 0xf] * d);
-        out[y + j + 8] = fround(KVALUES_FP4[q >> 4] * d);
-      }
+      putNibbles(
+        out,
+        y,
+        src,
+        o + 4 + 8 * s,
+        8,
+        KVALUES_FP4,
+        ue4m3Half(src[o + s]),
+      );
     }
   }
   return out;

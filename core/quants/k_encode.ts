@@ -8,7 +8,14 @@
  * @module
  */
 
-import { checkValues, nearestInt, scaleMinK4 } from "./_common.ts";
+import {
+  checkValues,
+  nearestInt,
+  pack2,
+  packQ3Codes,
+  packScalesK4,
+  scaleMinK4,
+} from "./_common.ts";
 import {
   F_0_1,
   GROUP_MAX_EPS,
@@ -29,16 +36,6 @@ import { readHalf, writeHalf } from "./f16.ts";
 
 const { Q2_K, Q3_K, Q4_K, Q5_K, Q6_K } = QUANT_BLOCKS;
 const fround = Math.fround;
-
-/** Packs four 2-bit codes per byte: bytes `[32·h, 32·h+32)` hold codes `128h + l + 32k` at bits `2k`. */
-function pack2(L: Int32Array, out: Uint8Array, q: number): void {
-  for (let j = 0; j < 256; j += 128) {
-    for (let l = 0; l < 32; l++) {
-      out[q + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) |
-        (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
-    }
-  }
-}
 
 /**
  * Encodes Q2_K like ggml's `quantize_row_q2_K_ref`.
@@ -187,39 +184,9 @@ export function quantizeQ3_K(x: Float32Array): Uint8Array {
         L[16 * j + ii] = Math.max(-4, Math.min(3, l)) + 4;
       }
     }
-    let m = 0;
-    let hm = 1;
-    for (let j = 0; j < 256; j++) {
-      if (L[j] > 3) {
-        out[o + m] |= hm;
-        L[j] -= 4;
-      }
-      if (++m === 32) {
-        m = 0;
-        hm <<= 1;
-      }
-    }
-    pack2(L, out, o + 32);
+    packQ3Codes(L, out, o);
   }
   return out;
-}
-
-/** Packs eight 6-bit scales and mins into the 12 bytes at `sc` (the K4 layout). */
-function packScalesK4(
-  out: Uint8Array,
-  sc: number,
-  j: number,
-  ls: number,
-  lm: number,
-): void {
-  if (j < 4) {
-    out[sc + j] = ls;
-    out[sc + j + 4] = lm;
-  } else {
-    out[sc + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
-    out[sc + j - 4] |= (ls >> 4) << 6;
-    out[sc + j] |= (lm >> 4) << 6;
-  }
 }
 
 /** The shared part of Q4_K and Q5_K: scales, mins, d, dmin, and the codes in `L`. */

@@ -11,8 +11,14 @@
 
 import type { DTypeName } from "../dtypes.ts";
 import { UnsupportedDTypeError } from "../errors.ts";
-import { nearestInt, scaleMinK4 } from "./_common.ts";
-import { F_0_1, GROUP_MAX_EPS } from "./_k_search.ts";
+import {
+  nearestInt,
+  pack2,
+  packQ3Codes,
+  packScalesK4,
+  scaleMinK4,
+} from "./_common.ts";
+import { GROUP_MAX_EPS, makeQxQuants } from "./_k_search.ts";
 import { makeQp } from "./_qp_search.ts";
 import { f32ToHalfBits, readHalf, writeHalf } from "./f16.ts";
 import { quantizeQ8_0 } from "./legacy.ts";
@@ -33,62 +39,33 @@ import {
 
 const f = Math.fround;
 
-/** `make_qx_quants(n, nmax, x, L, 1, qw)`: symmetric codes weighted by `qw`. */
-function makeQxW(
-  n: number,
-  nmax: number,
+/** `Σ x²` over `x[s..s+n)`, accumulated in F32 in order. */
+function sumSquares(x: Float32Array, s: number, n: number): number {
+  let sum = 0;
+  for (let j = 0; j < n; j++) sum = f(sum + f(x[s + j] * x[s + j]));
+  return sum;
+}
+
+/**
+ * ggml's per-value weights `qw · sqrt(sigma2 + x²)` of `x[s..s+n)` (with
+ * `qw[qo..qo+n)`) into `w[0..n)`; returns their F32 sum.
+ */
+function sigmaWeights(
   x: Float32Array,
   s: number,
-  L: Int32Array,
-  lo: number,
   qw: Float32Array,
   qo: number,
+  sigma2: number,
+  n: number,
+  w: Float32Array,
 ): number {
-  let max = 0, amax = 0;
-  for (let i = 0; i < n; i++) {
-    const ax = Math.abs(x[s + i]);
-    if (ax > amax) amax = ax, max = x[s + i];
+  let sum = 0;
+  for (let l = 0; l < n; l++) {
+    const xv = x[s + l];
+    w[l] = f(qw[qo + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
+    sum = f(sum + w[l]);
   }
-  if (amax < GROUP_MAX_EPS) {
-    for (let i = 0; i < n; i++) L[lo + i] = 0;
-    return 0;
-  }
-  let iscale = f(-nmax / max);
-  let sumlx = 0, suml2 = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = x[s + i];
-    let l = nearestInt(f(iscale * xi));
-    l = Math.max(-nmax, Math.min(nmax - 1, l));
-    L[lo + i] = l + nmax;
-    const w = qw[qo + i];
-    sumlx = f(sumlx + f(f(w * xi) * l));
-    suml2 = f(suml2 + f(f(w * l) * l));
-  }
-  let scale = suml2 ? f(sumlx / suml2) : 0;
-  let best = f(scale * sumlx);
-  for (let is = -9; is <= 9; is++) {
-    if (is === 0) continue;
-    iscale = f(-f(nmax + f(F_0_1 * is)) / max);
-    sumlx = 0;
-    suml2 = 0;
-    for (let i = 0; i < n; i++) {
-      const xi = x[s + i];
-      let l = nearestInt(f(iscale * xi));
-      l = Math.max(-nmax, Math.min(nmax - 1, l));
-      const w = qw[qo + i];
-      sumlx = f(sumlx + f(f(w * xi) * l));
-      suml2 = f(suml2 + f(f(w * l) * l));
-    }
-    if (suml2 > 0 && f(sumlx * sumlx) > f(best * suml2)) {
-      for (let i = 0; i < n; i++) {
-        const l = nearestInt(f(iscale * x[s + i]));
-        L[lo + i] = nmax + Math.max(-nmax, Math.min(nmax - 1, l));
-      }
-      scale = f(sumlx / suml2);
-      best = f(scale * sumlx);
-    }
-  }
-  return scale;
+  return sum;
 }
 
 /** `make_qkx3_quants` with weights, `use_mad = false`; the min goes to `mins[mi]`. */
@@ -175,20 +152,6 @@ function makeQkx3(
   return scale;
 }
 
-function packK4(out: Uint8Array, sc: number, Ls: Int32Array, Lm: Int32Array) {
-  for (let j = 0; j < 8; j++) {
-    const ls = Math.min(63, Ls[j]) & 255, lm = Math.min(63, Lm[j]) & 255;
-    if (j < 4) {
-      out[sc + j] = ls;
-      out[sc + j + 4] = lm;
-    } else {
-      out[sc + j + 4] = (ls & 0xf) | ((lm & 0xf) << 4);
-      out[sc + j - 4] |= (ls >> 4) << 6;
-      out[sc + j] |= (lm >> 4) << 6;
-    }
-  }
-}
-
 /** One 256-block of Q4_K (nmax 15) or Q5_K (nmax 31), codes left in `L`. */
 function k4Block(
   x: Float32Array,
@@ -204,19 +167,9 @@ function k4Block(
   const mins = new Float32Array(8), scales = new Float32Array(8);
   const Laux = new Int32Array(32), Ls = new Int32Array(8);
   const Lm = new Int32Array(8), sm = new Int32Array(2);
-  let sumX2 = 0;
-  for (let l = 0; l < 256; l++) sumX2 = f(sumX2 + f(x[s + l] * x[s + l]));
-  const sigma2 = f(f(2 * sumX2) / 256);
+  const sigma2 = f(f(2 * sumSquares(x, s, 256)) / 256);
   for (let j = 0; j < 8; j++) {
-    let sumw = 0;
-    for (let l = 0; l < 32; l++) {
-      const xv = x[s + 32 * j + l];
-      weights[l] = f(
-        qw[qo + 32 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))),
-      );
-      sumw = f(sumw + weights[l]);
-    }
-    sw[j] = sumw;
+    sw[j] = sigmaWeights(x, s + 32 * j, qw, qo + 32 * j, sigma2, 32, weights);
     scales[j] = makeQkx3(
       32,
       nmax,
@@ -235,7 +188,10 @@ function k4Block(
   }
   const dBlock = makeQp(8, 63, scales, Ls, sw);
   const mBlock = makeQp(8, 63, mins, Lm, sw);
-  packK4(out, o + 4, Ls, Lm);
+  for (let j = 0; j < 8; j++) {
+    const ls = Math.min(63, Ls[j]) & 255, lm = Math.min(63, Lm[j]) & 255;
+    packScalesK4(out, o + 4, j, ls, lm);
+  }
   writeHalf(out, o, dBlock);
   writeHalf(out, o + 2, mBlock);
   const dAll = readHalf(out, o), mAll = readHalf(out, o + 2);
@@ -299,7 +255,7 @@ function q6K(
   const L = new Int32Array(256), scales = new Float32Array(16);
   let maxScale = 0, maxAbs = 0;
   for (let ib = 0; ib < 16; ib++) {
-    const sc = makeQxW(16, 32, x, s + 16 * ib, L, 16 * ib, qw, 16 * ib);
+    const sc = makeQxQuants(16, 32, x, s + 16 * ib, L, 16 * ib, qw, 16 * ib);
     scales[ib] = sc;
     if (Math.abs(sc) > maxAbs) maxAbs = Math.abs(sc), maxScale = sc;
   }
@@ -331,15 +287,6 @@ function q6K(
   }
 }
 
-function pack2(L: Int32Array, out: Uint8Array, q: number): void {
-  for (let j = 0; j < 256; j += 128) {
-    for (let l = 0; l < 32; l++) {
-      out[q + j / 4 + l] = L[j + l] | (L[j + l + 32] << 2) |
-        (L[j + l + 64] << 4) | (L[j + l + 96] << 6);
-    }
-  }
-}
-
 /** One 256-block of Q2_K with weights (`quantize_row_q2_K_impl`). */
 function q2K(
   x: Float32Array,
@@ -352,15 +299,9 @@ function q2K(
   const mins = new Float32Array(16), scales = new Float32Array(16);
   const sw = new Float32Array(16), weight = new Float32Array(16);
   const Ls = new Int32Array(16), Lm = new Int32Array(16);
-  let sumx2 = 0;
-  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
-  const sigma2 = f(sumx2 / 256);
+  const sigma2 = f(sumSquares(x, s, 256) / 256);
   for (let j = 0; j < 16; j++) {
-    for (let l = 0; l < 16; l++) {
-      const xv = x[s + 16 * j + l];
-      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
-    }
-    for (let l = 0; l < 16; l++) sw[j] = f(sw[j] + weight[l]);
+    sw[j] = sigmaWeights(x, s + 16 * j, qw, 16 * j, sigma2, 16, weight);
     scales[j] = makeQkx3(
       16,
       3,
@@ -406,22 +347,14 @@ function q3K(
   const L = new Int32Array(256), scales = new Float32Array(16);
   const weight = new Float32Array(16), sw = new Float32Array(16);
   const Ls = new Int32Array(16);
-  let sumx2 = 0;
-  for (let j = 0; j < 256; j++) sumx2 = f(sumx2 + f(x[s + j] * x[s + j]));
-  const sigma2 = f(f(2 * sumx2) / 256);
+  const sigma2 = f(f(2 * sumSquares(x, s, 256)) / 256);
   for (let j = 0; j < 16; j++) {
-    let sumw = 0;
-    for (let l = 0; l < 16; l++) {
-      const xv = x[s + 16 * j + l];
-      weight[l] = f(qw[16 * j + l] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
-      sumw = f(sumw + weight[l]);
-    }
-    sw[j] = sumw;
-    scales[j] = makeQxW(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
+    sw[j] = sigmaWeights(x, s + 16 * j, qw, 16 * j, sigma2, 16, weight);
+    scales[j] = makeQxQuants(16, 4, x, s + 16 * j, L, 16 * j, weight, 0);
   }
   const sc = o + 96;
   out.fill(0, sc, sc + 12);
-  const dBlock = makeQxW(16, 32, scales, 0, Ls, 0, sw, 0);
+  const dBlock = makeQxQuants(16, 32, scales, 0, Ls, 0, sw, 0);
   for (let j = 0; j < 16; j++) {
     let l = Ls[j];
     if (j < 8) out[sc + j] = l & 0xf;
@@ -443,18 +376,7 @@ function q3K(
     }
   }
   out.fill(0, o, o + 32);
-  let m = 0, hm = 1;
-  for (let j = 0; j < 256; j++) {
-    if (L[j] > 3) {
-      out[o + m] |= hm;
-      L[j] -= 4;
-    }
-    if (++m === 32) {
-      m = 0;
-      hm <<= 1;
-    }
-  }
-  pack2(L, out, o + 32);
+  packQ3Codes(L, out, o);
 }
 
 /**
@@ -470,23 +392,18 @@ function legacyRow(
   out: Uint8Array,
   o: number,
 ) {
-  let sumX2 = 0;
-  for (let j = 0; j < n; j++) sumX2 = f(sumX2 + f(x[s + j] * x[s + j]));
-  const sigma2 = f(sumX2 / n);
+  const sigma2 = f(sumSquares(x, s, n) / n);
   const w = new Float32Array(32), L = new Int32Array(32);
   const Laux = new Int32Array(32), min = new Float32Array(1);
   const bb = BLOCK[type]![1];
   const dv = new DataView(out.buffer, out.byteOffset);
   for (let ib = 0; ib < n / 32; ib++) {
     const xs = s + 32 * ib;
-    for (let j = 0; j < 32; j++) {
-      const xv = x[xs + j];
-      w[j] = f(qw[32 * ib + j] * f(Math.sqrt(f(sigma2 + f(xv * xv)))));
-    }
+    sigmaWeights(x, xs, qw, 32 * ib, sigma2, 32, w);
     const b = o + bb * ib;
     let q = b + 2;
     if (type === "Q4_0" || type === "Q5_0") {
-      const d = makeQxW(32, type === "Q4_0" ? 8 : 16, x, xs, L, 0, w, 0);
+      const d = makeQxQuants(32, type === "Q4_0" ? 8 : 16, x, xs, L, 0, w, 0);
       dv.setUint16(b, f32ToHalfBits(d), true);
     } else {
       const d = makeQkx3(
