@@ -80,6 +80,12 @@ export const state = {
    */
   intGemm: true,
   /**
+   * Tests and benchmarks only: whether Q4_K / Q6_K jobs of several x rows
+   * may run as the integer GEMM (`kernels/wasm/_kernels_quant_kgemm.ts`,
+   * relaxed module; same bits either way).
+   */
+  kGemm: true,
+  /**
    * Tests and benchmarks only: whether Q8_0 jobs of several x rows prepare
    * each weight row once for all of them (`PREP_MIN_ROWS` in kernels/wasm).
    */

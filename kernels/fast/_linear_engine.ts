@@ -18,6 +18,7 @@ import {
 } from "../_linear_checks.ts";
 import { type FastDType, roundToF16, rowBytes } from "../quant_ref.ts";
 import { runShared, runSplit, state, touchAfter } from "./_dispatch.ts";
+import { kquantGemmJob, useKquantGemm } from "./_kquant_gemm_job.ts";
 import {
   GEMM_MIN_IN,
   GEMM_NR,
@@ -318,6 +319,20 @@ function quantJob(
     rows >= Math.max(2, gemmMinRows(e, kind))
   ) {
     return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
+  }
+  if (useKquantGemm(e, kind, rows, inF)) {
+    return kquantGemmJob(
+      e,
+      kind as "q4_k" | "q6_k",
+      rowBytes(dtype, inF),
+      ptrs,
+      outs,
+      xq.q8,
+      xq.meta,
+      rows,
+      inF,
+      biases,
+    );
   }
   if (
     kind === "q8_0" && rows > 1 && rows <= Q8T_MAX_ROWS && state.threads <= 1 &&

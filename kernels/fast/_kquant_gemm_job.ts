@@ -1,0 +1,103 @@
+/**
+ * Q4_K / Q6_K weights on many x rows (prefill, batches) as the integer
+ * GEMM of `kernels/wasm/_kernels_quant_kgemm.ts`: the Q8_K x codes packed
+ * once per chunk of rows, each weight's panels of 8 outputs split between
+ * the threads. Same bits as the dot kernels of `quantJob` for every row.
+ *
+ * @module
+ */
+
+import type { Engine } from "../wasm/_engine.ts";
+import {
+  kquantGemmPackedXBytes,
+  kquantGemmScratchBytes,
+  QK_NR,
+} from "../wasm/_kernels_quant_kgemm.ts";
+import { runSplit, state } from "./_dispatch.ts";
+
+/** x rows per chunk of a K-quant GEMM job (keeps the packed x small). */
+const KGEMM_CHUNK_ROWS = 256;
+
+/**
+ * Least x rows for which Q4_K / Q6_K jobs run as the GEMM (`state.gemmMinRows`
+ * when set). 4: below that the dot kernels read the weights few enough
+ * times that unpacking a panel per job does not pay (not measured finer).
+ */
+const KGEMM_MIN_ROWS = 4;
+
+/** Whether a `kind` job of `rows` x rows of `inF` inputs runs as the K-quant GEMM on `e`. */
+export function useKquantGemm(
+  e: Engine,
+  kind: string,
+  rows: number,
+  inF: number,
+): boolean {
+  if (kind !== "q4_k" && kind !== "q6_k") return false;
+  if (!state.kGemm || !e.fn[`${kind}_kgemm`] || inF % 256 !== 0) return false;
+  const least = state.gemmMinRows > 0 ? state.gemmMinRows : KGEMM_MIN_ROWS;
+  return rows >= Math.max(2, least);
+}
+
+/**
+ * Runs the weights `ptrs` (kind `kind`, `outs[i] × inF`, `rowBytes` bytes
+ * per output row) on the Q8_K-quantized x (`q8` codes, `meta` as
+ * `quantize_xk` writes them) of `rows` rows; returns each weight's
+ * `rows × outs[i]` output plus its bias.
+ */
+export function kquantGemmJob(
+  e: Engine,
+  kind: "q4_k" | "q6_k",
+  rowBytes: number,
+  ptrs: number[],
+  outs: number[],
+  q8: number,
+  meta: number,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+): Float32Array[] {
+  const chunk = Math.min(rows, KGEMM_CHUNK_ROWS);
+  const xBytes = kquantGemmPackedXBytes(chunk, inF);
+  const xp = e.scratch("qkx", xBytes + 64);
+  const stride = (kquantGemmScratchBytes(inF) + 63) & ~63;
+  const scr = e.scratch("qkscr", stride * ((e.pool?.size ?? 0) + 1));
+  const results = outs.map((o) => new Float32Array(rows * o));
+  for (let r0 = 0; r0 < rows; r0 += chunk) {
+    const n = Math.min(chunk, rows - r0);
+    e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+    e.fn.qk_pack_x(q8 + r0 * inF, xp, n, inF);
+    // quantize_xk's metadata: 16 bytes per row and block of 32
+    const m = meta + r0 * (inF / 32) * 16;
+    ptrs.forEach((w, i) => {
+      const outF = outs[i];
+      const y = e.scratch("y", n * outF * 4 + 64);
+      const padded = Math.ceil(outF / QK_NR) * QK_NR;
+      const bp = e.scratch("bias", padded * 4);
+      e.f32.fill(0, bp >> 2, (bp >> 2) + padded);
+      if (biases[i]) e.f32.set(biases[i]!, bp >> 2);
+      let part = 0;
+      runSplit(
+        e,
+        `${kind}_kgemm`,
+        n * inF * outF,
+        Math.ceil(outF / QK_NR),
+        (p0, p1) => [
+          xp,
+          m,
+          w,
+          rowBytes,
+          y,
+          bp,
+          n,
+          inF,
+          outF,
+          p0,
+          p1,
+          scr + stride * part++,
+        ],
+      );
+      results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
+    });
+  }
+  return results;
+}
