@@ -139,8 +139,9 @@ const PANEL_PARAMS: [string, typeof I][] = [
  * `q4_k_kpanel(w, rowBytes, n, nsb, dst, dm)`: Q4_K rows (n ≤ 8) as one
  * panel: per super-block, per sub-block j and step s (codes 4s..4s+3), 8
  * outputs × 4 codes at `dst` (2048 bytes per super-block); at `dm`
- * ({@link Q4K_META} bytes per super-block) the scales sc[j] and mins m[j]
- * as i32 per output, then d and dmin as F32 (`f16ToF32NoSubnormal`, as the
+ * ({@link Q4K_META} bytes per super-block) the scales sc[j] as an i16 pair
+ * `[sc, sc]` per output (so that one `i32x4.dot_i16x8_s` of a tile's i16
+ * pair sums both adds the pairs and scales them) and mins m[j] as i32, then d and dmin as F32 (`f16ToF32NoSubnormal`, as the
  * dot kernel).
  */
 function q4kPanel(m: ModuleBuilder): FuncBuilder {
@@ -227,8 +228,9 @@ function q4kPanel(m: ModuleBuilder): FuncBuilder {
             i32x4.shl(i32x4.shr_u(get(B), c(6)), c(4)),
           ),
         ),
-        ...lanesTo(get(raw[0]), 0),
-        ...lanesTo(get(raw[1]), 128),
+        // scales as i16 pairs [sc, sc] (for i32x4.dot_i16x8_s), mins as i32
+        ...lanesTo(v128.or(get(raw[0]), i32x4.shl(get(raw[0]), c(16))), 0),
+        ...lanesTo(v128.or(get(raw[1]), i32x4.shl(get(raw[1]), c(16))), 128),
         ...lanesTo(get(raw[2]), 256),
         ...lanesTo(get(raw[3]), 384),
         f32.store(
@@ -441,10 +443,7 @@ function q4kMicro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
     pair.map((a, h) =>
       v128.store(
         tmp(r, h),
-        i32x4.mul(
-          i32x4.extadd_pairwise_i16x8_s(get(a)),
-          v128.load(get(mq), 16 * h),
-        ),
+        i32x4.dot_i16x8_s(get(a), v128.load(get(mq), 16 * h)),
       )
     )
   );
@@ -465,10 +464,7 @@ function q4kMicro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
         set(
           tv,
           i32x4.add(
-            i32x4.mul(
-              i32x4.extadd_pairwise_i16x8_s(get(a)),
-              v128.load(get(mq), 128 + 16 * h),
-            ),
+            i32x4.dot_i16x8_s(get(a), v128.load(get(mq), 128 + 16 * h)),
             v128.load(tmp(r, h)),
           ),
         ),
