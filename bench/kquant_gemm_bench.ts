@@ -1,7 +1,7 @@
-// The Q4_K / Q6_K GEMM of kernels/wasm/_kernels_quant_kgemm.ts against the
+// The Q4_K / Q6_K / Q5_0 GEMMs of kernels/wasm/_kernels_quant_kgemm.ts against the
 // dot kernels it replaces for several x rows (knob `state.kGemm`), one
-// thread: `fastLinear` of M rows on the weight shapes of a 1024×12 and a
-// 2048×4 Q4_K_M model (random codes), the two paths alternating round by
+// thread: `fastLinear` of M rows on weight shapes of 576×30, 1024×12 and
+// 2048×4 Q4_K_M models (random codes), the two paths alternating round by
 // round, in this process's CPU time (user + system). Prints the median G
 // multiply-adds per CPU second of each and their ratio (the two give the
 // same bits; the script checks that too).
@@ -31,6 +31,7 @@ console.log(cpuLine());
 console.log(`kernels: ${JSON.stringify(kernelInfo())}`);
 
 const SHAPES = [
+  ["Q5_0", 1536, 576],
   ["Q4_K", 2816, 1024],
   ["Q6_K", 1024, 2816],
   ["Q4_K", 5632, 2048],

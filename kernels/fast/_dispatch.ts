@@ -80,8 +80,8 @@ export const state = {
    */
   intGemm: true,
   /**
-   * Tests and benchmarks only: whether Q4_K / Q6_K jobs of several x rows
-   * may run as the integer GEMM (`kernels/wasm/_kernels_quant_kgemm.ts`,
+   * Tests and benchmarks only: whether Q4_K / Q6_K / Q5_0 jobs of several x
+   * rows may run as the integer GEMMs (`kernels/wasm/_kernels_quant_kgemm.ts`,
    * relaxed module; same bits either way).
    */
   kGemm: true,

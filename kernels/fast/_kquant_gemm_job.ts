@@ -1,6 +1,6 @@
 /**
- * Q4_K / Q6_K weights on many x rows (prefill, batches) as the integer
- * GEMM of `kernels/wasm/_kernels_quant_kgemm.ts`: the Q8_K x codes packed
+ * Q4_K / Q6_K / Q5_0 weights on many x rows (prefill, batches) as the
+ * integer GEMMs of `kernels/wasm/_kernels_quant_kgemm.ts`: the x codes packed
  * once per chunk of rows, each weight's panels of 8 outputs split between
  * the threads. Same bits as the dot kernels of `quantJob` for every row.
  *
@@ -11,19 +11,26 @@ import type { Engine } from "../wasm/_engine.ts";
 import {
   kquantGemmPackedXBytes,
   kquantGemmScratchBytes,
+  q5IgemmScratchBytes,
   QK_NR,
 } from "../wasm/_kernels_quant_kgemm.ts";
+import { quantIgemmPackedXBytes } from "../wasm/_kernels_quant_igemm.ts";
 import { runSplit, state } from "./_dispatch.ts";
 
 /** x rows per chunk of a K-quant GEMM job (keeps the packed x small). */
 const KGEMM_CHUNK_ROWS = 256;
 
 /**
- * Least x rows for which Q4_K / Q6_K jobs run as the GEMM (`state.gemmMinRows`
+ * Least x rows for which Q4_K / Q6_K / Q5_0 jobs run as the GEMM (`state.gemmMinRows`
  * when set). 4: below that the dot kernels read the weights few enough
  * times that unpacking a panel per job does not pay (not measured finer).
  */
 const KGEMM_MIN_ROWS = 4;
+
+/** The GEMM kernel of a weight kind (`q4_k`, `q6_k`, `q5_0`). */
+function fnName(kind: string): string {
+  return kind === "q5_0" ? "q5_0_igemm" : `${kind}_kgemm`;
+}
 
 /** Whether a `kind` job of `rows` x rows of `inF` inputs runs as the K-quant GEMM on `e`. */
 export function useKquantGemm(
@@ -32,8 +39,8 @@ export function useKquantGemm(
   rows: number,
   inF: number,
 ): boolean {
-  if (kind !== "q4_k" && kind !== "q6_k") return false;
-  if (!state.kGemm || !e.fn[`${kind}_kgemm`] || inF % 256 !== 0) return false;
+  if (!state.kGemm || !e.fn[fnName(kind)]) return false;
+  if (kind !== "q5_0" && inF % 256 !== 0) return false;
   const least = state.gemmMinRows > 0 ? state.gemmMinRows : KGEMM_MIN_ROWS;
   return rows >= Math.max(2, least);
 }
@@ -46,7 +53,7 @@ export function useKquantGemm(
  */
 export function kquantGemmJob(
   e: Engine,
-  kind: "q4_k" | "q6_k",
+  kind: "q4_k" | "q6_k" | "q5_0",
   rowBytes: number,
   ptrs: number[],
   outs: number[],
@@ -57,16 +64,21 @@ export function kquantGemmJob(
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
   const chunk = Math.min(rows, KGEMM_CHUNK_ROWS);
-  const xBytes = kquantGemmPackedXBytes(chunk, inF);
+  // Q5_0 (Q8_0 activations) packs x as Q4_0's integer GEMM does
+  const q5 = kind === "q5_0";
+  const xBytes = q5
+    ? quantIgemmPackedXBytes(chunk, inF)
+    : kquantGemmPackedXBytes(chunk, inF);
   const xp = e.scratch("qkx", xBytes + 64);
-  const stride = (kquantGemmScratchBytes(inF) + 63) & ~63;
+  const stride =
+    ((q5 ? q5IgemmScratchBytes(inF) : kquantGemmScratchBytes(inF)) + 63) & ~63;
   const scr = e.scratch("qkscr", stride * ((e.pool?.size ?? 0) + 1));
   const results = outs.map((o) => new Float32Array(rows * o));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
-    e.fn.qk_pack_x(q8 + r0 * inF, xp, n, inF);
-    // quantize_xk's metadata: 16 bytes per row and block of 32
+    e.fn[q5 ? "qi_pack_x" : "qk_pack_x"](q8 + r0 * inF, xp, n, inF);
+    // quantize_x's and quantize_xk's metadata: 16 bytes per row and block of 32
     const m = meta + r0 * (inF / 32) * 16;
     ptrs.forEach((w, i) => {
       const outF = outs[i];
@@ -78,7 +90,7 @@ export function kquantGemmJob(
       let part = 0;
       runSplit(
         e,
-        `${kind}_kgemm`,
+        fnName(kind),
         n * inF * outF,
         Math.ceil(outF / QK_NR),
         (p0, p1) => [

@@ -323,7 +323,7 @@ function quantJob(
   if (useKquantGemm(e, kind, rows, inF)) {
     return kquantGemmJob(
       e,
-      kind as "q4_k" | "q6_k",
+      kind as "q4_k" | "q6_k" | "q5_0",
       rowBytes(dtype, inF),
       ptrs,
       outs,

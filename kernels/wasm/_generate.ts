@@ -9,12 +9,14 @@
 import { encodeBase64 } from "@std/encoding";
 import { buildKernelModule } from "./_kernels.ts";
 
+// An array of lines joined at load, not one `+` chain: TypeScript's checker
+// walks a chain of some 7000 `+` recursively and overflows its stack.
 function wrap(b64: string): string {
   const lines: string[] = [];
   for (let i = 0; i < b64.length; i += 76) {
-    lines.push(`  "${b64.slice(i, i + 76)}"`);
+    lines.push(`  "${b64.slice(i, i + 76)}",`);
   }
-  return lines.join(" +\n");
+  return `[\n${lines.join("\n")}\n].join("")`;
 }
 
 /**

@@ -1,8 +1,8 @@
-// Q4_K and Q6_K weights times several x rows run as the integer GEMM of
-// kernels/wasm/_kernels_quant_kgemm.ts (relaxed module): every row must get
+// Q4_K, Q6_K and Q5_0 weights times several x rows run as the integer GEMMs
+// of kernels/wasm/_kernels_quant_kgemm.ts (relaxed module): every row must get
 // exactly the bits it gets alone from the dot kernels (which the vectors of
 // tests/vectors check against ggml), on one and two threads, for widths of
-// 1 to 6 super-blocks, output counts that leave partial panels and row
+// 1 to 6 super-blocks (Q5_0: 1 to 18 blocks), output counts that leave partial panels and row
 // counts that leave partial x panels; and the values must stay within the
 // F32 rounding budget of the reference decode (`linearRef`).
 
@@ -23,9 +23,13 @@ const hasGemm = (): boolean => !!getEngine()?.fn.q4_k_kgemm;
 function check(threads: number): void {
   const saved = { min: state.gemmMinRows, k: state.kGemm };
   try {
-    for (const dtype of ["Q4_K", "Q6_K"] as const) {
-      for (const nsb of [1, 2, 3, 6]) {
-        const inF = 256 * nsb;
+    for (const dtype of ["Q4_K", "Q6_K", "Q5_0"] as const) {
+      // Q5_0: 1 to 9 blocks of 32 (groups of 4, 0 to 3 left over) and 18
+      const widths = dtype === "Q5_0"
+        ? [1, 2, 3, 4, 5, 6, 7, 8, 9, 18].map((b) => 32 * b)
+        : [1, 2, 3, 6].map((b) => 256 * b);
+      for (const inF of widths) {
+        const nsb = inF / 32;
         for (const outF of [37, 8, 3]) {
           const w = makeWeight(dtype, outF, inF);
           for (
@@ -41,12 +45,12 @@ function check(threads: number): void {
               assertEquals(
                 all.subarray(r * outF, (r + 1) * outF),
                 one,
-                `${dtype}, ${nsb} super-blocks, ${outF} outputs, row ${r} of ${rows}, ${threads} thread(s)`,
+                `${dtype}, ${inF} inputs, ${outF} outputs, row ${r} of ${rows}, ${threads} thread(s)`,
               );
             }
             const ref = linearRef(x, rows, w);
             const worst = worstRatio(all, ref, quantDotBudget(w, x, rows));
-            assert(worst <= 1, `${dtype} ${nsb}×256: ${worst} of the budget`);
+            assert(worst <= 1, `${dtype} ${inF}: ${worst} of the budget`);
           }
         }
       }
@@ -57,7 +61,7 @@ function check(threads: number): void {
   }
 }
 
-Deno.test("Q4_K / Q6_K GEMM gives each row the dot kernels' bits, one thread", () => {
+Deno.test("Q4_K / Q6_K / Q5_0 GEMM gives each row the dot kernels' bits, one thread", () => {
   if (!hasGemm()) {
     console.log(
       `  note: engine ${kernelInfo().backend} has no K-quant GEMM (relaxed SIMD only); skipped`,
@@ -67,11 +71,11 @@ Deno.test("Q4_K / Q6_K GEMM gives each row the dot kernels' bits, one thread", (
   check(1);
 });
 
-Deno.test("Q4_K / Q6_K GEMM, 300 rows (two chunks), matches the dot kernels", () => {
+Deno.test("Q4_K / Q6_K / Q5_0 GEMM, 300 rows (two chunks), matches the dot kernels", () => {
   if (!hasGemm()) return;
   const saved = state.gemmMinRows;
   try {
-    for (const dtype of ["Q4_K", "Q6_K"] as const) {
+    for (const dtype of ["Q4_K", "Q6_K", "Q5_0"] as const) {
       const inF = 512, rows = 300;
       const w = makeWeight(dtype, 21, inF);
       const x = cosines(rows * inF, 7, 3);
@@ -85,7 +89,7 @@ Deno.test("Q4_K / Q6_K GEMM, 300 rows (two chunks), matches the dot kernels", ()
   }
 });
 
-Deno.test("Q4_K / Q6_K GEMM, two threads sharing the panels", async () => {
+Deno.test("Q4_K / Q6_K / Q5_0 GEMM, two threads sharing the panels", async () => {
   if (!hasGemm()) return;
   await configureKernels({ threads: 2, minParallelWork: 1 });
   try {
