@@ -74,12 +74,16 @@ export const QK_MR = 4;
 /** Outputs per unpacked weight panel. */
 export const QK_NR = 8;
 
-/** Panel scale bytes per super-block, Q4_K: sc, m (8 × 8 i32), d, dmin (8 f32). */
-const Q4K_META = 576;
+/** Panel scale bytes per super-block, Q4_K: sc (8 × 8 i16 pairs), m (4 × 8 i16 pairs), d, dmin (8 f32). */
+const Q4K_META = 448;
 /** Panel scale bytes per super-block, Q6_K: scales as i16 pairs (16 × 8 and 8 × 8 i32), d (8 f32). */
 const Q6K_META = 800;
-/** Microkernel scratch: four F32 lane sums (and four min sums) per row and output, one i32 vector pair per row. */
-const MICRO_SCRATCH = 2 * 4 * QK_MR * 32 + QK_MR * 32;
+/**
+ * Microkernel scratch: four F32 lane sums (and four min sums) per row and
+ * output, one i32 vector pair per row, and (Q4_K) per row x's paired code
+ * sums and the scales times d_x.
+ */
+const MICRO_SCRATCH = 9 * QK_MR * 32 + QK_MR * 16 + QK_MR * 64;
 
 const I = T.i32;
 const V = T.v128;
@@ -148,8 +152,10 @@ const PANEL_PARAMS: [string, typeof I][] = [
  * outputs × 4 codes at `dst` (2048 bytes per super-block); at `dm`
  * ({@link Q4K_META} bytes per super-block) the scales sc[j] as an i16 pair
  * `[sc, sc]` per output (so that one `i32x4.dot_i16x8_s` of a tile's i16
- * pair sums both adds the pairs and scales them) and mins m[j] as i32, then d and dmin as F32 (`f16ToF32NoSubnormal`, as the
- * dot kernel).
+ * pair sums both adds the pairs and scales them), the mins as i16 pairs
+ * `[m[i], m[i+4]]` per output (i = 0..3, dotted with x's code sums of the
+ * same two sub-blocks), then d and dmin as F32 (`f16ToF32NoSubnormal`, as
+ * the dot kernel).
  */
 function q4kPanel(m: ModuleBuilder): FuncBuilder {
   const f = m.func("q4_k_kpanel", PANEL_PARAMS);
@@ -238,17 +244,16 @@ function q4kPanel(m: ModuleBuilder): FuncBuilder {
         // scales as i16 pairs [sc, sc] (for i32x4.dot_i16x8_s), mins as i32
         ...lanesTo(v128.or(get(raw[0]), i32x4.shl(get(raw[0]), c(16))), 0),
         ...lanesTo(v128.or(get(raw[1]), i32x4.shl(get(raw[1]), c(16))), 128),
-        ...lanesTo(get(raw[2]), 256),
-        ...lanesTo(get(raw[3]), 384),
+        ...lanesTo(v128.or(get(raw[2]), i32x4.shl(get(raw[3]), c(16))), 256),
         f32.store(
           i32.add(get(dmp), i32.shl(get(o), c(2))),
           f16ToF32NoSubnormal(() => i32.load16_u(get(src))),
-          512,
+          384,
         ),
         f32.store(
           i32.add(get(dmp), i32.shl(get(o), c(2))),
           f16ToF32NoSubnormal(() => i32.load16_u(get(src), 2)),
-          544,
+          416,
         ),
       ),
       set(blk, i32.add(get(blk), c(144))),
@@ -454,19 +459,45 @@ function q4kMicro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
       )
     )
   );
-  const second: Code[] = acc.flatMap((pair, r) => [
+  // per super-block and row: x's code sums of sub-blocks (i, i + 4) as
+  // i16 pairs in i32 lane i, and d·d_x, dmin·d_x per output
+  const bsp = (r: number): Code =>
+    i32.add(get(P.sp), c(9 * QK_MR * 32 + 16 * r));
+  const dv = (r: number, h: number, k: number): Code =>
+    i32.add(
+      get(P.sp),
+      c(9 * QK_MR * 32 + QK_MR * 16 + 64 * r + 32 * k + 16 * h),
+    );
+  const perRow: Code[] = acc.flatMap((_, r) => [
     set(row, i32.add(get(xmb), i32.mul(get(P.mstride), c(r)))),
     set(bx, v128.load32_splat(get(row))),
+    ...[0, 1].flatMap((h) =>
+      [0, 1].map((k) =>
+        v128.store(
+          dv(r, h, k),
+          f32x4.mul(v128.load(get(P.dsc), 384 + 32 * k + 16 * h), get(bx)),
+        )
+      )
+    ),
+    set(row, i32.add(get(row), get(ms))),
+    set(
+      tv,
+      i16x8.narrow_i32x4_s(v128.load(get(row)), v128.load(get(row), 16)),
+    ),
+    v128.store(
+      bsp(r),
+      i8x16.shuffle(
+        get(tv),
+        get(tv),
+        [0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15],
+      ),
+    ),
+  ]);
+  const second: Code[] = acc.flatMap((pair, r) => [
+    set(bx, v128.load32_splat(i32.add(bsp(r), i32.shl(get(i), c(2))))),
     ...pair.flatMap((a, h) => {
       const sum = laneSum(P.sp, get(i), r, h);
       const msum = laneSum(P.sp, i32.add(get(i), c(4)), r, h);
-      const bs = (k: number): Code =>
-        i32x4.splat(
-          i32.load(
-            i32.add(i32.add(get(row), get(ms)), i32.shl(get(i), c(2))),
-            4 * k,
-          ),
-        );
       return [
         set(
           tv,
@@ -479,22 +510,18 @@ function q4kMicro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
           sum,
           ctx.madd(
             f32x4.convert_i32x4_s(get(tv)),
-            f32x4.mul(v128.load(get(P.dsc), 512 + 16 * h), get(bx)),
+            v128.load(dv(r, h, 0)),
             v128.load(sum),
           ),
         ),
-        set(
-          tv,
-          i32x4.add(
-            i32x4.mul(v128.load(get(mq), 256 + 16 * h), bs(0)),
-            i32x4.mul(v128.load(get(mq), 384 + 16 * h), bs(4)),
-          ),
-        ),
+        // m_i·Σx_i + m_{i+4}·Σx_{i+4} in one dot of i16 pairs
         v128.store(
           msum,
           ctx.madd(
-            f32x4.convert_i32x4_s(get(tv)),
-            f32x4.mul(v128.load(get(P.dsc), 544 + 16 * h), get(bx)),
+            f32x4.convert_i32x4_s(
+              i32x4.dot_i16x8_s(v128.load(get(mq), 256 + 16 * h), get(bx)),
+            ),
+            v128.load(dv(r, h, 1)),
             v128.load(msum),
           ),
         ),
@@ -518,6 +545,7 @@ function q4kMicro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
       c(0),
       get(P.nb),
       c(1),
+      ...perRow,
       // lane i: sub-blocks i and i + 4
       forLoop(
         "i",
