@@ -58,6 +58,12 @@ for (const [dtype, outF, inF] of SHAPES) {
     const work = rows * outF * inF / 1e9;
     const t = { dots: [] as number[], gemm: [] as number[] };
     let a: Float32Array | undefined, b: Float32Array | undefined;
+    // warm-up: V8 compiles WebAssembly functions fast first and optimizes
+    // the hot ones later, so each path runs twice before it is timed
+    for (const on of [false, true, false, true]) {
+      state.kGemm = on;
+      fastLinear(x, rows, w);
+    }
     for (let r = 0; r < ROUNDS; r++) {
       for (const way of r % 2 ? ["gemm", "dots"] : ["dots", "gemm"]) {
         state.kGemm = way === "gemm";
