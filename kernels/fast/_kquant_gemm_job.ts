@@ -11,9 +11,9 @@ import type { Engine } from "../wasm/_engine.ts";
 import {
   kquantGemmPackedXBytes,
   kquantGemmScratchBytes,
-  q5IgemmScratchBytes,
   QK_NR,
 } from "../wasm/_kernels_quant_kgemm.ts";
+import { q5IgemmScratchBytes } from "../wasm/_kernels_quant_q5gemm.ts";
 import { quantIgemmPackedXBytes } from "../wasm/_kernels_quant_igemm.ts";
 import { runSplit, state } from "./_dispatch.ts";
 

@@ -40,6 +40,7 @@ import { quantKernels } from "./_kernels_quant.ts";
 import { quantGemmKernels } from "./_kernels_quant_gemm.ts";
 import { quantIgemmKernels } from "./_kernels_quant_igemm.ts";
 import { kquantGemmKernels } from "./_kernels_quant_kgemm.ts";
+import { q5IgemmKernels } from "./_kernels_quant_q5gemm.ts";
 import {
   c,
   Ctx,
@@ -479,6 +480,7 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   quantGemmKernels(m, ctx);
   quantIgemmKernels(m, ctx);
   kquantGemmKernels(m, ctx);
+  q5IgemmKernels(m, ctx);
   opsKernels(m, ctx);
   encoderKernels(m, ctx);
   return m.encode();
