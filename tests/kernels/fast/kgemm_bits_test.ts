@@ -99,3 +99,32 @@ Deno.test("Q4_K / Q6_K / Q5_0 GEMM, two threads sharing the panels", async () =>
     await shutdownKernels();
   }
 });
+
+Deno.test("Q4_K / Q6_K GEMM with subnormal f16 super-block scales (either sign) gives the dot kernels' bits", () => {
+  if (!hasGemm()) return;
+  const saved = state.gemmMinRows;
+  try {
+    for (const dtype of ["Q4_K", "Q6_K"] as const) {
+      const inF = 768, outF = 19, rows = 6;
+      const w = makeWeight(dtype, outF, inF);
+      const b = w.bytes;
+      const bb = dtype === "Q4_K" ? 144 : 210;
+      for (let o = 0, k = 0; o < b.length; o += bb, k++) {
+        // d (and Q4_K's dmin): zero exponent, 10-bit mantissa kept
+        const at = dtype === "Q4_K" ? o : o + 208;
+        b[at + 1] = (b[at + 1] & 0x03) | (k % 2 ? 0x80 : 0);
+        if (dtype === "Q4_K") b[o + 3] &= 0x03;
+      }
+      const x = cosines(rows * inF, 5, 4);
+      state.gemmMinRows = 2;
+      const all = fastLinear(x, rows, w);
+      state.gemmMinRows = Infinity;
+      assertEquals(all, fastLinear(x, rows, w), dtype);
+      const ref = linearRef(x, rows, w);
+      const worst = worstRatio(all, ref, quantDotBudget(w, x, rows));
+      assert(worst <= 1, `${dtype}: ${worst} of the budget`);
+    }
+  } finally {
+    state.gemmMinRows = saved;
+  }
+});
