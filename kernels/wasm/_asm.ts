@@ -448,7 +448,6 @@ export const i32x4 = {
   mul: (a: Code, b: Code): Code => simd(0xb5, a, b),
   max_s: (a: Code, b: Code): Code => simd(0xb8, a, b),
   min_s: (a: Code, b: Code): Code => simd(0xb6, a, b),
-  eq: (a: Code, b: Code): Code => simd(0x37, a, b),
   dot_i16x8_s: (a: Code, b: Code): Code => simd(0xba, a, b),
   trunc_sat_f32x4_s: (a: Code): Code => simd(0xf8, a),
   extadd_pairwise_i16x8_s: (a: Code): Code => simd(0x7e, a),

@@ -23,6 +23,8 @@ import {
 import {
   c,
   F16_MASK,
+  F16_SCALE,
+  f32x4c,
   i32x4c,
   i8x16c,
   zero,
@@ -35,7 +37,6 @@ import {
   dotI16,
   dropOffset1,
   dropOffset4,
-  f16PatternsToF32,
   hsum4i,
   hsum4i16,
   hsumI,
@@ -348,20 +349,25 @@ function addHalf(d: Dot, V: Local[], h: number, stride: number): Code[] {
     set(a, blend16(vec(j0), vec(j0 + 1), [j0 + 1])),
     set(b, blend16(vec(j0 + 2), vec(j0 + 3), [j0 + 3])),
     set(
-      a,
-      v128.and(
-        i32x4.shr_s(
-          i32x4.shl(halves(blend16(get(a), get(b), [j0 + 2, j0 + 3])), c(16)),
-          c(3),
-        ),
-        i32x4c(F16_MASK),
-      ),
-    ),
-    set(
       d.acc,
       d.ctx.madd(
         f32x4.convert_i32x4_s(get(d.t[0])),
-        f32x4.mul(f16PatternsToF32(a, b), v128.load(metaPtr(d, 0), 16 * h)),
+        f32x4.mul(
+          f32x4.mul(
+            v128.and(
+              i32x4.shr_s(
+                i32x4.shl(
+                  halves(blend16(get(a), get(b), [j0 + 2, j0 + 3])),
+                  c(16),
+                ),
+                c(3),
+              ),
+              i32x4c(F16_MASK),
+            ),
+            f32x4c(F16_SCALE),
+          ),
+          v128.load(metaPtr(d, 0), 16 * h),
+        ),
         get(d.acc),
       ),
     ),

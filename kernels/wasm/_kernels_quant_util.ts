@@ -31,7 +31,9 @@ import {
   c,
   type Ctx,
   F16_MASK,
+  F16_SCALE,
   f16ToF32,
+  f32x4c,
   i32x4c,
   lanes32,
   zero,
@@ -263,41 +265,16 @@ function gatherScales(d: Dot): Code {
   return seq(
     set(S[0], blend16(get(S[0]), get(S[1]), [3])),
     set(S[2], blend16(get(S[2]), get(S[3]), [7])),
-    set(
-      S[1],
-      v128.and(
-        i32x4.shr_s(blend16(get(S[0]), get(S[2]), [5, 7]), c(3)),
-        i32x4c(F16_MASK),
+    f32x4.mul(
+      f32x4.mul(
+        v128.and(
+          i32x4.shr_s(blend16(get(S[0]), get(S[2]), [5, 7]), c(3)),
+          i32x4c(F16_MASK),
+        ),
+        f32x4c(F16_SCALE),
       ),
+      v128.load(metaPtr(d, 0)),
     ),
-    f32x4.mul(f16PatternsToF32(S[1], S[3]), v128.load(metaPtr(d, 0))),
-  );
-}
-
-/**
- * Four f16 values, given in `p` as F32 bit patterns `sign | e << 23 | m <<
- * 13` (their exponent `e` not yet rebased; {@link F16_MASK}), as F32 without
- * an F32 subnormal ever entering an arithmetic instruction (an x86 core
- * takes a microcode assist of some hundred cycles for one): normal halves
- * get their exponent rebased in the integer bits; for zero and subnormal
- * ones (e = 0) the rebased pattern reads `±(2^-15 + m·2^-25)`, so
- * subtracting `±2^-15` and doubling give `±m·2^-24` exactly. The values
- * are `f16ToF32`'s except that −0 becomes +0 (a zero scale's products add
- * the same to a sum that starts at +0). `m` is a scratch local; `p` is
- * overwritten.
- */
-export function f16PatternsToF32(p: Local, m: Local): Code {
-  return seq(
-    set(m, i32x4.eq(v128.and(get(p), i32x4c(0x0f800000)), zero)),
-    set(p, i32x4.add(get(p), i32x4c(112 << 23))),
-    set(
-      p,
-      f32x4.sub(
-        get(p),
-        v128.and(get(m), v128.and(get(p), i32x4c(0xff800000 | 0))),
-      ),
-    ),
-    f32x4.add(get(p), v128.and(get(p), get(m))),
   );
 }
 

@@ -1,11 +1,11 @@
-// The 32-element formats (Q8_0, Q4_0, Q5_0) convert their f16 block scales
-// four at a time without an F32 subnormal entering an arithmetic instruction
-// (`f16PatternsToF32` in kernels/wasm/_kernels_quant_util.ts). Check: a
-// weight whose every block scale is an f16 subnormal `±m·2^-24` (zeros of
-// either sign among them) gives exactly 2^-10 times what the same codes give
-// with the normal scales `±m·2^-14` (every product and sum of the dot
-// kernels is then scaled by a power of two, which F32 keeps exact), and
-// stays within the F32 rounding budget of the reference decode
+// The 32-element formats (Q8_0, Q4_0, Q5_0) with f16 block scales that are
+// subnormal (the kernels' scale conversion must give their exact values,
+// however slowly: see docs/performance.md, "K-quant and Q5_0 prefill").
+// Check: a weight whose every block scale is an f16 subnormal `±m·2^-24`
+// (zeros of either sign among them) gives exactly 2^-10 times what the same
+// codes give with the normal scales `±m·2^-14` (every product and sum of
+// the dot kernels is then scaled by a power of two, which F32 keeps exact),
+// and stays within the F32 rounding budget of the reference decode
 // (`linearRef`), on one x row (decode kernels, 8- and 4-block groups and
 // single blocks) and on several (the GEMMs).
 
