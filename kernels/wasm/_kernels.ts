@@ -39,6 +39,7 @@ import { encoderKernels } from "./_kernels_encoder.ts";
 import { quantKernels } from "./_kernels_quant.ts";
 import { quantGemmKernels } from "./_kernels_quant_gemm.ts";
 import { quantIgemmKernels } from "./_kernels_quant_igemm.ts";
+import { quantHgemmKernels } from "./_kernels_quant_q8gemm.ts";
 import {
   c,
   Ctx,
@@ -477,6 +478,7 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   quantKernels(m, ctx);
   quantGemmKernels(m, ctx);
   quantIgemmKernels(m, ctx);
+  quantHgemmKernels(m, ctx);
   opsKernels(m, ctx);
   encoderKernels(m, ctx);
   return m.encode();
