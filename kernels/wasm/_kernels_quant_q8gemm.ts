@@ -31,7 +31,6 @@
 import {
   call,
   type Code,
-  f32,
   f32x4,
   forLoop,
   type FuncBuilder,
@@ -46,7 +45,17 @@ import {
   T,
   v128,
 } from "./_asm.ts";
-import { byRows, c, type Ctx, f16ToF32, lanes32 } from "./_kernels_util.ts";
+import {
+  byRows,
+  c,
+  type Ctx,
+  F16_MASK,
+  F16_SCALE,
+  f32x4c,
+  i32x4c,
+  lanes32,
+  zero,
+} from "./_kernels_util.ts";
 import {
   MICRO_PARAMS,
   microBlocks,
@@ -153,8 +162,8 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
 /**
  * `q8_0_hpanel(w, rowBytes, n, nb, dst, dsc)`: Q8_0 rows `w`, `w +
  * rowBytes`, … (n ≤ 8) as one panel of the layout above (512 bytes per
- * block), scales as F32 at `dsc` (8 per block); rows past `n` read as row
- * 0 with zero scales (their outputs are never stored).
+ * block), scales as F32 at `dsc` (8 per block); rows past `n` repeat row
+ * 0 (their outputs are never stored).
  */
 function panelKernel(m: ModuleBuilder): FuncBuilder {
   const f = m.func("q8_0_hpanel", [
@@ -166,8 +175,9 @@ function panelKernel(m: ModuleBuilder): FuncBuilder {
     ["dsc", I],
   ]);
   const P = f.params;
-  const [b, blk, to, o, src] = f.locals(I, 5);
+  const [b, blk, to] = f.locals(I, 3);
   const a = f.locals(V, 4), tt = f.locals(V, 4);
+  const [sv] = f.locals(V, 1);
   const rowAt = (r: number): Code =>
     i32.add(
       get(blk),
@@ -211,29 +221,25 @@ function panelKernel(m: ModuleBuilder): FuncBuilder {
       c(0),
       get(P.nb),
       c(1),
-      forLoop(
-        "o",
-        o,
-        c(0),
-        c(QH_NR),
-        c(1),
-        set(src, i32.add(get(blk), i32.mul(get(P.rowBytes), get(o)))),
-        f32.store(
-          i32.add(
-            get(P.dsc),
-            i32.shl(i32.add(i32.shl(get(b), c(3)), get(o)), c(2)),
-          ),
-          select(
-            f16ToF32(
-              i32.load16_u(
-                select(get(src), get(blk), i32.lt_s(get(o), get(P.n))),
-              ),
-            ),
-            f32.const(0),
-            i32.lt_s(get(o), get(P.n)),
-          ),
+      // the 8 scales, four at a time: halves into the low i16 of each
+      // i32 lane, then f16ToF32's steps lane-wise (the same bits)
+      ...[0, 1].flatMap((h) => [
+        set(sv, zero),
+        ...[0, 1, 2, 3].map((l) =>
+          set(sv, v128.load16_lane(rowAt(4 * h + l), get(sv), 2 * l))
         ),
-      ),
+        v128.store(
+          i32.add(get(P.dsc), i32.shl(get(b), c(5))),
+          f32x4.mul(
+            v128.and(
+              i32x4.shr_s(i32x4.shl(get(sv), c(16)), c(3)),
+              i32x4c(F16_MASK),
+            ),
+            f32x4c(F16_SCALE),
+          ),
+          16 * h,
+        ),
+      ]),
       ...[0, 1].flatMap((g) => [0, 1, 2, 3].flatMap((kk) => group(g, kk))),
       set(blk, i32.add(get(blk), c(34))),
       set(to, i32.add(get(to), c(16 * 32))),
