@@ -425,16 +425,18 @@ function quantJob(
 function gemmMinRows(e: Engine, kind: "q8_0" | "q4_0"): number {
   if (state.gemmMinRows > 0) return state.gemmMinRows;
   const dots = (e.u8Dot && state.u8Dot) || (e.signDot && state.signDot);
-  return kind === "q8_0" && dots ? 10 : 4;
+  return kind === "q8_0" && dots ? 8 : 4;
 }
 
 /** x rows per chunk of a quantized GEMM job (see `quantGemmJob`). */
 const GEMM_CHUNK_ROWS = 256;
 
 /**
- * Q8_0 / Q4_0 weights on many x rows as the register-blocked GEMM of
- * `kernels/wasm/_kernels_quant_gemm.ts` (exact integer block products in
- * F32; the same bits as `quantJob`'s dot products): x codes packed once,
+ * Q8_0 / Q4_0 weights on many x rows as a register-blocked GEMM: Q8_0
+ * codes as i16 (`kernels/wasm/_kernels_quant_q8gemm.ts`), Q4_0 as bytes
+ * (`_kernels_quant_igemm.ts`, relaxed module), or exact integer block
+ * products in F32 (`_kernels_quant_gemm.ts`; `state.intGemm` off); the
+ * same bits as `quantJob`'s dot products either way. x codes packed once,
  * each weight's panels of 8 rows split between the threads.
  */
 function quantGemmJob(
