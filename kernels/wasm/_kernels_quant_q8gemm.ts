@@ -10,10 +10,13 @@
  *
  * Why not the F32 way of `_kernels_quant_gemm.ts`: there a fused
  * multiply-add does four products and the tile needs one x broadcast per
- * k; here one `pmaddwd` does eight and one broadcast serves two k. On x86
- * without AVX-VNNI that is about half the instructions per product, and
- * the weight panel is built with integer widening and one 4 × 4
- * transpose per eight codes instead of a conversion to F32 as well.
+ * k; here one `pmaddwd` does eight and one broadcast serves two k: per
+ * 32 products and x row, four multiplies (and four adds, two broadcasts)
+ * against eight fused multiply-adds (and four broadcasts). The weight
+ * panel is built with sign-extending loads and one 4 × 4 transpose per
+ * eight codes, with no conversion to F32. On an AMD EPYC without
+ * AVX-VNNI, one thread, 128 x rows: 1.2–1.4× the F32 tiles' rate
+ * (docs/performance.md, "Q8_0 GEMM on i16 codes").
  *
  * Layout, per block of 32 and pair index p (0..15): x row r contributes
  * the i16 codes `x[2p], x[2p+1]` as one i32 (packed once per job, panels
