@@ -75,9 +75,10 @@ export const state = {
    */
   gemmMinRows: 0,
   /**
-   * Tests and benchmarks only: whether Q4_0 GEMMs keep codes as bytes
-   * (`kernels/wasm/_kernels_quant_igemm.ts`, relaxed module) rather than
-   * F32 (same bits either way).
+   * Tests and benchmarks only: whether Q8_0 / Q4_0 GEMMs run on integer
+   * tiles (Q8_0 as i16, `kernels/wasm/_kernels_quant_q8gemm.ts`, both
+   * modules; Q4_0 as bytes, `_kernels_quant_igemm.ts`, relaxed module)
+   * rather than on exact integer products in F32 (same bits every way).
    */
   intGemm: true,
   /**
