@@ -8,7 +8,10 @@
 // the same every way (tests/kernels/fast/batch_bits_test.ts).
 //
 //   deno run -A bench/quant_gemm.ts [--types Q8_0,Q4_0] [--rows 128,8]
-//     [--batches 9] [--ms 150]
+//     [--batches 9] [--ms 150] [--simd 1]
+//
+// `--simd 1` runs the plain SIMD module (no relaxed SIMD: Q4_0 then runs
+// on the i16 tiles too, not as bytes).
 
 import process from "node:process";
 import { state } from "../kernels/fast/_dispatch.ts";
@@ -27,7 +30,7 @@ const args: Record<string, string> = {
 for (let i = 0; i < Deno.args.length; i += 2) {
   args[Deno.args[i].replace(/^--/, "")] = Deno.args[i + 1];
 }
-await configureKernels({ threads: 1 });
+await configureKernels({ threads: 1, noRelaxedSimd: args.simd === "1" });
 console.log(cpuLine());
 console.log(`kernels: ${JSON.stringify(kernelInfo())}`);
 

@@ -450,13 +450,15 @@ function quantGemmJob(
   inF: number,
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
-  // Q4_0 as bytes where the relaxed module has the integer GEMM, Q8_0 as
-  // i16 (both variants); the F32 way otherwise
+  // Q4_0 as bytes where the relaxed module has the integer GEMM, else as
+  // i16 like Q8_0; the F32 way where neither kernel is there
   const way = !state.intGemm
     ? "f32"
-    : kind === "q4_0"
-    ? (e.fn.q4_0_igemm ? "i8" : "f32")
-    : (e.fn.q8_0_hgemm ? "i16" : "f32");
+    : kind === "q4_0" && e.fn.q4_0_igemm
+    ? "i8"
+    : e.fn[`${kind}_hgemm`]
+    ? "i16"
+    : "f32";
   const ints = way === "i8";
   // rows in chunks, so that the packed x (4 bytes per code on the F32
   // way) stays small however long the prompt
@@ -494,7 +496,7 @@ function quantGemmJob(
       let part = 0;
       runSplit(
         e,
-        ints ? "q4_0_igemm" : way === "i16" ? "q8_0_hgemm" : `${kind}_gemm`,
+        ints ? "q4_0_igemm" : way === "i16" ? `${kind}_hgemm` : `${kind}_gemm`,
         n * inF * outF,
         Math.ceil(outF / QG_NR),
         (p0, p1) => [

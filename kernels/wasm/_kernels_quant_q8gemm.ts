@@ -56,6 +56,7 @@ import {
   F16_SCALE,
   f32x4c,
   i32x4c,
+  i8x16c,
   lanes32,
   zero,
 } from "./_kernels_util.ts";
@@ -76,7 +77,7 @@ const V = T.v128;
 /** Scratch bytes one thread needs for inputs of `inF` (a multiple of 32). */
 export function quantHgemmScratchBytes(inF: number): number {
   const nb = inF / 32;
-  return inF * QH_NR * 2 + nb * QH_NR * 4 + 5 * QH_MR * 32 + 64;
+  return inF * QH_NR * 2 + nb * QH_NR * 4 + 5 * QH_MR * 32 + 128 + 64;
 }
 
 /** Bytes of x packed for this GEMM (`rows × inF` codes as i16, whole panels). */
@@ -163,19 +164,21 @@ function micro(m: ModuleBuilder, ctx: Ctx, R: number): FuncBuilder {
 }
 
 /**
- * `q8_0_hpanel(w, rowBytes, n, nb, dst, dsc)`: Q8_0 rows `w`, `w +
- * rowBytes`, … (n ≤ 8) as one panel of the layout above (512 bytes per
- * block), scales as F32 at `dsc` (8 per block); rows past `n` repeat row
- * 0 (their outputs are never stored).
+ * `name_hpanel(w, rowBytes, n, nb, dst, dsc, tmp)`: Q8_0 or Q4_0 rows `w`,
+ * `w + rowBytes`, … (n ≤ 8) as one panel of the layout above (512 bytes
+ * per block; Q4_0 codes as `q − 8`, unpacked through the 128 bytes at
+ * `tmp` first), scales as F32 at `dsc` (8 per block); rows past `n` repeat
+ * row 0 (their outputs are never stored).
  */
-function panelKernel(m: ModuleBuilder): FuncBuilder {
-  const f = m.func("q8_0_hpanel", [
+function panelKernel(m: ModuleBuilder, q4: boolean): FuncBuilder {
+  const f = m.func(`${q4 ? "q4_0" : "q8_0"}_hpanel`, [
     ["w", I],
     ["rowBytes", I],
     ["n", I],
     ["nb", I],
     ["dst", I],
     ["dsc", I],
+    ["tmp", I],
   ]);
   const P = f.params;
   const [b, blk, to] = f.locals(I, 3);
@@ -192,8 +195,33 @@ function panelKernel(m: ModuleBuilder): FuncBuilder {
     );
   // rows 4g..4g+3, codes 8kk..8kk+7 widened to i16: a 4 × 4 transpose of
   // their i32 pairs gives pairs p = 4kk..4kk+3, the 4 rows side by side
+  // Q4_0: rows 4g..4g+3 as 32 bytes `q − 8` each at tmp
+  const unpack = (g: number): Code[] =>
+    q4
+      ? [0, 1, 2, 3].flatMap((r) => [
+        set(tt[0], v128.load(rowAt(4 * g + r), 2)),
+        v128.store(
+          get(P.tmp),
+          i8x16.sub(v128.and(get(tt[0]), i8x16c(0x0f)), i8x16c(8)),
+          32 * r,
+        ),
+        v128.store(
+          get(P.tmp),
+          i8x16.sub(
+            v128.and(i16x8.shr_u(get(tt[0]), c(4)), i8x16c(0x0f)),
+            i8x16c(8),
+          ),
+          32 * r + 16,
+        ),
+      ])
+      : [];
+  const codes = (g: number, r: number, kk: number): Code =>
+    q4
+      ? i16x8.load8x8_s(get(P.tmp), 32 * r + 8 * kk)
+      : i16x8.load8x8_s(rowAt(4 * g + r), 2 + 8 * kk);
   const group = (g: number, kk: number): Code[] => [
-    ...a.map((v, r) => set(v, i16x8.load8x8_s(rowAt(4 * g + r), 2 + 8 * kk))),
+    ...(kk === 0 ? unpack(g) : []),
+    ...a.map((v, r) => set(v, codes(g, r, kk))),
     set(tt[0], i8x16.shuffle(get(a[0]), get(a[1]), lanes32([0, 4, 1, 5]))),
     set(tt[1], i8x16.shuffle(get(a[0]), get(a[1]), lanes32([2, 6, 3, 7]))),
     set(tt[2], i8x16.shuffle(get(a[2]), get(a[3]), lanes32([0, 4, 1, 5]))),
@@ -244,7 +272,7 @@ function panelKernel(m: ModuleBuilder): FuncBuilder {
         ),
       ]),
       ...[0, 1].flatMap((g) => [0, 1, 2, 3].flatMap((kk) => group(g, kk))),
-      set(blk, i32.add(get(blk), c(34))),
+      set(blk, i32.add(get(blk), c(q4 ? 18 : 34))),
       set(to, i32.add(get(to), c(16 * 32))),
     ),
   );
@@ -253,9 +281,11 @@ function panelKernel(m: ModuleBuilder): FuncBuilder {
 
 /**
  * Adds `qh_pack_x(q8, dst, rows, inF)` (`dst` zeroed by the caller), the
- * microkernels, `q8_0_hpanel` and the driver `q8_0_hgemm(xp, meta, w,
- * rowBytes, y, bp, rows, inF, outF, p0, p1, scr)` with the arguments of
- * `q8_0_gemm` (`scr`: this thread's {@link quantHgemmScratchBytes}).
+ * microkernels, and per format `name_hpanel` and the driver `name_hgemm(xp,
+ * meta, w, rowBytes, y, bp, rows, inF, outF, p0, p1, scr)` with the
+ * arguments of `name_gemm` (`scr`: this thread's
+ * {@link quantHgemmScratchBytes}): `q8_0` in both variants, `q4_0` in the
+ * plain SIMD one only (the relaxed one has `q4_0_igemm`, faster).
  */
 export function quantHgemmKernels(m: ModuleBuilder, ctx: Ctx): void {
   {
@@ -310,76 +340,83 @@ export function quantHgemmKernels(m: ModuleBuilder, ctx: Ctx): void {
     );
   }
   const micros = Array.from({ length: QH_MR }, (_, r) => micro(m, ctx, r + 1));
-  const panel = panelKernel(m);
-  const f = m.func("q8_0_hgemm", [
-    ["xp", I],
-    ["meta", I],
-    ["w", I],
-    ["rowBytes", I],
-    ["y", I],
-    ["bp", I],
-    ["rows", I],
-    ["inF", I],
-    ["outF", I],
-    ["p0", I],
-    ["p1", I],
-    ["scr", I],
-  ]);
-  const P = f.params;
-  const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(I, 9);
-  const callR = (r: number): Code =>
-    call(
-      micros[r - 1],
-      i32.add(get(P.xp), i32.shl(i32.mul(get(q), get(P.inF)), c(1))),
-      get(P.scr),
-      get(dsc),
-      i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
-      get(mstride),
-      get(nb),
-      i32.add(
-        get(P.y),
-        i32.add(i32.mul(get(q), get(ystride)), i32.shl(get(p), c(5))),
-      ),
-      get(ystride),
-      i32.add(get(P.bp), i32.shl(get(p), c(5))),
-      get(ncols),
-      get(sp),
-    );
-  const dispatch = byRows(nr, QH_MR, callR);
-  f.body(
-    set(nb, i32.shr_u(get(P.inF), c(5))),
-    set(ystride, i32.shl(get(P.outF), c(2))),
-    // quantize_x's metadata: 4 arrays of nb entries per row
-    set(mstride, i32.shl(get(nb), c(4))),
-    set(dsc, i32.add(get(P.scr), i32.mul(get(P.inF), c(QH_NR * 2)))),
-    set(sp, i32.add(get(dsc), i32.shl(i32.mul(get(nb), c(QH_NR)), c(2)))),
-    forLoop(
-      "p",
-      p,
-      get(P.p0),
-      get(P.p1),
-      c(1),
-      set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
-      set(ncols, select(c(QH_NR), get(ncols), i32.gt_s(get(ncols), c(QH_NR)))),
+  // Q4_0 here only where the module has no byte GEMM for it (plain SIMD)
+  for (const q4 of ctx.relaxed ? [false] : [false, true]) {
+    const panel = panelKernel(m, q4);
+    const f = m.func(`${q4 ? "q4_0" : "q8_0"}_hgemm`, [
+      ["xp", I],
+      ["meta", I],
+      ["w", I],
+      ["rowBytes", I],
+      ["y", I],
+      ["bp", I],
+      ["rows", I],
+      ["inF", I],
+      ["outF", I],
+      ["p0", I],
+      ["p1", I],
+      ["scr", I],
+    ]);
+    const P = f.params;
+    const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(I, 9);
+    const callR = (r: number): Code =>
       call(
-        panel,
-        i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-        get(P.rowBytes),
-        get(ncols),
-        get(nb),
+        micros[r - 1],
+        i32.add(get(P.xp), i32.shl(i32.mul(get(q), get(P.inF)), c(1))),
         get(P.scr),
         get(dsc),
-      ),
+        i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
+        get(mstride),
+        get(nb),
+        i32.add(
+          get(P.y),
+          i32.add(i32.mul(get(q), get(ystride)), i32.shl(get(p), c(5))),
+        ),
+        get(ystride),
+        i32.add(get(P.bp), i32.shl(get(p), c(5))),
+        get(ncols),
+        get(sp),
+      );
+    const dispatch = byRows(nr, QH_MR, callR);
+    f.body(
+      set(nb, i32.shr_u(get(P.inF), c(5))),
+      set(ystride, i32.shl(get(P.outF), c(2))),
+      // quantize_x's metadata: 4 arrays of nb entries per row
+      set(mstride, i32.shl(get(nb), c(4))),
+      set(dsc, i32.add(get(P.scr), i32.mul(get(P.inF), c(QH_NR * 2)))),
+      set(sp, i32.add(get(dsc), i32.shl(i32.mul(get(nb), c(QH_NR)), c(2)))),
       forLoop(
-        "q",
-        q,
-        c(0),
-        get(P.rows),
-        c(QH_MR),
-        set(nr, i32.sub(get(P.rows), get(q))),
-        set(nr, select(c(QH_MR), get(nr), i32.gt_s(get(nr), c(QH_MR)))),
-        dispatch,
+        "p",
+        p,
+        get(P.p0),
+        get(P.p1),
+        c(1),
+        set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
+        set(
+          ncols,
+          select(c(QH_NR), get(ncols), i32.gt_s(get(ncols), c(QH_NR))),
+        ),
+        call(
+          panel,
+          i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
+          get(P.rowBytes),
+          get(ncols),
+          get(nb),
+          get(P.scr),
+          get(dsc),
+          i32.add(get(sp), c(5 * QH_MR * 32)),
+        ),
+        forLoop(
+          "q",
+          q,
+          c(0),
+          get(P.rows),
+          c(QH_MR),
+          set(nr, i32.sub(get(P.rows), get(q))),
+          set(nr, select(c(QH_MR), get(nr), i32.gt_s(get(nr), c(QH_MR)))),
+          dispatch,
+        ),
       ),
-    ),
-  );
+    );
+  }
 }
