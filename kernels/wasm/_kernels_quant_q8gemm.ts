@@ -1,5 +1,5 @@
 /**
- * Kernel source for Q8_0 weights times many x rows as an integer
+ * Kernel source for Q8_0 (and Q4_0) weights times many x rows as an integer
  * outer-product GEMM on i16 codes: `i32x4.dot_i16x8_s` (x86 `pmaddwd`)
  * multiplies eight code pairs and adds each pair into one i32 lane, so a
  * lane holds one output's running block total with no sums across lanes
@@ -25,8 +25,12 @@
  * four outputs). The dot of a weight vector with the broadcast x adds
  * `w[2p]·x[2p] + w[2p+1]·x[2p+1]` into each output's i32 lane.
  *
- * The F32 steps after each block total are those of `q8_0_dot` (see
- * `_kernels_quant_gemm.ts`), so the results are bit for bit the same.
+ * Q4_0 takes the same tiles in the plain SIMD module (its codes `q − 8`
+ * unpacked into the panel), where there is no byte GEMM for it.
+ *
+ * The F32 steps after each block total are those of `q8_0_dot` /
+ * `q4_0_dot` (see `_kernels_quant_gemm.ts`), so the results are bit for
+ * bit the same.
  *
  * @module
  */
