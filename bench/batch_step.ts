@@ -6,8 +6,9 @@
 // machine disturb far less than wall time) and wall time. Also times the
 // 49152 × 576 output head alone on M rows, and (`--paths`) the same steps
 // with the quantized GEMM tiles from 4 rows (`gemm4`, the default before
-// Q8_0's threshold went to 10) and with the tiles off (`dots`: the dot
-// kernels on weight rows prepared once for all M rows). Then the
+// Q8_0's threshold went to 10; 8 since the i16 GEMM) and with the tiles
+// off (`dots`: the dot kernels on weight rows prepared once for all M
+// rows). Then the
 // engine (`BatchEngine`, in process, no HTTP): one stream, and 8 streams
 // arriving together with `splitPrefill` on and off, alternating, 32 greedy
 // tokens after 4-token prompts: tokens per CPU second and the median time

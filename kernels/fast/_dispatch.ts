@@ -63,20 +63,22 @@ export const state = {
   /**
    * Least x rows for which Q8_0 / Q4_0 jobs run as the register-blocked
    * GEMM (`kernels/wasm/_kernels_quant_gemm.ts`; same bits either way).
-   * 0 chooses: 4 rows, but 10 for Q8_0 where the engine has the `q8_0s` /
+   * 0 chooses: 4 rows, but 8 for Q8_0 where the engine has the `q8_0s` /
    * `q8_0u` dot kernels (with weights streamed from memory, a batched
-   * decode step of SmolLM-135M's shape on an AMD EPYC without AVX-VNNI
-   * measured 59 CPU ms on the dot kernels against 73 on the GEMM at 4 rows,
-   * 100 against 106 at 8; the 49152 × 576 head alone 19.8 against 20.8 ms
-   * at 8 rows, but 23.8 against 22.6 at 10, where the GEMM starts to win).
+   * decode step of SmolLM-135M's shape on an AMD EPYC without AVX-VNNI,
+   * on the i16 GEMM of `_kernels_quant_q8gemm.ts`, measured 57 CPU ms
+   * against 54 on the dot kernels at 4 rows, 63 / 65 at 5, 77 / 75 at 6,
+   * 83 / 85 at 7 and 85 / 100 at 8; before that GEMM, on the F32 tiles,
+   * 73 / 59 at 4 and 106 / 100 at 8).
    * Tests and benchmarks set Infinity to force the dot-product path, 2 to
    * force the GEMM.
    */
   gemmMinRows: 0,
   /**
-   * Tests and benchmarks only: whether Q4_0 GEMMs keep codes as bytes
-   * (`kernels/wasm/_kernels_quant_igemm.ts`, relaxed module) rather than
-   * F32 (same bits either way).
+   * Tests and benchmarks only: whether Q8_0 / Q4_0 GEMMs run on integer
+   * tiles (Q8_0 as i16, `kernels/wasm/_kernels_quant_q8gemm.ts`, both
+   * modules; Q4_0 as bytes, `_kernels_quant_igemm.ts`, relaxed module)
+   * rather than on exact integer products in F32 (same bits every way).
    */
   intGemm: true,
   /**

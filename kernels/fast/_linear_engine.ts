@@ -42,6 +42,10 @@ import {
   quantIgemmPackedXBytes,
   quantIgemmScratchBytes,
 } from "../wasm/_kernels_quant_igemm.ts";
+import {
+  quantHgemmPackedXBytes,
+  quantHgemmScratchBytes,
+} from "../wasm/_kernels_quant_q8gemm.ts";
 
 const XQ = 32; // activation quantization block
 
@@ -436,16 +440,18 @@ function quantJob(
 function gemmMinRows(e: Engine, kind: "q8_0" | "q4_0"): number {
   if (state.gemmMinRows > 0) return state.gemmMinRows;
   const dots = (e.u8Dot && state.u8Dot) || (e.signDot && state.signDot);
-  return kind === "q8_0" && dots ? 10 : 4;
+  return kind === "q8_0" && dots ? 8 : 4;
 }
 
 /** x rows per chunk of a quantized GEMM job (see `quantGemmJob`). */
 const GEMM_CHUNK_ROWS = 256;
 
 /**
- * Q8_0 / Q4_0 weights on many x rows as the register-blocked GEMM of
- * `kernels/wasm/_kernels_quant_gemm.ts` (exact integer block products in
- * F32; the same bits as `quantJob`'s dot products): x codes packed once,
+ * Q8_0 / Q4_0 weights on many x rows as a register-blocked GEMM: Q8_0
+ * codes as i16 (`kernels/wasm/_kernels_quant_q8gemm.ts`), Q4_0 as bytes
+ * (`_kernels_quant_igemm.ts`, relaxed module), or exact integer block
+ * products in F32 (`_kernels_quant_gemm.ts`; `state.intGemm` off); the
+ * same bits as `quantJob`'s dot products either way. x codes packed once,
  * each weight's panels of 8 rows split between the threads.
  */
 function quantGemmJob(
@@ -459,25 +465,43 @@ function quantGemmJob(
   inF: number,
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
-  // Q4_0 as bytes where the relaxed module has the integer GEMM
-  const ints = kind === "q4_0" && state.intGemm && e.fn.q4_0_igemm;
+  // Q4_0 as bytes where the relaxed module has the integer GEMM, else as
+  // i16 like Q8_0; the F32 way where neither kernel is there
+  const way = !state.intGemm
+    ? "f32"
+    : kind === "q4_0" && e.fn.q4_0_igemm
+    ? "i8"
+    : e.fn[`${kind}_hgemm`]
+    ? "i16"
+    : "f32";
+  const ints = way === "i8";
   // rows in chunks, so that the packed x (4 bytes per code on the F32
   // way) stays small however long the prompt
   const chunk = Math.min(rows, GEMM_CHUNK_ROWS);
-  const xBytes = ints
+  const xBytes = way === "i8"
     ? quantIgemmPackedXBytes(chunk, inF)
+    : way === "i16"
+    ? quantHgemmPackedXBytes(chunk, inF)
     : quantGemmPackedXBytes(chunk, inF);
   const xp = e.scratch("qgx", xBytes + 64);
   const rb = rowBytes(dtype, inF);
   const stride =
-    ((ints ? quantIgemmScratchBytes(inF) : quantGemmScratchBytes(inF)) + 63) &
-    ~63;
+    ((way === "i8"
+      ? quantIgemmScratchBytes(inF)
+      : way === "i16"
+      ? quantHgemmScratchBytes(inF)
+      : quantGemmScratchBytes(inF)) + 63) & ~63;
   const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
   const results = outs.map((o) => new Float32Array(rows * o));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
-    e.fn[ints ? "qi_pack_x" : "qg_pack_x"](xq.q8 + r0 * inF, xp, n, inF);
+    e.fn[ints ? "qi_pack_x" : way === "i16" ? "qh_pack_x" : "qg_pack_x"](
+      xq.q8 + r0 * inF,
+      xp,
+      n,
+      inF,
+    );
     // quantize_x's metadata: 16 bytes per row and block of 32
     const meta = xq.meta + r0 * (inF / 32) * 16;
     ptrs.forEach((w, i) => {
@@ -487,7 +511,7 @@ function quantGemmJob(
       let part = 0;
       runSplit(
         e,
-        ints ? "q4_0_igemm" : `${kind}_gemm`,
+        ints ? "q4_0_igemm" : way === "i16" ? `${kind}_hgemm` : `${kind}_gemm`,
         n * inF * outF,
         Math.ceil(outF / QG_NR),
         (p0, p1) => [

@@ -41,6 +41,7 @@ import { quantGemmKernels } from "./_kernels_quant_gemm.ts";
 import { quantIgemmKernels } from "./_kernels_quant_igemm.ts";
 import { kquantGemmKernels } from "./_kernels_quant_kgemm.ts";
 import { q5IgemmKernels } from "./_kernels_quant_q5gemm.ts";
+import { quantHgemmKernels } from "./_kernels_quant_q8gemm.ts";
 import {
   c,
   Ctx,
@@ -481,6 +482,7 @@ export function buildKernelModule(variant: KernelVariant): Uint8Array {
   quantIgemmKernels(m, ctx);
   kquantGemmKernels(m, ctx);
   q5IgemmKernels(m, ctx);
+  quantHgemmKernels(m, ctx);
   opsKernels(m, ctx);
   encoderKernels(m, ctx);
   return m.encode();

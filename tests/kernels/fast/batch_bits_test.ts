@@ -4,8 +4,10 @@
 // signs (`q8_0s`, x86), as stored with x split (four dots per block, the
 // path of other CPUs, forced here by turning `signDot` off), or unsigned
 // (`q8_0u`, AVX-VNNI); Q4_0 rows with their nibbles unpacked once; both
-// as the register-blocked GEMM of exact integer products in F32. Codes
-// cover −128…127 and activations reach ±127.
+// as the register-blocked GEMM of exact integer products in F32, and as
+// the integer GEMMs (Q8_0 codes as i16, `pmaddwd`; Q4_0 as bytes), on the
+// relaxed and the plain SIMD module. Codes cover −128…127 and activations
+// reach ±127.
 
 import { assertEquals } from "@std/assert";
 import { state } from "../../../kernels/fast/_dispatch.ts";
@@ -151,6 +153,16 @@ Deno.test("a GEMM job longer than one chunk of rows (300 rows) gives each row it
   } finally {
     state.intGemm = defaults.intGemm;
     state.gemmMinRows = defaults.gemmMinRows;
+  }
+});
+
+Deno.test("the same on the plain SIMD module (Q8_0's i16 GEMM is in both)", async () => {
+  await configureKernels({ noRelaxedSimd: true });
+  try {
+    assertEquals(kernelInfo().backend, "wasm-simd");
+    check(1);
+  } finally {
+    await configureKernels({ noRelaxedSimd: false });
   }
 });
 
