@@ -8,10 +8,12 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,stored,split,one-thread]
+ *   [--variants default,stored,one-thread,wasm] [--mmap-threshold N|off]
  * ```
  *
- * Rows: `default` is what `useSystemBlas()` installs; `stored` multiplies
+ * Rows: `default` is what `useSystemBlas()` installs (with
+ * `--mmap-threshold off`, leaving malloc alone: it is set once per process,
+ * so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy); `one-thread` is one BLAS thread;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
@@ -47,6 +49,7 @@ const args = parseArgs(Deno.args, {
     "core-lib",
     "libs",
     "variants",
+    "mmap-threshold",
   ],
   default: {
     rounds: "15",
@@ -75,6 +78,12 @@ function wave(n: number, scale: number, freq: number, phase = 0) {
   );
 }
 
+/** `--mmap-threshold N|off` (default: the library's default). */
+const MMAP = args["mmap-threshold"] === undefined
+  ? undefined
+  : args["mmap-threshold"] === "off"
+  ? null
+  : Number(args["mmap-threshold"]);
 /** The backends to compare, by row name. */
 const opened: SystemBlas[] = [];
 const backends = new Map<string, F32GemmBackend | null>();
@@ -82,7 +91,7 @@ function open(
   row: string,
   opts: Parameters<typeof openSystemBlas>[0],
 ): void {
-  const blas = openSystemBlas(opts);
+  const blas = openSystemBlas({ mmapThreshold: MMAP, ...opts });
   opened.push(blas);
   if (!blas.backend) {
     console.log(`${row}: not available (${blas.note})`);
@@ -90,7 +99,10 @@ function open(
   }
   backends.set(row, blas.backend);
 }
-if (VARIANTS.has("default")) open("default", { threads: THREADS });
+if (VARIANTS.has("default")) {
+  open("default", { threads: THREADS });
+  console.log(`heap: ${opened[0].heap}`);
+}
 if (VARIANTS.has("stored")) {
   open("stored", { threads: THREADS, transposeRows: 0 });
 }

@@ -12,6 +12,7 @@ import {
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
+import { setMmapThreshold } from "./_heap.ts";
 
 /**
  * Libraries tried in order when no path is given, after the one named by
@@ -82,6 +83,15 @@ export interface SystemBlasOptions {
   transposeRows?: number;
   /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
   transposeBytes?: number;
+  /**
+   * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`),
+   * set once when a library opens; `null` leaves malloc alone. Default
+   * 32 MiB: below it, freed output arrays return to the heap and the next
+   * product's output reuses them instead of page-faulting fresh memory in
+   * (a 1 MiB output on the AMD EPYC VM: 0.5–0.8 ms fresh, 0.1 ms reused,
+   * against 6–7 ms for the batch-64 MLP). No effect outside Linux/glibc.
+   */
+  mmapThreshold?: number | null;
 }
 
 /** What {@link openSystemBlas} found. */
@@ -92,6 +102,8 @@ export interface SystemBlas {
   library?: string;
   /** Why there is no backend (missing permission or library). */
   note?: string;
+  /** What was done to malloc (see {@link SystemBlasOptions.mmapThreshold}). */
+  heap?: string;
   /** Closes the library (after removing the backend, if installed). */
   close(): void;
 }
@@ -187,7 +199,7 @@ const SYMBOLS = {
  *
  * @param opts Libraries to try, threads, thresholds.
  * @returns The backend, or a note saying why there is none.
- * @throws {RangeError} When `threads` is not a positive integer or `threadTimeout` is outside 4..30.
+ * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30 or `mmapThreshold` outside 0..2^25.
  *
  * @example
  * ```ts
@@ -204,6 +216,16 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
   ) {
     throw new RangeError(
       `Cannot use ${opts.threads} BLAS threads: expected an integer ≥ 1`,
+    );
+  }
+  const mmapMax = 2 ** 25; // glibc's upper limit on 64-bit systems
+  if (
+    opts.mmapThreshold != null &&
+    (!Number.isInteger(opts.mmapThreshold) || opts.mmapThreshold < 0 ||
+      opts.mmapThreshold > mmapMax)
+  ) {
+    throw new RangeError(
+      `Cannot use malloc mmap threshold ${opts.mmapThreshold}: expected an integer 0..${mmapMax}`,
     );
   }
   const timeout = opts.threadTimeout ?? 4;
@@ -356,9 +378,13 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         );
       },
     };
+    const mmap = opts.mmapThreshold === undefined
+      ? mmapMax
+      : opts.mmapThreshold;
     return {
       backend,
       library: path,
+      heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
       close() {
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it

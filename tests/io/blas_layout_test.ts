@@ -7,7 +7,7 @@
  * (Debian: `apt-get install libblis4-pthread`).
  */
 
-import { assert, assertEquals } from "@std/assert";
+import { assert, assertEquals, assertThrows } from "@std/assert";
 import { openSystemBlas, useSystemBlas } from "../../io/blas.ts";
 import { transposeF32 } from "../../io/_blas_transpose.ts";
 import {
@@ -199,4 +199,45 @@ Deno.test("BLIS as the backend gives the exact product, 1 and 2 threads", () => 
       setF32GemmBackend(null);
     }
   }
+});
+
+Deno.test("malloc's mmap threshold: set once per process by default, left alone with null; bad values are RangeErrors", async () => {
+  for (const t of [-1, 2 ** 25 + 1, 1.5]) {
+    assertThrows(
+      () => openSystemBlas({ mmapThreshold: t }),
+      RangeError,
+      `mmap threshold ${t}`,
+    );
+  }
+  const probe = (opts: string) =>
+    new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        `import { openSystemBlas } from "${
+          new URL("../../io/blas.ts", import.meta.url).href
+        }";
+        const a = openSystemBlas(${opts});
+        const b = openSystemBlas({ mmapThreshold: 4096 });
+        console.log(JSON.stringify([a.backend ? a.heap : null, b.heap ?? null]));
+        a.close(); b.close();`,
+      ],
+    }).output().then((o) => {
+      assertEquals(o.code, 0, new TextDecoder().decode(o.stderr));
+      return JSON.parse(new TextDecoder().decode(o.stdout));
+    });
+  const [first, second] = await probe("{}");
+  if (first === null) {
+    console.log("skipped: no system BLAS library here");
+    return;
+  }
+  const glibc = first !== "malloc left alone (no glibc)" &&
+    first !== "malloc left alone (not Linux)";
+  if (glibc) {
+    assertEquals(first, `malloc mmap threshold ${2 ** 25} bytes`);
+    // the first value stays
+    assertEquals(second, first);
+  }
+  const [off, later] = await probe("{ mmapThreshold: null }");
+  assertEquals(off, "malloc left alone");
+  if (glibc) assertEquals(later, "malloc mmap threshold 4096 bytes");
 });
