@@ -106,9 +106,15 @@ if (VARIANTS.has("default")) {
 if (VARIANTS.has("stored")) {
   open("stored", { threads: THREADS, transposeRows: 0 });
 }
-if (VARIANTS.has("one-thread")) open("one-thread", { threads: 1 });
-const tmp = args.cores ? Deno.makeTempDirSync({ prefix: "blas_cores" }) : "";
+// Backends opened from one library share its thread count: the
+// one-thread row and each kernel family get their own copy of the file.
+const tmp = Deno.makeTempDirSync({ prefix: "blas_compare" });
 const base = backends.size > 0 ? opened[0] : undefined;
+if (VARIANTS.has("one-thread") && base) {
+  const copy = `${tmp}/one-thread.so`;
+  Deno.copyFileSync(args["core-lib"], copy);
+  open("one-thread", { threads: 1, libraries: [copy] });
+}
 for (const core of args.cores.split(",").filter((c: string) => c !== "")) {
   const lib = args["core-lib"];
   if (!base) break;
@@ -292,5 +298,5 @@ if (args.shapes.includes("encoder")) {
 }
 
 for (const b of opened) b.close();
-if (tmp) Deno.removeSync(tmp, { recursive: true });
+Deno.removeSync(tmp, { recursive: true });
 shutdownKernels();
