@@ -153,6 +153,9 @@ function librariesToTry(): readonly string[] {
   return BLAS_LIBRARIES;
 }
 
+/** The OpenBLAS thread count last set, per loaded library. */
+const threadCounts = new Map<number | bigint | null, { now: number }>();
+
 const CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112;
 
 const SYMBOLS = {
@@ -294,11 +297,16 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     // on one thread. The thread count is switched only when the next
     // product needs the other one (a layer's hundreds of per-head
     // products run between two switches, not two FFI calls each).
+    // Backends opened on one loaded library share its thread count: the
+    // count last set is kept per library (its config string's address).
     const threads = s.openblas_get_num_threads?.() ?? 1;
-    let now = threads;
-    const use = threads > 1 && s.openblas_set_num_threads
+    const key = config ? Deno.UnsafePointer.value(config) : null;
+    const state = threadCounts.get(key) ?? { now: threads };
+    state.now = threads;
+    if (key !== null) threadCounts.set(key, state);
+    const use = s.openblas_set_num_threads
       ? (n: number) => {
-        if (now !== n) s.openblas_set_num_threads!(now = n);
+        if (state.now !== n) s.openblas_set_num_threads!(state.now = n);
       }
       : () => {};
     const backend: F32GemmBackend = {

@@ -241,3 +241,38 @@ Deno.test("malloc's mmap threshold: set once per process by default, left alone 
   assertEquals(off, "malloc left alone");
   if (glibc) assertEquals(later, "malloc mmap threshold 4096 bytes");
 });
+
+Deno.test("two backends on one loaded OpenBLAS each run on their own thread count", () => {
+  const two = openSystemBlas({ threads: 2 });
+  if (!two.backend?.name.startsWith("OpenBLAS") || !two.library) {
+    console.log(`skipped: ${two.backend?.name ?? two.note}`);
+    two.close();
+    return;
+  }
+  // the same library instance, to read its thread count
+  const lib = Deno.dlopen(two.library, {
+    openblas_get_num_threads: { parameters: [], result: "i32" },
+  });
+  const now = () => lib.symbols.openblas_get_num_threads();
+  const capable = now() >= 2;
+  const one = openSystemBlas({ threads: 1, libraries: [two.library] });
+  try {
+    if (!capable) {
+      console.log("skipped: OpenBLAS runs one thread at most here");
+      return;
+    }
+    const rows = 8, inF = 64, outF = 64;
+    const x = uniform(rows * inF, 8), w = uniform(outF * inF, 9);
+    assertEquals(now(), 1); // opening `one` set it
+    two.backend.gemm(x, rows, inF, w, outF);
+    assertEquals(now(), 2);
+    one.backend!.gemm(x, rows, inF, w, outF);
+    assertEquals(now(), 1);
+    two.backend.gemm(x, rows, inF, w, outF);
+    assertEquals(now(), 2);
+  } finally {
+    lib.close();
+    one.close();
+    two.close();
+  }
+});
