@@ -8,7 +8,8 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,stored,one-thread,wasm] [--mmap-threshold N|off]
+ *   [--variants default,stored,one-thread,wasm] [--mmap-threshold N|off] \
+ *   [--timeouts 4,20,28]
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
@@ -18,7 +19,9 @@
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
- * copied from `--core-lib` (default Debian's amd64 path), `--libs` other libraries (e.g. `blis=/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4`).
+ * copied from `--core-lib` (default Debian's amd64 path); `--timeouts`
+ * one per `OPENBLAS_THREAD_TIMEOUT` (idle threads spin 2^N cycles before
+ * they sleep); `--libs` other libraries (e.g. `blis=/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4`).
  * Each round runs every row (order reversed every other round), each row
  * timed as the mean of 3 calls after one warm call; the ratio of a row is
  * ORT's time in the same round over the row's, so above 1 means faster
@@ -50,12 +53,14 @@ const args = parseArgs(Deno.args, {
     "libs",
     "variants",
     "mmap-threshold",
+    "timeouts",
   ],
   default: {
     rounds: "15",
     threads: "2",
     shapes: "mlp,encoder",
     cores: "",
+    timeouts: "",
     "core-lib": "/usr/lib/x86_64-linux-gnu/libopenblas.so.0",
     libs: "",
     variants: "default,stored,one-thread,wasm",
@@ -125,6 +130,18 @@ for (const core of args.cores.split(",").filter((c: string) => c !== "")) {
     threads: THREADS,
     libraries: [copy],
     coreType: core,
+  });
+}
+for (const t of args.timeouts.split(",").filter((c: string) => c !== "")) {
+  if (!base) break;
+  const copy = `${tmp}/timeout${t}.so`;
+  Deno.copyFileSync(args["core-lib"], copy);
+  Deno.env.delete("OPENBLAS_THREAD_TIMEOUT");
+  Deno.env.delete("OPENBLAS_CORETYPE"); // the default family, as `default`
+  open(`thread timeout ${t}`, {
+    threads: THREADS,
+    libraries: [copy],
+    threadTimeout: Number(t),
   });
 }
 for (const spec of args.libs.split(",").filter((c: string) => c !== "")) {
