@@ -202,7 +202,7 @@ const SYMBOLS = {
  *
  * @param opts Libraries to try, threads, thresholds.
  * @returns The backend, or a note saying why there is none.
- * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30 or `mmapThreshold` outside 0..2^25.
+ * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `mmapThreshold` outside 0..2^25, or `transposeRows` / `transposeBytes` negative or fractional.
  *
  * @example
  * ```ts
@@ -230,6 +230,12 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     throw new RangeError(
       `Cannot use malloc mmap threshold ${opts.mmapThreshold}: expected an integer 0..${mmapMax}`,
     );
+  }
+  for (const k of ["transposeRows", "transposeBytes"] as const) {
+    const v = opts[k];
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
+      throw new RangeError(`Cannot use ${k} ${v}: expected an integer ≥ 0`);
+    }
   }
   const timeout = opts.threadTimeout ?? 4;
   if (!Number.isInteger(timeout) || timeout < 4 || timeout > 30) {

@@ -201,7 +201,16 @@ Deno.test("BLIS as the backend gives the exact product, 1 and 2 threads", () => 
   }
 });
 
-Deno.test("malloc's mmap threshold: set once per process by default, left alone with null; bad values are RangeErrors", async () => {
+Deno.test("malloc's mmap threshold: set once per process by default, left alone with null; bad values (and bad transpose options) are RangeErrors", async () => {
+  for (const k of ["transposeRows", "transposeBytes"]) {
+    for (const v of [-1, 0.5]) {
+      assertThrows(
+        () => openSystemBlas({ [k]: v }),
+        RangeError,
+        `${k} ${v}`,
+      );
+    }
+  }
   for (const t of [-1, 2 ** 25 + 1, 1.5]) {
     assertThrows(
       () => openSystemBlas({ mmapThreshold: t }),
