@@ -13,8 +13,8 @@
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
- * `--mmap-threshold off`, leaving malloc alone: it is set once per process,
- * so compare it across runs); `stored` multiplies
+ * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
+ * once per process, so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy); `one-thread` is one BLAS thread;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
@@ -83,7 +83,7 @@ function wave(n: number, scale: number, freq: number, phase = 0) {
   );
 }
 
-/** `--mmap-threshold N|off` (default: the library's default). */
+/** `--mmap-threshold N|off` (default: the library's default, off). */
 const MMAP = args["mmap-threshold"] === undefined
   ? undefined
   : args["mmap-threshold"] === "off"
