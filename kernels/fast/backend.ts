@@ -40,6 +40,14 @@ export interface F32GemmBackend {
     bias?: Float32Array,
   ): Float32Array;
   /**
+   * Optional: drops whatever the backend keeps derived from this weight
+   * (e.g. a transposed copy), after its values were changed in place;
+   * `forgetWeight` calls it.
+   *
+   * @param w The weight, as given to {@link F32GemmBackend.gemm}.
+   */
+  forget?(w: Float32Array): void;
+  /**
    * Optional: BLAS `sgemm` on row-major strided matrices,
    * `C = α·op(A)·op(B) + β·C` with `op(A)` of `m × k` and `op(B)` of
    * `k × n` (`op` transposes where asked). The arrays start at their

@@ -47,7 +47,7 @@
 import type { Tensor } from "../../core/tensor.ts";
 import { getEngine } from "../wasm/_engine.ts";
 import { engineFor } from "../wasm/_shards.ts";
-import { f32GemmBackendFor } from "./backend.ts";
+import { currentF32GemmBackend, f32GemmBackendFor } from "./backend.ts";
 import { checkLinearBias, checkLinearShapes } from "../_linear_checks.ts";
 import { linear, linearMany, linearRef } from "../linear.ts";
 import { isFastDType } from "../quant_ref.ts";
@@ -192,7 +192,8 @@ export function fastMatmulF32(
 
 /**
  * Drops the kernel-memory copy of a weight, so the next call uploads its
- * bytes again (needed only when the bytes were changed in place).
+ * bytes again (needed only when the bytes were changed in place), and
+ * whatever the installed native backend keeps derived from it.
  *
  * @param w The weight tensor (or the F32 array given to {@link fastMatmulF32}).
  *
@@ -210,6 +211,19 @@ export function fastMatmulF32(
  * ```
  */
 export function forgetWeight(w: Tensor | Float32Array): void {
+  const native = currentF32GemmBackend();
+  if (native?.forget) {
+    if (w instanceof Float32Array) native.forget(w);
+    else if (w.dtype === "F32" && w.bytes.byteOffset % 4 === 0) {
+      native.forget(
+        new Float32Array(
+          w.bytes.buffer,
+          w.bytes.byteOffset,
+          w.bytes.length >> 2,
+        ),
+      );
+    }
+  }
   const e = w instanceof Float32Array ? getEngine() : engineFor(w.bytes);
   if (!e) return;
   e.forget(w instanceof Float32Array ? w : w.bytes);
