@@ -91,6 +91,12 @@ export const state = {
    * 80 with 1 and 2 MiB (the gaps between jobs are too short for more).
    */
   touchBytes: 1 << 20,
+  /**
+   * Whether a stalled worker sends jobs to one thread for a while (see
+   * `WorkerPool.available` in kernels/wasm/_pool.ts; benchmarks turn it
+   * off to compare).
+   */
+  stallBackoff: true,
   /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
   weightStreams: 0,
   note: undefined as string | undefined,
@@ -158,8 +164,11 @@ export function partsFor(e: Engine, work: number, units: number): number {
     startWorkers(e);
     return 1;
   }
-  state.lastParallel = performance.now();
+  const now = performance.now();
+  state.lastParallel = now;
   armTimer();
+  // after a worker stalled (its core taken by the host): one thread a while
+  if (state.stallBackoff && !e.pool.available(now)) return 1;
   return Math.min(e.pool.size + 1, units);
 }
 

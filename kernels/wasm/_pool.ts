@@ -20,7 +20,13 @@ const DONE = 1;
 const FN = 2;
 const NARGS = 3;
 const ARGS_BYTE = 16;
-const MAX_ARGS = 28;
+const MAX_ARGS = 27;
+/**
+ * Whether the worker is polling for work (1) rather than asleep or about
+ * to sleep (0), as the worker last wrote it (Int32 index; after the
+ * arguments).
+ */
+const AWAKE = 59;
 /**
  * The sequence number of the last job claimed, by its worker or taken
  * back by the caller (Int32 index; after the arguments).
@@ -36,6 +42,20 @@ const TOUCH_N = 62;
 const TOUCH_LIM = 63;
 /** How long the caller waits for a worker before giving up (a dead worker). */
 const JOB_TIMEOUT_MS = 120_000;
+/**
+ * A wait this long (ms) for a worker's part after the caller's own, or
+ * spent posting the parts, counts as a stall: parts are shared in chunks
+ * of a few microseconds (at most a thirty-second of a job), so only a
+ * worker thread that lost its core mid-chunk keeps the caller waiting
+ * this long, and only a caller that lost its own (to the worker it woke,
+ * where the other core is busy elsewhere) posts this long.
+ */
+const STALL_WAIT_MS = 0.5;
+/** First and longest single-threaded period after a stall (ms). */
+const BACKOFF_MIN_MS = 8;
+const BACKOFF_MAX_MS = 1024;
+/** Stall-free time (ms) after which the backoff starts again from its least. */
+const BACKOFF_RESET_MS = 4096;
 
 /** Options of {@link WorkerPool}. */
 export interface PoolOptions {
@@ -79,6 +99,18 @@ export class WorkerPool {
   #closed = false;
   /** Parts taken back from workers that had not started them (a count, for tests and tuning). */
   takenBack = 0;
+  /**
+   * Jobs on which a worker stalled (a count, for tests and tuning): it was
+   * polling for work when the job was posted yet had not claimed its part
+   * by the time the caller had run its own, or the caller waited more than
+   * {@link STALL_WAIT_MS} for its part. Either way the worker's thread was
+   * runnable but not running: the host (a VM's other tenants, another
+   * process) holds its core. See {@link WorkerPool.available}.
+   */
+  stalls = 0;
+  #soloUntil = 0;
+  #backoff = 0;
+  #lastStall = -Infinity;
 
   /** Use {@link startPool}. */
   constructor(workers: Worker[], memory: WebAssembly.Memory, ctrl: number) {
@@ -96,6 +128,33 @@ export class WorkerPool {
     );
     this.#seq = this.#ctrl.map((c) => Atomics.load(c, SEQ));
     this.#block = canBlock();
+  }
+
+  /**
+   * Whether jobs should be split over the workers now: false for a while
+   * after a stall. Where two threads get one core's time (a loaded host),
+   * a worker that polls for work takes that time from the caller and
+   * every job waits for its share, so a split decode runs at half the
+   * speed of one thread; single-threaded meanwhile, the idle worker goes
+   * to sleep and the caller gets the core. The period doubles with each
+   * stall that follows a retry (8 ms up to about 1 s) and starts again
+   * from 8 ms after 4 s without one.
+   *
+   * @param now `performance.now()`.
+   * @returns Whether to split.
+   */
+  available(now: number): boolean {
+    return now >= this.#soloUntil;
+  }
+
+  #stalled(): void {
+    this.stalls++;
+    const now = performance.now();
+    this.#backoff = now - this.#lastStall > BACKOFF_RESET_MS
+      ? BACKOFF_MIN_MS
+      : Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, 2 * this.#backoff));
+    this.#lastStall = now;
+    this.#soloUntil = now + this.#backoff;
   }
 
   /**
@@ -122,6 +181,8 @@ export class WorkerPool {
         `Cannot split a job in ${parts.length} parts over ${this.size} workers and the caller`,
       );
     }
+    let polling = 0; // bit w: worker w was polling when its part was posted
+    const posted = performance.now();
     for (let w = 0; w + 1 < parts.length; w++) {
       const a = parts[w + 1];
       if (a.length > MAX_ARGS) {
@@ -136,10 +197,14 @@ export class WorkerPool {
       ctrl[TOUCH_N] = touch?.n ?? 0;
       ctrl[TOUCH_LIST] = touch?.list ?? 0;
       ctrl[TOUCH_LIM] = touch?.lim ?? 0;
+      if (Atomics.load(ctrl, AWAKE) === 1) polling |= 1 << w;
       const s = ++this.#seq[w];
       Atomics.store(ctrl, SEQ, s);
       Atomics.notify(ctrl, SEQ);
     }
+    // Posting takes a microsecond; longer, this thread lost its core (to
+    // the worker it woke, where the other core is busy elsewhere).
+    let stalled = performance.now() - posted > STALL_WAIT_MS;
     let error: unknown;
     try {
       local(parts[0]);
@@ -154,6 +219,8 @@ export class WorkerPool {
       // for the wake-up. Exactly one side claims each job.
       if (Atomics.compareExchange(ctrl, CLAIM, s - 1, s) === s - 1) {
         this.takenBack++;
+        // polling all along the caller's part, yet not started: not running
+        if (polling & (1 << w)) stalled = true;
         try {
           local(parts[w + 1]);
         } catch (e) {
@@ -161,7 +228,14 @@ export class WorkerPool {
         }
         continue;
       }
-      const deadline = performance.now() + JOB_TIMEOUT_MS;
+      if (Atomics.load(ctrl, DONE) === s) {
+        if (ctrl[NARGS] !== 0) {
+          error ??= new Error(`A kernel trapped in worker ${w}`);
+        }
+        continue;
+      }
+      const t0 = performance.now();
+      const deadline = t0 + JOB_TIMEOUT_MS;
       let spins = 0;
       while (Atomics.load(ctrl, DONE) !== s) {
         if (++spins < 4096 || !this.#block) {
@@ -180,10 +254,12 @@ export class WorkerPool {
           );
         }
       }
+      if (performance.now() - t0 > STALL_WAIT_MS) stalled = true;
       if (ctrl[NARGS] !== 0) {
         error ??= new Error(`A kernel trapped in worker ${w}`);
       }
     }
+    if (stalled) this.#stalled();
     if (error !== undefined) throw error;
   }
 
