@@ -26,6 +26,11 @@ export const state = {
   /** Tests only: output rows per grab of quantized jobs (0: automatic). */
   chunkRows: 0,
   /**
+   * Benchmarks only: about how many grabs of rows each thread makes in a
+   * shared quantized job (see `chunkRows` in `_linear_engine.ts`).
+   */
+  grabsPerThread: 16,
+  /**
    * Quantized jobs with at least this many weight bytes touch them ahead
    * of where they read (see `PREFETCH_BYTES` in kernels/wasm; tests set 0
    * or Infinity). With 4 weight streams per chunk, a cold 4096 × 4096 Q8_0

@@ -43,12 +43,13 @@ const TOUCH_LIM = 63;
 /** How long the caller waits for a worker before giving up (a dead worker). */
 const JOB_TIMEOUT_MS = 120_000;
 /**
- * A wait this long (ms) for a worker's part after the caller's own, or
- * spent posting the parts, counts as a stall: parts are shared in chunks
- * of a few microseconds (at most a thirty-second of a job), so only a
- * worker thread that lost its core mid-chunk keeps the caller waiting
- * this long, and only a caller that lost its own (to the worker it woke,
- * where the other core is busy elsewhere) posts this long.
+ * A wait this long (ms) for a worker's part after the caller's own (or a
+ * half the caller's own part's time, if longer), or spent posting
+ * the parts, counts as a stall: parts are shared in chunks of a few
+ * microseconds (a thirty-second of a job, a sixteenth of a thread's
+ * share), so only a worker thread that lost its core mid-chunk keeps the
+ * caller waiting this long, and only a caller that lost its own (to the
+ * worker it woke, where the other core is busy elsewhere) posts this long.
  */
 const STALL_WAIT_MS = 0.5;
 /** First and longest single-threaded period after a stall (ms). */
@@ -103,7 +104,8 @@ export class WorkerPool {
    * Jobs on which a worker stalled (a count, for tests and tuning): it was
    * polling for work when the job was posted yet had not claimed its part
    * by the time the caller had run its own, or the caller waited more than
-   * {@link STALL_WAIT_MS} for its part. Either way the worker's thread was
+   * {@link STALL_WAIT_MS} (or half its own part's time) for its
+   * part, or took that long to post the job. Either way the worker's thread was
    * runnable but not running: the host (a VM's other tenants, another
    * process) holds its core. See {@link WorkerPool.available}.
    */
@@ -204,13 +206,19 @@ export class WorkerPool {
     }
     // Posting takes a microsecond; longer, this thread lost its core (to
     // the worker it woke, where the other core is busy elsewhere).
-    let stalled = performance.now() - posted > STALL_WAIT_MS;
+    const started = performance.now();
+    let stalled = started - posted > STALL_WAIT_MS;
     let error: unknown;
     try {
       local(parts[0]);
     } catch (e) {
       error = e;
     }
+    // A worker's last chunk may keep the caller waiting about a chunk's
+    // time (a sixteenth of a thread's share in shared jobs; static splits
+    // are near equal): a long part (a large model's output head, a
+    // prefill GEMM) allows a longer wait.
+    const limit = Math.max(STALL_WAIT_MS, (performance.now() - started) / 2);
     for (let w = 0; w + 1 < parts.length; w++) {
       const ctrl = this.#ctrl[w];
       const s = this.#seq[w];
@@ -236,25 +244,24 @@ export class WorkerPool {
       }
       const t0 = performance.now();
       const deadline = t0 + JOB_TIMEOUT_MS;
+      // Poll until a wait would count as a stall anyway, then sleep: a
+      // worker's last chunk can take tens of microseconds (the output
+      // head's), and waking a sleeping thread costs as much in a VM.
       let spins = 0;
       while (Atomics.load(ctrl, DONE) !== s) {
-        if (++spins < 4096 || !this.#block) {
-          // the clock costs more than a poll: read it now and then
-          if ((spins & 1023) === 0 && performance.now() > deadline) {
-            throw new Error(
-              `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
-            );
-          }
-          continue;
-        }
-        Atomics.wait(ctrl, DONE, Atomics.load(ctrl, DONE), 50);
-        if (performance.now() > deadline) {
+        if ((++spins & 255) !== 0) continue;
+        // the clock costs more than a poll: read it now and then
+        const now = performance.now();
+        if (now > deadline) {
           throw new Error(
             `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
           );
         }
+        if (this.#block && now - t0 >= limit) {
+          Atomics.wait(ctrl, DONE, Atomics.load(ctrl, DONE), 50);
+        }
       }
-      if (performance.now() - t0 > STALL_WAIT_MS) stalled = true;
+      if (performance.now() - t0 > limit) stalled = true;
       if (ctrl[NARGS] !== 0) {
         error ??= new Error(`A kernel trapped in worker ${w}`);
       }
