@@ -3,7 +3,8 @@
 // baseline checkout runs its own code) and answers one command per stdin
 // line, `{"threads": n, "tokens": m}`, with one JSON line: wall and CPU ms
 // per decoded token (CPU: this process's user + system time, all threads)
-// and the parts the caller took back from late workers per token.
+// and, per token, the parts the caller took back from late workers and
+// the jobs on which a worker stalled (see `WorkerPool.stalls`).
 //
 //   deno run -A --config DIR/deno.json bench/_scaling_child.ts --root DIR MODEL.gguf
 
@@ -38,6 +39,8 @@ const cpu = () => {
   return (u.user + u.system) / 1000;
 };
 const taken = (): number => getEngine()?.pool?.takenBack ?? 0;
+// a baseline checkout's pool may not count stalls
+const stalls = (): number => getEngine()?.pool?.stalls ?? 0;
 const out = (o: unknown) =>
   Deno.stdout.writeSync(new TextEncoder().encode(JSON.stringify(o) + "\n"));
 out({ ready: true });
@@ -58,12 +61,14 @@ for await (const chunk of lines) {
     const s = model.createState();
     let lg = model.forward([5, 6, 7, 8], s);
     for (let i = 0; i < 2; i++) lg = model.forward([argmax(lg)], s);
-    const n = cmd.tokens, k0 = taken(), c0 = cpu(), t0 = performance.now();
+    const n = cmd.tokens, k0 = taken(), s0 = stalls();
+    const c0 = cpu(), t0 = performance.now();
     for (let i = 0; i < n; i++) lg = model.forward([argmax(lg)], s);
     out({
       wall: (performance.now() - t0) / n,
       cpu: (cpu() - c0) / n,
       takenBack: (taken() - k0) / n,
+      stalls: (stalls() - s0) / n,
     });
   }
 }

@@ -12,9 +12,10 @@
 //   deno run -A bench/thread_scaling_ab.ts MODEL.gguf[,MODEL2…] \
 //     [--base DIR] [--rounds 7] [--decode 16] [--quiet 1.8]
 //
-// Prints per model and checkout the median wall and CPU ms per token of
-// each thread count and the median over rounds of the per-round scaling
-// (1-thread wall ÷ 2-thread wall), over the quiet rounds and over all.
+// Prints per model and checkout, over the quiet rounds and over all, the
+// median wall and CPU ms per token of each thread count, the parts taken
+// back and the stalls per token with 2 threads, and the median over rounds
+// of the per-round scaling (1-thread wall ÷ 2-thread wall).
 
 import { cpuLine, median } from "./_peer.ts";
 
@@ -145,15 +146,19 @@ for (const model of models) {
   roots.forEach(([name], i) => {
     const one = res[2 * i], two = res[2 * i + 1];
     const ratio = one.map((x, r) => x.wall / two[r].wall);
-    const sel = (a: number[]) => a.filter((_, r) => q[r]);
-    const m = (a: Record<string, number>[], k: string) =>
-      fmt(median(sel(a.map((x) => x[k]))));
-    console.log(
-      `  ${name.padEnd(5)} quiet: 1t wall ${m(one, "wall")} cpu ${
+    const line = (label: string, keep: (r: number) => boolean) => {
+      const sel = (a: number[]) => a.filter((_, r) => keep(r));
+      const m = (a: Record<string, number>[], k: string) =>
+        fmt(median(sel(a.map((x) => x[k]))));
+      return `${label}: 1t wall ${m(one, "wall")} cpu ${
         m(one, "cpu")
-      } | 2t wall ${m(two, "wall")} cpu ${m(two, "cpu")} takenBack/tok ${
+      } | 2t wall ${m(two, "wall")} cpu ${m(two, "cpu")} takenBack ${
         m(two, "takenBack")
-      } | 1→2 ×${fmt(median(sel(ratio)))}; all rounds ×${fmt(median(ratio))} (${
+      } stalls ${m(two, "stalls")} /tok | 1→2 ×${fmt(median(sel(ratio)))}`;
+    };
+    console.log(`  ${name.padEnd(5)} ${line("quiet", (r) => q[r])}`);
+    console.log(
+      `  ${"".padEnd(5)} ${line("all", () => true)} (${
         ratio.map(fmt).join(" ")
       })`,
     );
