@@ -58,6 +58,12 @@ const BACKOFF_MAX_MS = 1024;
 /** Stall-free time (ms) after which the backoff starts again from its least. */
 const BACKOFF_RESET_MS = 4096;
 
+/**
+ * The realm's stall backoff (see {@link WorkerPool.available}): the end
+ * of the current single-threaded period, its length, the last stall.
+ */
+const backoff = { soloUntil: 0, ms: 0, lastStall: -Infinity };
+
 /** Options of {@link WorkerPool}. */
 export interface PoolOptions {
   /** The compiled kernel module. */
@@ -110,9 +116,6 @@ export class WorkerPool {
    * process) holds its core. See {@link WorkerPool.available}.
    */
   stalls = 0;
-  #soloUntil = 0;
-  #backoff = 0;
-  #lastStall = -Infinity;
 
   /** Use {@link startPool}. */
   constructor(workers: Worker[], memory: WebAssembly.Memory, ctrl: number) {
@@ -140,23 +143,25 @@ export class WorkerPool {
    * speed of one thread; single-threaded meanwhile, the idle worker goes
    * to sleep and the caller gets the core. The period doubles with each
    * stall that follows a retry (8 ms up to about 1 s) and starts again
-   * from 8 ms after 4 s without one.
+   * from 8 ms after 4 s without one. The load is the machine's, not the
+   * pool's: every pool of the realm shares this state, and a pool started
+   * after the idle timer stopped the last one starts where it stood.
    *
    * @param now `performance.now()`.
    * @returns Whether to split.
    */
   available(now: number): boolean {
-    return now >= this.#soloUntil;
+    return now >= backoff.soloUntil;
   }
 
   #stalled(): void {
     this.stalls++;
     const now = performance.now();
-    this.#backoff = now - this.#lastStall > BACKOFF_RESET_MS
+    backoff.ms = now - backoff.lastStall > BACKOFF_RESET_MS
       ? BACKOFF_MIN_MS
-      : Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, 2 * this.#backoff));
-    this.#lastStall = now;
-    this.#soloUntil = now + this.#backoff;
+      : Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, 2 * backoff.ms));
+    backoff.lastStall = now;
+    backoff.soloUntil = now + backoff.ms;
   }
 
   /**

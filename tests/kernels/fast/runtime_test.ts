@@ -117,7 +117,13 @@ Deno.test("a part its worker has not started is taken back and run by the caller
 Deno.test("a worker that keeps the caller waiting counts as a stall, and jobs stay on one thread for a while after it", async () => {
   try {
     // workers that poll long between jobs (an earlier test may have set 0)
-    await configureKernels({ threads: 2, minParallelWork: 1, spin: 1 << 20 });
+    // (and no idle timer stopping them while this test waits below)
+    await configureKernels({
+      threads: 2,
+      minParallelWork: 1,
+      spin: 1 << 20,
+      idleMs: 60_000,
+    });
     const e = getEngine()!;
     const pool = e.pool!;
     // the worker's part reads 64 MiB, the caller's 64 bytes: the caller
@@ -128,6 +134,11 @@ Deno.test("a worker that keeps the caller waiting counts as a stall, and jobs st
     const i32 = new Int32Array(e.f32.buffer, p, chunks * 16);
     for (let k = 0; k < i32.length; k++) i32[k] = k & 255;
     const before = pool.stalls;
+    // an earlier test's stall may still keep jobs on one thread (the
+    // backoff is the realm's, at most about 1 s)
+    for (let i = 0; i < 150 && !pool.available(performance.now()); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     assert(pool.available(performance.now()));
     // small jobs first, until the worker runs its part itself: then it
     // polls for the next one (a sleeping worker's part would be taken back,
@@ -157,6 +168,7 @@ Deno.test("a worker that keeps the caller waiting counts as a stall, and jobs st
       threads: 1,
       minParallelWork: 1 << 18,
       spin: kernelDefaults.spin,
+      idleMs: kernelDefaults.idleMs,
     });
     await shutdownKernels();
   }
