@@ -54,9 +54,9 @@ const JOB_TIMEOUT_MS = 120_000;
 const STALL_WAIT_MS = 0.5;
 /** First and longest single-threaded period after a stall (ms). */
 const BACKOFF_MIN_MS = 8;
-const BACKOFF_MAX_MS = 1024;
+const BACKOFF_MAX_MS = 128;
 /** Stall-free time (ms) after which the backoff starts again from its least. */
-const BACKOFF_RESET_MS = 4096;
+const BACKOFF_RESET_MS = 1024;
 
 /**
  * The realm's stall backoff (see {@link WorkerPool.available}): the end
@@ -142,8 +142,8 @@ export class WorkerPool {
    * every job waits for its share, so a split decode runs at half the
    * speed of one thread; single-threaded meanwhile, the idle worker goes
    * to sleep and the caller gets the core. The period doubles with each
-   * stall that follows a retry (8 ms up to about 1 s) and starts again
-   * from 8 ms after 4 s without one. The load is the machine's, not the
+   * stall that follows a retry (8 ms up to 128 ms) and starts again
+   * from 8 ms after 1 s without one. The load is the machine's, not the
    * pool's: every pool of the realm shares this state, and a pool started
    * after the idle timer stopped the last one starts where it stood.
    *
