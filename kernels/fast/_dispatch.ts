@@ -26,6 +26,11 @@ export const state = {
   /** Tests only: output rows per grab of quantized jobs (0: automatic). */
   chunkRows: 0,
   /**
+   * Benchmarks only: about how many grabs of rows each thread makes in a
+   * shared quantized job (see `chunkRows` in `_linear_engine.ts`).
+   */
+  grabsPerThread: 16,
+  /**
    * Quantized jobs with at least this many weight bytes touch them ahead
    * of where they read (see `PREFETCH_BYTES` in kernels/wasm; tests set 0
    * or Infinity). With 4 weight streams per chunk, a cold 4096 × 4096 Q8_0
@@ -99,6 +104,12 @@ export const state = {
    * 80 with 1 and 2 MiB (the gaps between jobs are too short for more).
    */
   touchBytes: 1 << 20,
+  /**
+   * Whether a stalled worker sends jobs to one thread for a while (see
+   * `WorkerPool.available` in kernels/wasm/_pool.ts; benchmarks turn it
+   * off to compare).
+   */
+  stallBackoff: true,
   /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
   weightStreams: 0,
   note: undefined as string | undefined,
@@ -166,8 +177,11 @@ export function partsFor(e: Engine, work: number, units: number): number {
     startWorkers(e);
     return 1;
   }
-  state.lastParallel = performance.now();
+  const now = performance.now();
+  state.lastParallel = now;
   armTimer();
+  // after a worker stalled (its core taken by the host): one thread a while
+  if (state.stallBackoff && !e.pool.available(now)) return 1;
   return Math.min(e.pool.size + 1, units);
 }
 

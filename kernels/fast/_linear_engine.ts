@@ -285,7 +285,7 @@ const WEIGHT_STREAMS = 2;
  */
 function chunkRows(total: number, parts: number, rowBytes: number): number {
   if (parts === 1) return total;
-  const rows = Math.ceil(total / (parts * 16));
+  const rows = Math.ceil(total / (parts * state.grabsPerThread));
   return Math.max(rows, Math.ceil(16384 / rowBytes), 1);
 }
 

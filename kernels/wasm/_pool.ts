@@ -20,7 +20,13 @@ const DONE = 1;
 const FN = 2;
 const NARGS = 3;
 const ARGS_BYTE = 16;
-const MAX_ARGS = 28;
+const MAX_ARGS = 27;
+/**
+ * Whether the worker is polling for work (1) rather than asleep or about
+ * to sleep (0), as the worker last wrote it (Int32 index; after the
+ * arguments).
+ */
+const AWAKE = 59;
 /**
  * The sequence number of the last job claimed, by its worker or taken
  * back by the caller (Int32 index; after the arguments).
@@ -36,6 +42,27 @@ const TOUCH_N = 62;
 const TOUCH_LIM = 63;
 /** How long the caller waits for a worker before giving up (a dead worker). */
 const JOB_TIMEOUT_MS = 120_000;
+/**
+ * A wait this long (ms) for a worker's part after the caller's own (or a
+ * half the caller's own part's time, if longer), or spent posting
+ * the parts, counts as a stall: parts are shared in chunks of a few
+ * microseconds (a thirty-second of a job, a sixteenth of a thread's
+ * share), so only a worker thread that lost its core mid-chunk keeps the
+ * caller waiting this long, and only a caller that lost its own (to the
+ * worker it woke, where the other core is busy elsewhere) posts this long.
+ */
+const STALL_WAIT_MS = 0.5;
+/** First and longest single-threaded period after a stall (ms). */
+const BACKOFF_MIN_MS = 8;
+const BACKOFF_MAX_MS = 128;
+/** Stall-free time (ms) after which the backoff starts again from its least. */
+const BACKOFF_RESET_MS = 1024;
+
+/**
+ * The realm's stall backoff (see {@link WorkerPool.available}): the end
+ * of the current single-threaded period, its length, the last stall.
+ */
+const backoff = { soloUntil: 0, ms: 0, lastStall: -Infinity };
 
 /** Options of {@link WorkerPool}. */
 export interface PoolOptions {
@@ -79,6 +106,16 @@ export class WorkerPool {
   #closed = false;
   /** Parts taken back from workers that had not started them (a count, for tests and tuning). */
   takenBack = 0;
+  /**
+   * Jobs on which a worker stalled (a count, for tests and tuning): it was
+   * polling for work when the job was posted yet had not claimed its part
+   * by the time the caller had run its own, or the caller waited more than
+   * {@link STALL_WAIT_MS} (or half its own part's time) for its
+   * part, or took that long to post the job. Either way the worker's thread was
+   * runnable but not running: the host (a VM's other tenants, another
+   * process) holds its core. See {@link WorkerPool.available}.
+   */
+  stalls = 0;
 
   /** Use {@link startPool}. */
   constructor(workers: Worker[], memory: WebAssembly.Memory, ctrl: number) {
@@ -96,6 +133,35 @@ export class WorkerPool {
     );
     this.#seq = this.#ctrl.map((c) => Atomics.load(c, SEQ));
     this.#block = canBlock();
+  }
+
+  /**
+   * Whether jobs should be split over the workers now: false for a while
+   * after a stall. Where two threads get one core's time (a loaded host),
+   * a worker that polls for work takes that time from the caller and
+   * every job waits for its share, so a split decode runs at half the
+   * speed of one thread; single-threaded meanwhile, the idle worker goes
+   * to sleep and the caller gets the core. The period doubles with each
+   * stall that follows a retry (8 ms up to 128 ms) and starts again
+   * from 8 ms after 1 s without one. The load is the machine's, not the
+   * pool's: every pool of the realm shares this state, and a pool started
+   * after the idle timer stopped the last one starts where it stood.
+   *
+   * @param now `performance.now()`.
+   * @returns Whether to split.
+   */
+  available(now: number): boolean {
+    return now >= backoff.soloUntil;
+  }
+
+  #stalled(): void {
+    this.stalls++;
+    const now = performance.now();
+    backoff.ms = now - backoff.lastStall > BACKOFF_RESET_MS
+      ? BACKOFF_MIN_MS
+      : Math.min(BACKOFF_MAX_MS, Math.max(BACKOFF_MIN_MS, 2 * backoff.ms));
+    backoff.lastStall = now;
+    backoff.soloUntil = now + backoff.ms;
   }
 
   /**
@@ -122,6 +188,8 @@ export class WorkerPool {
         `Cannot split a job in ${parts.length} parts over ${this.size} workers and the caller`,
       );
     }
+    let polling = 0; // bit w: worker w was polling when its part was posted
+    const posted = performance.now();
     for (let w = 0; w + 1 < parts.length; w++) {
       const a = parts[w + 1];
       if (a.length > MAX_ARGS) {
@@ -136,16 +204,26 @@ export class WorkerPool {
       ctrl[TOUCH_N] = touch?.n ?? 0;
       ctrl[TOUCH_LIST] = touch?.list ?? 0;
       ctrl[TOUCH_LIM] = touch?.lim ?? 0;
+      if (Atomics.load(ctrl, AWAKE) === 1) polling |= 1 << w;
       const s = ++this.#seq[w];
       Atomics.store(ctrl, SEQ, s);
       Atomics.notify(ctrl, SEQ);
     }
+    // Posting takes a microsecond; longer, this thread lost its core (to
+    // the worker it woke, where the other core is busy elsewhere).
+    const started = performance.now();
+    let stalled = started - posted > STALL_WAIT_MS;
     let error: unknown;
     try {
       local(parts[0]);
     } catch (e) {
       error = e;
     }
+    // A worker's last chunk may keep the caller waiting about a chunk's
+    // time (a sixteenth of a thread's share in shared jobs; static splits
+    // are near equal): a long part (a large model's output head, a
+    // prefill GEMM) allows a longer wait.
+    const limit = Math.max(STALL_WAIT_MS, (performance.now() - started) / 2);
     for (let w = 0; w + 1 < parts.length; w++) {
       const ctrl = this.#ctrl[w];
       const s = this.#seq[w];
@@ -154,6 +232,8 @@ export class WorkerPool {
       // for the wake-up. Exactly one side claims each job.
       if (Atomics.compareExchange(ctrl, CLAIM, s - 1, s) === s - 1) {
         this.takenBack++;
+        // polling all along the caller's part, yet not started: not running
+        if (polling & (1 << w)) stalled = true;
         try {
           local(parts[w + 1]);
         } catch (e) {
@@ -161,29 +241,37 @@ export class WorkerPool {
         }
         continue;
       }
-      const deadline = performance.now() + JOB_TIMEOUT_MS;
+      if (Atomics.load(ctrl, DONE) === s) {
+        if (ctrl[NARGS] !== 0) {
+          error ??= new Error(`A kernel trapped in worker ${w}`);
+        }
+        continue;
+      }
+      const t0 = performance.now();
+      const deadline = t0 + JOB_TIMEOUT_MS;
+      // Poll until a wait would count as a stall anyway, then sleep: a
+      // worker's last chunk can take tens of microseconds (the output
+      // head's), and waking a sleeping thread costs as much in a VM.
       let spins = 0;
       while (Atomics.load(ctrl, DONE) !== s) {
-        if (++spins < 4096 || !this.#block) {
-          // the clock costs more than a poll: read it now and then
-          if ((spins & 1023) === 0 && performance.now() > deadline) {
-            throw new Error(
-              `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
-            );
-          }
-          continue;
-        }
-        Atomics.wait(ctrl, DONE, Atomics.load(ctrl, DONE), 50);
-        if (performance.now() > deadline) {
+        if ((++spins & 255) !== 0) continue;
+        // the clock costs more than a poll: read it now and then
+        const now = performance.now();
+        if (now > deadline) {
           throw new Error(
             `Kernel worker ${w} did not finish a job within ${JOB_TIMEOUT_MS} ms`,
           );
         }
+        if (this.#block && now - t0 >= limit) {
+          Atomics.wait(ctrl, DONE, Atomics.load(ctrl, DONE), 50);
+        }
       }
+      if (performance.now() - t0 > limit) stalled = true;
       if (ctrl[NARGS] !== 0) {
         error ??= new Error(`A kernel trapped in worker ${w}`);
       }
     }
+    if (stalled) this.#stalled();
     if (error !== undefined) throw error;
   }
 

@@ -21,13 +21,15 @@ interface Start {
 }
 
 // Slot layout (Int32 indices from the slot start): 0 seq, 1 done, 2 fn,
-// 3 status, 60 claim; f64 arguments from byte 16.
+// 3 status, 59 awake, 60 claim; f64 arguments from byte 16.
 const SEQ = 0;
 const DONE = 1;
 const FN = 2;
 const STATUS = 3;
 const ARGS = 16;
-const MAX_ARGS = 28;
+const MAX_ARGS = 27;
+/** Int32 index of the polling flag: 1 while this worker polls for work, 0 asleep (see `_pool.ts`). */
+const AWAKE = 59;
 /** Int32 index of the last claimed sequence number (see `_pool.ts`). */
 const CLAIM = 60;
 /** Int32 indices of the touch-after list: its address, its range count, the read limit. */
@@ -53,6 +55,7 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     return;
   }
   const ctrl = new Int32Array(memory.buffer, slot, TOUCH_LIM + 1);
+  Atomics.store(ctrl, AWAKE, 1);
   const touch = fns[names.indexOf("touch")];
   const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
   // Read the sequence number before announcing readiness: the caller may
@@ -65,7 +68,9 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     let s = Atomics.load(ctrl, SEQ);
     for (let i = 0; s === last && i < spin; i++) s = Atomics.load(ctrl, SEQ);
     if (s === last) {
+      Atomics.store(ctrl, AWAKE, 0);
       Atomics.wait(ctrl, SEQ, last);
+      Atomics.store(ctrl, AWAKE, 1);
       continue;
     }
     last = s;

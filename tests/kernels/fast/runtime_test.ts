@@ -8,6 +8,7 @@ import {
 } from "../../../kernels/fast/runtime.ts";
 import { fastLinear } from "../../../kernels/fast/matmul.ts";
 import { getEngine } from "../../../kernels/wasm/_engine.ts";
+import { state } from "../../../kernels/fast/_dispatch.ts";
 import { cosines, makeWeight } from "./_helpers.ts";
 
 Deno.test("kernels start single-threaded on the relaxed-SIMD module", () => {
@@ -98,13 +99,77 @@ Deno.test("a part its worker has not started is taken back and run by the caller
   const want = ws.map((w, i) => fastLinear(xs[i], 3, w));
   try {
     await configureKernels({ threads: 2, minParallelWork: 1, spin: 0 });
+    // every job split, stalls or not (a loaded machine's would send them to
+    // one thread)
+    state.stallBackoff = false;
     const pool = getEngine()!.pool!;
     for (let i = 0; i < 200; i++) {
       ws.forEach((w, j) => assertEquals(fastLinear(xs[j], 3, w), want[j]));
     }
     assert(pool.takenBack > 0, "no part was taken back in 400 jobs");
   } finally {
+    state.stallBackoff = true;
     await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
+    await shutdownKernels();
+  }
+});
+
+Deno.test("a worker that keeps the caller waiting counts as a stall, and jobs stay on one thread for a while after it", async () => {
+  try {
+    // workers that poll long between jobs (an earlier test may have set 0)
+    // (and no idle timer stopping them while this test waits below)
+    await configureKernels({
+      threads: 2,
+      minParallelWork: 1,
+      spin: 1 << 20,
+      idleMs: 60_000,
+    });
+    const e = getEngine()!;
+    const pool = e.pool!;
+    // the worker's part reads 64 MiB, the caller's 64 bytes: the caller
+    // waits for the worker (or, where the other core is busy, loses its
+    // own to the worker it woke) far longer than a stall's 0.5 ms
+    const chunks = 1 << 20;
+    const p = e.alloc(chunks * 64 + 64), out = e.alloc(128);
+    const i32 = new Int32Array(e.f32.buffer, p, chunks * 16);
+    for (let k = 0; k < i32.length; k++) i32[k] = k & 255;
+    const before = pool.stalls;
+    // an earlier test's stall may still keep jobs on one thread (the
+    // backoff is the realm's, at most 128 ms)
+    for (let i = 0; i < 150 && !pool.available(performance.now()); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert(pool.available(performance.now()));
+    // small jobs first, until the worker runs its part itself: then it
+    // polls for the next one (a sleeping worker's part would be taken back,
+    // which is no stall)
+    for (let i = 0, k = -1; i < 1000 && k !== pool.takenBack; i++) {
+      k = pool.takenBack;
+      e.run("read_probe", [[p, out, 0, 1, 1], [p, out + 64, 0, 4096, 1]]);
+    }
+    const t = performance.now();
+    e.run("read_probe", [[p, out, 0, 1, 1], [p, out + 64, 0, chunks, 2]]);
+    // both parts ran: lane sums of the first chunk and of all of them
+    const lanes = (c1: number) =>
+      [0, 1, 2, 3].map((l) => {
+        let s = 0;
+        for (let k = l; k < c1 * 16; k += 4) s = (s + (k & 255)) | 0;
+        return s;
+      });
+    assertEquals([...new Int32Array(e.f32.buffer, out, 4)], lanes(1));
+    assertEquals([...new Int32Array(e.f32.buffer, out + 64, 4)], lanes(chunks));
+    assert(pool.stalls > before, "no stall counted");
+    assert(!pool.available(t), "still splitting jobs right after a stall");
+    assert(pool.available(t + 1000), "one thread for more than 1 s");
+    e.free(p);
+    e.free(out);
+  } finally {
+    await configureKernels({
+      threads: 1,
+      minParallelWork: 1 << 18,
+      spin: kernelDefaults.spin,
+      idleMs: kernelDefaults.idleMs,
+    });
     await shutdownKernels();
   }
 });
