@@ -11,6 +11,8 @@ import {
   type F32GemmBackend,
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
+import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
+import { SgemmHelper } from "./_blas_threads.ts";
 
 /**
  * Libraries tried in order when no path is given.
@@ -123,6 +125,7 @@ const SYMBOLS = {
     ],
     result: "void",
   },
+  cblas_sgemm_at: SGEMM_POINTER_SYMBOL,
   openblas_set_num_threads: {
     parameters: ["i32"],
     result: "void",
@@ -221,6 +224,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         if (now !== n) s.openblas_set_num_threads!(now = n);
       }
       : () => {};
+    const helper = new SgemmHelper(path);
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
@@ -273,11 +277,31 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           ldc,
         );
       },
+      sgemmMany(memory, list, count) {
+        // each call on one thread; the helper takes the second half
+        use(1);
+        const mine = helper.start(memory, list, count);
+        try {
+          sgemmFromList(s.cblas_sgemm_at, memory, list, 0, mine);
+        } finally {
+          const failed = helper.finish();
+          if (failed) {
+            sgemmFromList(
+              s.cblas_sgemm_at,
+              memory,
+              list,
+              failed.from,
+              failed.to,
+            );
+          }
+        }
+      },
     };
     return {
       backend,
       library: path,
       close() {
+        helper.stop();
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);

@@ -45,6 +45,7 @@ import { currentF32GemmBackend } from "../kernels/fast/backend.ts";
 import { geluErfApprox, geluErfInPlace } from "../kernels/gelu.ts";
 import { linear, linearMany } from "../kernels/linear.ts";
 import { geluMlpGemm } from "../kernels/_mlp_gemm.ts";
+import { postNormStackGemm } from "../kernels/_post_norm_gemm.ts";
 import { layerNorm } from "../kernels/norms.ts";
 import { applyRope, ropeFrequencies, ropeTable } from "../kernels/rope.ts";
 import type { RopeTable } from "../kernels/rope.ts";
@@ -335,10 +336,23 @@ export function buildEncoder(
     return out;
   }
 
+  const postNorm = config.norm === "post" && config.positions !== "rotary" &&
+    config.mlp !== "geglu" && config.activation === "gelu" &&
+    layers.every((L) => L.global && !L.gate);
+  const postDims = {
+    hidden: d,
+    heads,
+    inner: I,
+    eps: config.normEps,
+  };
+
   function run(rows: readonly EncoderRow[]): Float32Array {
     const lens = rows.map((r) => r.ids.length);
     const N = lens.reduce((a, b) => a + b, 0);
     let x = embedRows(rows, N);
+    // BERT-style stacks on a native BLAS: every activation in kernel memory
+    const stack = postNorm && postNormStackGemm(x, lens, layers, postDims);
+    if (stack) return stack;
     for (const L of layers) {
       const h = config.norm === "pre" && L.attnNorm
         ? layerNorm(x, N, d, L.attnNorm[0], L.attnNorm[1], config.normEps)

@@ -1,0 +1,314 @@
+/**
+ * A stack of post-norm encoder blocks (BERT, RoBERTa: attention, add +
+ * LayerNorm, GELU MLP, add + LayerNorm) with F32 weights on a native
+ * backend's `sgemm` (see `F32GemmBackend.sgemm` in `./fast/backend.ts`),
+ * every activation kept in kernel memory from the first block to the
+ * last: the projections write where the next step reads (q, k and v as
+ * column blocks of one `tokens × 3·hidden` array, which attention reads
+ * in place through `attendGemmAt`), biases are prefilled rows the
+ * products add to (`β = 1`), and the residual adds, LayerNorms and GELU
+ * run in place as kernels split over the threads. No array is allocated
+ * per block and nothing is copied between JavaScript and kernel memory
+ * but the input and the output.
+ *
+ * @module
+ */
+
+import type { Tensor } from "../core/tensor.ts";
+import { attendGemmAt } from "./_attention_gemm.ts";
+import { f32GemmBackendFor } from "./fast/backend.ts";
+import { runSplit } from "./fast/_dispatch.ts";
+import { getEngine } from "./wasm/_engine.ts";
+
+/** One block's weights, as the encoder holds them (`[out, in]` matrices). */
+export interface PostNormBlockWeights {
+  /** Separate projections (with `k`, `v`), or `qkv` fused. */
+  q?: Tensor;
+  /** Key projection. */
+  k?: Tensor;
+  /** Value projection. */
+  v?: Tensor;
+  /** Fused `[3·hidden, hidden]` projection. */
+  qkv?: Tensor;
+  /** Fused bias. */
+  bqkv?: Float32Array;
+  /** Query bias. */
+  bq?: Float32Array;
+  /** Key bias. */
+  bk?: Float32Array;
+  /** Value bias. */
+  bv?: Float32Array;
+  /** Attention output projection. */
+  o: Tensor;
+  /** Its bias. */
+  bo?: Float32Array;
+  /** LayerNorm after attention (weight, bias). */
+  attnNorm?: [Float32Array, Float32Array | undefined];
+  /** LayerNorm after the MLP (weight, bias). */
+  ffnNorm?: [Float32Array, Float32Array | undefined];
+  /** MLP up projection `[inner, hidden]`. */
+  up: Tensor;
+  /** Its bias. */
+  bup?: Float32Array;
+  /** MLP down projection `[hidden, inner]`. */
+  down: Tensor;
+  /** Its bias. */
+  bdown?: Float32Array;
+}
+
+/** Sizes of {@link postNormStackGemm}'s blocks. */
+export interface PostNormDims {
+  /** Hidden size (a multiple of 4). */
+  hidden: number;
+  /** Attention heads. */
+  heads: number;
+  /** MLP inner size (a multiple of 4). */
+  inner: number;
+  /** LayerNorm epsilon. */
+  eps: number;
+}
+
+function f32Of(
+  w: Tensor | undefined,
+  outF: number,
+  inF: number,
+): Float32Array | null {
+  if (
+    !w || w.dtype !== "F32" || w.quant || w.shape.length !== 2 ||
+    w.shape[0] !== outF || w.shape[1] !== inF ||
+    w.bytes.byteOffset % 4 !== 0 || w.bytes.byteLength < outF * inF * 4
+  ) return null;
+  return new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF);
+}
+
+/** Writes `row` into `rows` rows of `mem` from value `at` (doubling copies). */
+function fillRows(
+  mem: Float32Array,
+  at: number,
+  rows: number,
+  row: Float32Array,
+): void {
+  const n = rows * row.length;
+  mem.set(row, at);
+  for (let w = row.length; w < n; w *= 2) {
+    mem.copyWithin(at + w, at, at + Math.min(w, n - w));
+  }
+}
+
+/**
+ * Runs the blocks on `x` (the embeddings after their LayerNorm, `Σ lens`
+ * token rows of `hidden` values, rows end to end), each row's attention
+ * over its own tokens; or returns null where this route does not apply
+ * (no installed backend with `sgemm` for this size, no kernel engine, a
+ * weight not plain F32, a size not a multiple of 4, a missing LayerNorm):
+ * the caller then runs its general steps. GELU is the erf form of
+ * `gelu_bias_rows`.
+ *
+ * @param x Input token rows.
+ * @param lens Tokens per row.
+ * @param blocks The blocks' weights.
+ * @param dims Sizes and epsilon.
+ * @returns The last block's output, laid out as `x`, or null.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { postNormStackGemm } from "./_post_norm_gemm.ts";
+ * import { tensorFromF32 } from "../core/tensor.ts";
+ * const w = tensorFromF32("w", new Float32Array(16), [4, 4]);
+ * const one = new Float32Array(4).fill(1);
+ * const block = { q: w, k: w, v: w, o: w, up: w, down: w, attnNorm: [one, undefined], ffnNorm: [one, undefined] } as const;
+ * // without an installed native backend it declines
+ * assert(postNormStackGemm(new Float32Array(8), [2], [{ ...block, attnNorm: [one, undefined], ffnNorm: [one, undefined] }], {
+ *   hidden: 4, heads: 1, inner: 4, eps: 1e-12,
+ * }) === null);
+ * ```
+ */
+export function postNormStackGemm(
+  x: Float32Array,
+  lens: readonly number[],
+  blocks: readonly PostNormBlockWeights[],
+  dims: PostNormDims,
+): Float32Array | null {
+  const { hidden: d, heads, inner: I, eps } = dims;
+  const N = lens.reduce((a, b) => a + b, 0);
+  if (
+    x.length !== N * d || d % 4 !== 0 || I % 4 !== 0 || d % heads !== 0 ||
+    N === 0
+  ) return null;
+  const blas = f32GemmBackendFor(N, d, d);
+  const sgemm = blas?.sgemm?.bind(blas);
+  const e = sgemm ? getEngine() : null;
+  if (!blas || !sgemm || !e) return null;
+  const ws = blocks.map((L) => {
+    const qkv = L.qkv
+      ? f32Of(L.qkv, 3 * d, d)
+      : [f32Of(L.q, d, d), f32Of(L.k, d, d), f32Of(L.v, d, d)];
+    const o = f32Of(L.o, d, d);
+    const up = f32Of(L.up, I, d), down = f32Of(L.down, d, I);
+    if (
+      !qkv || (Array.isArray(qkv) && qkv.some((w) => !w)) || !o || !up ||
+      !down || !L.attnNorm || !L.ffnNorm
+    ) return null;
+    // one bias row for the three projections (zeros where one has none)
+    let bqkv: Float32Array | undefined;
+    if (L.bqkv) bqkv = L.bqkv;
+    else if (L.bq || L.bk || L.bv) {
+      bqkv = new Float32Array(3 * d);
+      [L.bq, L.bk, L.bv].forEach((b, i) => b && bqkv!.set(b, i * d));
+    }
+    return { qkv: qkv as Float32Array | Float32Array[], bqkv, o, up, down };
+  });
+  if (ws.some((w) => !w)) return null;
+  // kernel memory: pointers first (an allocation may grow the memory)
+  const pX = e.scratch("enc_x", N * d * 4 + 64);
+  const pQKV = e.scratch("enc_qkv", N * 3 * d * 4 + 64);
+  const pCtx = e.scratch("enc_ctx", N * d * 4 + 64);
+  const pT = e.scratch("enc_t", N * d * 4 + 64);
+  const pH = e.scratch("enc_h", N * I * 4 + 64);
+  const perBlock = 4 * d + I;
+  const pVec = e.scratch("enc_vectors", blocks.length * perBlock * 4 + 64);
+  let mem = e.f32;
+  mem.set(x, pX >> 2);
+  blocks.forEach((L, l) => {
+    const at = (pVec >> 2) + l * perBlock;
+    mem.set(L.attnNorm![0], at);
+    if (L.attnNorm![1]) mem.set(L.attnNorm![1], at + d);
+    else mem.fill(0, at + d, at + 2 * d);
+    mem.set(L.ffnNorm![0], at + 2 * d);
+    if (L.ffnNorm![1]) mem.set(L.ffnNorm![1], at + 3 * d);
+    else mem.fill(0, at + 3 * d, at + 4 * d);
+    if (L.bup) mem.set(L.bup, at + 4 * d);
+    else mem.fill(0, at + 4 * d, at + 4 * d + I);
+  });
+  const view = (p: number, n: number) => e.f32.subarray(p >> 2, (p >> 2) + n);
+  const addNorm = (w: number, b: number) =>
+    runSplit(e, "add_layernorm_rows", N * d * 8, N, (r0, r1) => [
+      pT + r0 * d * 4,
+      pX + r0 * d * 4,
+      w,
+      b,
+      pX + r0 * d * 4,
+      r1 - r0,
+      d,
+      eps,
+    ]);
+  for (const [l, W] of ws.entries()) {
+    const L = blocks[l], vec = pVec + l * perBlock * 4;
+    // q | k | v (+ biases) for every token, one row of 3·hidden each
+    mem = e.f32;
+    if (W!.bqkv) fillRows(mem, pQKV >> 2, N, W!.bqkv);
+    const beta = W!.bqkv ? 1 : 0;
+    const X = view(pX, N * d);
+    if (!Array.isArray(W!.qkv)) {
+      sgemm(
+        false,
+        true,
+        N,
+        3 * d,
+        d,
+        1,
+        X,
+        d,
+        W!.qkv,
+        d,
+        beta,
+        view(pQKV, N * 3 * d),
+        3 * d,
+      );
+    } else {
+      for (const [j, w] of W!.qkv.entries()) {
+        sgemm(
+          false,
+          true,
+          N,
+          d,
+          d,
+          1,
+          X,
+          d,
+          w,
+          d,
+          beta,
+          view(pQKV + j * d * 4, N * 3 * d - j * d),
+          3 * d,
+        );
+      }
+    }
+    attendGemmAt(
+      blas,
+      {
+        q: pQKV,
+        k: pQKV + d * 4,
+        v: pQKV + 2 * d * 4,
+        ld: 3 * d,
+        out: pCtx,
+        ldo: d,
+      },
+      lens,
+      heads,
+      d / heads,
+    );
+    // x = LayerNorm(x + ctx·Oᵀ + bo)
+    mem = e.f32;
+    if (L.bo) fillRows(mem, pT >> 2, N, L.bo);
+    sgemm(
+      false,
+      true,
+      N,
+      d,
+      d,
+      1,
+      view(pCtx, N * d),
+      d,
+      W!.o,
+      d,
+      L.bo ? 1 : 0,
+      view(pT, N * d),
+      d,
+    );
+    addNorm(vec, vec + d * 4);
+    // x = LayerNorm(x + gelu(x·Upᵀ + bUp)·Downᵀ + bDown)
+    sgemm(
+      false,
+      true,
+      N,
+      I,
+      d,
+      1,
+      view(pX, N * d),
+      d,
+      W!.up,
+      d,
+      0,
+      view(pH, N * I),
+      I,
+    );
+    runSplit(
+      e,
+      "gelu_bias_rows",
+      N * I * 24,
+      N,
+      (r0, r1) => [pH + r0 * I * 4, vec + 4 * d * 4, r1 - r0, I],
+    );
+    mem = e.f32;
+    if (L.bdown) fillRows(mem, pT >> 2, N, L.bdown);
+    sgemm(
+      false,
+      true,
+      N,
+      d,
+      I,
+      1,
+      view(pH, N * I),
+      I,
+      W!.down,
+      I,
+      L.bdown ? 1 : 0,
+      view(pT, N * d),
+      d,
+    );
+    addNorm(vec + 2 * d * 4, vec + 3 * d * 4);
+  }
+  return e.f32.slice(pX >> 2, (pX >> 2) + N * d);
+}
