@@ -66,6 +66,29 @@ export interface PostNormDims {
   inner: number;
   /** LayerNorm epsilon. */
   eps: number;
+  /** A LayerNorm (weight, bias) applied to the input first. @default {none} */
+  inputNorm?: [Float32Array, Float32Array | undefined];
+}
+
+/**
+ * The fused `[3·hidden, hidden]` F32 projection of separate q, k, v
+ * weights, made on first use and kept while the q tensor lives (one
+ * product of three times the width runs faster than three; the weights
+ * are then held twice).
+ */
+const fusedQkv = new WeakMap<Tensor, Float32Array>();
+
+function qkvOf(L: PostNormBlockWeights, d: number): Float32Array | null {
+  if (L.qkv) return f32Of(L.qkv, 3 * d, d);
+  if (!L.q) return null;
+  const have = fusedQkv.get(L.q);
+  if (have) return have;
+  const parts = [f32Of(L.q, d, d), f32Of(L.k, d, d), f32Of(L.v, d, d)];
+  if (parts.some((p) => !p)) return null;
+  const w = new Float32Array(3 * d * d);
+  parts.forEach((p, i) => w.set(p!, i * d * d));
+  fusedQkv.set(L.q, w);
+  return w;
 }
 
 function f32Of(
@@ -125,7 +148,7 @@ function fillRows(
  * ```
  */
 export function postNormStackGemm(
-  x: Float32Array,
+  x: Float32Array | ((out: Float32Array) => void),
   lens: readonly number[],
   blocks: readonly PostNormBlockWeights[],
   dims: PostNormDims,
@@ -133,7 +156,8 @@ export function postNormStackGemm(
   const { hidden: d, heads, inner: I, eps } = dims;
   const N = lens.reduce((a, b) => a + b, 0);
   if (
-    x.length !== N * d || d % 4 !== 0 || I % 4 !== 0 || d % heads !== 0 ||
+    (typeof x !== "function" && x.length !== N * d) || d % 4 !== 0 ||
+    I % 4 !== 0 || d % heads !== 0 ||
     N === 0
   ) return null;
   const blas = f32GemmBackendFor(N, d, d);
@@ -141,13 +165,11 @@ export function postNormStackGemm(
   const e = sgemm ? getEngine() : null;
   if (!blas || !sgemm || !e) return null;
   const ws = blocks.map((L) => {
-    const qkv = L.qkv
-      ? f32Of(L.qkv, 3 * d, d)
-      : [f32Of(L.q, d, d), f32Of(L.k, d, d), f32Of(L.v, d, d)];
+    const qkv = qkvOf(L, d);
     const o = f32Of(L.o, d, d);
     const up = f32Of(L.up, I, d), down = f32Of(L.down, d, I);
     if (
-      !qkv || (Array.isArray(qkv) && qkv.some((w) => !w)) || !o || !up ||
+      !qkv || !o || !up ||
       !down || !L.attnNorm || !L.ffnNorm
     ) return null;
     // one bias row for the three projections (zeros where one has none)
@@ -157,7 +179,7 @@ export function postNormStackGemm(
       bqkv = new Float32Array(3 * d);
       [L.bq, L.bk, L.bv].forEach((b, i) => b && bqkv!.set(b, i * d));
     }
-    return { qkv: qkv as Float32Array | Float32Array[], bqkv, o, up, down };
+    return { qkv, bqkv, o, up, down };
   });
   if (ws.some((w) => !w)) return null;
   // kernel memory: pointers first (an allocation may grow the memory)
@@ -167,9 +189,14 @@ export function postNormStackGemm(
   const pT = e.scratch("enc_t", N * d * 4 + 64);
   const pH = e.scratch("enc_h", N * I * 4 + 64);
   const perBlock = 4 * d + I;
-  const pVec = e.scratch("enc_vectors", blocks.length * perBlock * 4 + 64);
+  const pVec = e.scratch(
+    "enc_vectors",
+    (blocks.length * perBlock + 2 * d) * 4 + 64,
+  );
   let mem = e.f32;
-  mem.set(x, pX >> 2);
+  if (typeof x === "function") {
+    x(mem.subarray(pX >> 2, (pX >> 2) + N * d));
+  } else mem.set(x, pX >> 2);
   blocks.forEach((L, l) => {
     const at = (pVec >> 2) + l * perBlock;
     mem.set(L.attnNorm![0], at);
@@ -193,6 +220,24 @@ export function postNormStackGemm(
       d,
       eps,
     ]);
+  if (dims.inputNorm) {
+    // LayerNorm(x + x) with 4·eps is LayerNorm(x) (scaling by 2 is exact)
+    const at = (pVec >> 2) + blocks.length * perBlock;
+    mem = e.f32;
+    mem.set(dims.inputNorm[0], at);
+    if (dims.inputNorm[1]) mem.set(dims.inputNorm[1], at + d);
+    else mem.fill(0, at + d, at + 2 * d);
+    runSplit(e, "add_layernorm_rows", N * d * 8, N, (r0, r1) => [
+      pX + r0 * d * 4,
+      pX + r0 * d * 4,
+      at * 4,
+      (at + d) * 4,
+      pX + r0 * d * 4,
+      r1 - r0,
+      d,
+      4 * eps,
+    ]);
+  }
   for (const [l, W] of ws.entries()) {
     const L = blocks[l], vec = pVec + l * perBlock * 4;
     // q | k | v (+ biases) for every token, one row of 3·hidden each
@@ -200,41 +245,21 @@ export function postNormStackGemm(
     if (W!.bqkv) fillRows(mem, pQKV >> 2, N, W!.bqkv);
     const beta = W!.bqkv ? 1 : 0;
     const X = view(pX, N * d);
-    if (!Array.isArray(W!.qkv)) {
-      sgemm(
-        false,
-        true,
-        N,
-        3 * d,
-        d,
-        1,
-        X,
-        d,
-        W!.qkv,
-        d,
-        beta,
-        view(pQKV, N * 3 * d),
-        3 * d,
-      );
-    } else {
-      for (const [j, w] of W!.qkv.entries()) {
-        sgemm(
-          false,
-          true,
-          N,
-          d,
-          d,
-          1,
-          X,
-          d,
-          w,
-          d,
-          beta,
-          view(pQKV + j * d * 4, N * 3 * d - j * d),
-          3 * d,
-        );
-      }
-    }
+    sgemm(
+      false,
+      true,
+      N,
+      3 * d,
+      d,
+      1,
+      X,
+      d,
+      W!.qkv,
+      d,
+      beta,
+      view(pQKV, N * 3 * d),
+      3 * d,
+    );
     attendGemmAt(
       blas,
       {

@@ -260,8 +260,8 @@ export function buildEncoder(
     ? geluErfApprox
     : (x: number) => activate("gelu_tanh", x);
 
-  function embedRows(rows: readonly EncoderRow[], total: number): Float32Array {
-    const x = new Float32Array(total * d);
+  /** The rows' token + position + type embeddings (before their norm) into `x`. */
+  function sumEmbeddings(rows: readonly EncoderRow[], x: Float32Array): void {
     let t = 0;
     for (const [r, row] of rows.entries()) {
       if (row.ids.length === 0) {
@@ -301,6 +301,11 @@ export function buildEncoder(
       }
       t += row.ids.length;
     }
+  }
+
+  function embedRows(rows: readonly EncoderRow[], total: number): Float32Array {
+    const x = new Float32Array(total * d);
+    sumEmbeddings(rows, x);
     return layerNorm(x, total, d, embNorm[0], embNorm[1], config.normEps);
   }
 
@@ -344,15 +349,17 @@ export function buildEncoder(
     heads,
     inner: I,
     eps: config.normEps,
+    inputNorm: embNorm,
   };
 
   function run(rows: readonly EncoderRow[]): Float32Array {
     const lens = rows.map((r) => r.ids.length);
     const N = lens.reduce((a, b) => a + b, 0);
-    let x = embedRows(rows, N);
     // BERT-style stacks on a native BLAS: every activation in kernel memory
-    const stack = postNorm && postNormStackGemm(x, lens, layers, postDims);
+    const stack = postNorm &&
+      postNormStackGemm((x) => sumEmbeddings(rows, x), lens, layers, postDims);
     if (stack) return stack;
+    let x = embedRows(rows, N);
     for (const L of layers) {
       const h = config.norm === "pre" && L.attnNorm
         ? layerNorm(x, N, d, L.attnNorm[0], L.attnNorm[1], config.normEps)
