@@ -278,9 +278,10 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         );
       },
       sgemmMany(memory, list, count) {
-        // each call on one thread; the helper takes the second half
+        // each call on one thread; with more than one BLAS thread the
+        // helper takes the second half
         use(1);
-        const mine = helper.start(memory, list, count);
+        const mine = threads > 1 ? helper.start(memory, list, count) : count;
         try {
           sgemmFromList(s.cblas_sgemm_at, memory, list, 0, mine);
         } finally {
