@@ -118,6 +118,100 @@ function fillRows(
   }
 }
 
+/** One block's weights and biases as {@link postNormStackGemm} runs them. */
+interface BlockPlan {
+  qkv: Float32Array;
+  o: Float32Array;
+  up: Float32Array;
+  down: Float32Array;
+  /** q | k | v bias, less `Wqkv·bo` (the stream carries bo). */
+  bqkv: Float32Array;
+  /** After attention: weight, bias + bDown. */
+  ln1: [Float32Array, Float32Array];
+  /** Up bias, less `Wup·bDown`. */
+  bup: Float32Array;
+  /** After the MLP: weight, bias + the next block's bo. */
+  ln2: [Float32Array, Float32Array];
+  /** This block's bo (what the stream into it carries). */
+  shiftIn: Float32Array;
+}
+
+const plans = new WeakMap<readonly PostNormBlockWeights[], BlockPlan[]>();
+
+/** `b − W·c` in F64 (W `[out, in]`, c of `in` values), rounded to F32. */
+function lessProduct(
+  b: Float32Array | undefined,
+  w: Float32Array,
+  c: Float32Array,
+  out: number,
+): Float32Array {
+  const inF = c.length, y = new Float32Array(out);
+  for (let o = 0; o < out; o++) {
+    let s = b ? b[o] : 0;
+    for (let i = 0; i < inF; i++) s -= w[o * inF + i] * c[i];
+    y[o] = s;
+  }
+  return y;
+}
+
+function plus(a: Float32Array | undefined, b: Float32Array, n: number) {
+  const y = new Float32Array(n);
+  for (let i = 0; i < n; i++) y[i] = (a ? a[i] : 0) + b[i];
+  return y;
+}
+
+/**
+ * The blocks' F32 weights and the biases rearranged so that no product
+ * needs a bias of its own but q|k|v's (made once per blocks array): the
+ * stream between steps carries the bias of the product whose output is
+ * added to it next. The attention output projection's bias `bo` rides in
+ * the block's input `x + bo` (so `LayerNorm(x + bo + ctx·Oᵀ)` needs no
+ * bias fill), which q|k|v's bias compensates (`b − Wqkv·bo`); likewise the
+ * attention LayerNorm writes `a + bDown` and the up bias becomes
+ * `bUp − Wup·bDown`. Exact in real arithmetic; the F32 results move by
+ * rounding only.
+ */
+function planOf(
+  blocks: readonly PostNormBlockWeights[],
+  d: number,
+  I: number,
+): BlockPlan[] | null {
+  const have = plans.get(blocks);
+  if (have) return have;
+  const zero = new Float32Array(Math.max(d, I));
+  const plan: BlockPlan[] = [];
+  for (const [l, L] of blocks.entries()) {
+    const qkv = qkvOf(L, d);
+    const o = f32Of(L.o, d, d);
+    const up = f32Of(L.up, I, d), down = f32Of(L.down, d, I);
+    if (!qkv || !o || !up || !down || !L.attnNorm || !L.ffnNorm) return null;
+    // one bias row for the three projections (zeros where one has none)
+    let bqkv: Float32Array | undefined;
+    if (L.bqkv) bqkv = L.bqkv;
+    else if (L.bq || L.bk || L.bv) {
+      bqkv = new Float32Array(3 * d);
+      [L.bq, L.bk, L.bv].forEach((b, i) => b && bqkv!.set(b, i * d));
+    }
+    const bo = L.bo ?? zero.subarray(0, d);
+    const bDown = L.bdown ?? zero.subarray(0, d);
+    const nextBo = blocks[l + 1]?.bo ?? zero.subarray(0, d);
+    plan.push({
+      qkv,
+      o,
+      up,
+      down,
+      bqkv: lessProduct(bqkv, qkv, bo, 3 * d),
+      ln1: [L.attnNorm[0], plus(L.attnNorm[1], bDown, d)],
+      bup: lessProduct(L.bup, up, bDown, I),
+      ln2: [L.ffnNorm[0], plus(L.ffnNorm[1], nextBo, d)],
+      shiftIn: bo,
+    });
+  }
+  if (plan.length === 0) return null;
+  plans.set(blocks, plan);
+  return plan;
+}
+
 /**
  * Runs the blocks on `x` (the embeddings after their LayerNorm, `Σ lens`
  * token rows of `hidden` values, rows end to end), each row's attention
@@ -164,31 +258,15 @@ export function postNormStackGemm(
   const sgemm = blas?.sgemm?.bind(blas);
   const e = sgemm ? getEngine() : null;
   if (!blas || !sgemm || !e) return null;
-  const ws = blocks.map((L) => {
-    const qkv = qkvOf(L, d);
-    const o = f32Of(L.o, d, d);
-    const up = f32Of(L.up, I, d), down = f32Of(L.down, d, I);
-    if (
-      !qkv || !o || !up ||
-      !down || !L.attnNorm || !L.ffnNorm
-    ) return null;
-    // one bias row for the three projections (zeros where one has none)
-    let bqkv: Float32Array | undefined;
-    if (L.bqkv) bqkv = L.bqkv;
-    else if (L.bq || L.bk || L.bv) {
-      bqkv = new Float32Array(3 * d);
-      [L.bq, L.bk, L.bv].forEach((b, i) => b && bqkv!.set(b, i * d));
-    }
-    return { qkv, bqkv, o, up, down };
-  });
-  if (ws.some((w) => !w)) return null;
+  const plan = planOf(blocks, d, I);
+  if (!plan) return null;
   // kernel memory: pointers first (an allocation may grow the memory)
   const pX = e.scratch("enc_x", N * d * 4 + 64);
   const pQKV = e.scratch("enc_qkv", N * 3 * d * 4 + 64);
   const pCtx = e.scratch("enc_ctx", N * d * 4 + 64);
   const pT = e.scratch("enc_t", N * d * 4 + 64);
   const pH = e.scratch("enc_h", N * I * 4 + 64);
-  const perBlock = 4 * d + I;
+  const perBlock = 4 * d + I + 3 * d;
   const pVec = e.scratch(
     "enc_vectors",
     (blocks.length * perBlock + 2 * d) * 4 + 64,
@@ -197,16 +275,15 @@ export function postNormStackGemm(
   if (typeof x === "function") {
     x(mem.subarray(pX >> 2, (pX >> 2) + N * d));
   } else mem.set(x, pX >> 2);
-  blocks.forEach((L, l) => {
+  // per block: LayerNorm weights and (shifted) biases, up bias, q|k|v bias
+  plan.forEach((P, l) => {
     const at = (pVec >> 2) + l * perBlock;
-    mem.set(L.attnNorm![0], at);
-    if (L.attnNorm![1]) mem.set(L.attnNorm![1], at + d);
-    else mem.fill(0, at + d, at + 2 * d);
-    mem.set(L.ffnNorm![0], at + 2 * d);
-    if (L.ffnNorm![1]) mem.set(L.ffnNorm![1], at + 3 * d);
-    else mem.fill(0, at + 3 * d, at + 4 * d);
-    if (L.bup) mem.set(L.bup, at + 4 * d);
-    else mem.fill(0, at + 4 * d, at + 4 * d + I);
+    mem.set(P.ln1[0], at);
+    mem.set(P.ln1[1], at + d);
+    mem.set(P.ln2[0], at + 2 * d);
+    mem.set(P.ln2[1], at + 3 * d);
+    mem.set(P.bup, at + 4 * d);
+    mem.set(P.bqkv, at + 4 * d + I);
   });
   const view = (p: number, n: number) => e.f32.subarray(p >> 2, (p >> 2) + n);
   const addNorm = (w: number, b: number) =>
@@ -220,13 +297,16 @@ export function postNormStackGemm(
       d,
       eps,
     ]);
+  // the stream holds x + bo of the next block (see planOf)
+  const shift = plan[0].shiftIn;
   if (dims.inputNorm) {
     // LayerNorm(x + x) with 4·eps is LayerNorm(x) (scaling by 2 is exact)
     const at = (pVec >> 2) + blocks.length * perBlock;
     mem = e.f32;
     mem.set(dims.inputNorm[0], at);
-    if (dims.inputNorm[1]) mem.set(dims.inputNorm[1], at + d);
-    else mem.fill(0, at + d, at + 2 * d);
+    for (let c = 0; c < d; c++) {
+      mem[at + d + c] = (dims.inputNorm[1]?.[c] ?? 0) + shift[c];
+    }
     runSplit(e, "add_layernorm_rows", N * d * 8, N, (r0, r1) => [
       pX + r0 * d * 4,
       pX + r0 * d * 4,
@@ -237,13 +317,17 @@ export function postNormStackGemm(
       d,
       4 * eps,
     ]);
+  } else {
+    mem = e.f32;
+    for (let t = 0; t < N; t++) {
+      for (let c = 0, o = (pX >> 2) + t * d; c < d; c++) mem[o + c] += shift[c];
+    }
   }
-  for (const [l, W] of ws.entries()) {
-    const L = blocks[l], vec = pVec + l * perBlock * 4;
+  for (const [l, W] of plan.entries()) {
+    const vec = pVec + l * perBlock * 4;
     // q | k | v (+ biases) for every token, one row of 3·hidden each
     mem = e.f32;
-    if (W!.bqkv) fillRows(mem, pQKV >> 2, N, W!.bqkv);
-    const beta = W!.bqkv ? 1 : 0;
+    fillRows(mem, pQKV >> 2, N, W.bqkv);
     const X = view(pX, N * d);
     sgemm(
       false,
@@ -254,9 +338,9 @@ export function postNormStackGemm(
       1,
       X,
       d,
-      W!.qkv,
+      W.qkv,
       d,
-      beta,
+      1,
       view(pQKV, N * 3 * d),
       3 * d,
     );
@@ -274,9 +358,7 @@ export function postNormStackGemm(
       heads,
       d / heads,
     );
-    // x = LayerNorm(x + ctx·Oᵀ + bo)
-    mem = e.f32;
-    if (L.bo) fillRows(mem, pT >> 2, N, L.bo);
+    // x = LayerNorm(x + ctx·Oᵀ + bo), bo already in the stream
     sgemm(
       false,
       true,
@@ -286,9 +368,9 @@ export function postNormStackGemm(
       1,
       view(pCtx, N * d),
       d,
-      W!.o,
+      W.o,
       d,
-      L.bo ? 1 : 0,
+      0,
       view(pT, N * d),
       d,
     );
@@ -303,7 +385,7 @@ export function postNormStackGemm(
       1,
       view(pX, N * d),
       d,
-      W!.up,
+      W.up,
       d,
       0,
       view(pH, N * I),
@@ -316,8 +398,7 @@ export function postNormStackGemm(
       N,
       (r0, r1) => [pH + r0 * I * 4, vec + 4 * d * 4, r1 - r0, I],
     );
-    mem = e.f32;
-    if (L.bdown) fillRows(mem, pT >> 2, N, L.bdown);
+    // bDown already in the stream
     sgemm(
       false,
       true,
@@ -327,9 +408,9 @@ export function postNormStackGemm(
       1,
       view(pH, N * I),
       I,
-      W!.down,
+      W.down,
       I,
-      L.bdown ? 1 : 0,
+      0,
       view(pT, N * d),
       d,
     );
