@@ -5,11 +5,12 @@
  * every activation kept in kernel memory from the first block to the
  * last: the projections write where the next step reads (q, k and v as
  * column blocks of one `tokens × 3·hidden` array, which attention reads
- * in place through `attendGemmAt`), biases are prefilled rows the
- * products add to (`β = 1`), and the residual adds, LayerNorms and GELU
- * run in place as kernels split over the threads. No array is allocated
- * per block and nothing is copied between JavaScript and kernel memory
- * but the input and the output.
+ * in place through `attendGemmAt`), q|k|v's bias is a prefilled row the
+ * product adds to (`β = 1`), the other products' biases ride in the
+ * stream they are added to (see `planOf`), and the residual adds,
+ * LayerNorms and GELU run in place as kernels split over the threads. No
+ * array is allocated per block and nothing is copied between JavaScript
+ * and kernel memory but the input and the output.
  *
  * @module
  */
@@ -234,11 +235,12 @@ function planOf(
  * import { tensorFromF32 } from "../core/tensor.ts";
  * const w = tensorFromF32("w", new Float32Array(16), [4, 4]);
  * const one = new Float32Array(4).fill(1);
- * const block = { q: w, k: w, v: w, o: w, up: w, down: w, attnNorm: [one, undefined], ffnNorm: [one, undefined] } as const;
+ * const block = { q: w, k: w, v: w, o: w, up: w, down: w };
+ * const norm: [Float32Array, undefined] = [one, undefined];
+ * const norms = { attnNorm: norm, ffnNorm: norm };
+ * const dims = { hidden: 4, heads: 1, inner: 4, eps: 1e-12 };
  * // without an installed native backend it declines
- * assert(postNormStackGemm(new Float32Array(8), [2], [{ ...block, attnNorm: [one, undefined], ffnNorm: [one, undefined] }], {
- *   hidden: 4, heads: 1, inner: 4, eps: 1e-12,
- * }) === null);
+ * assert(postNormStackGemm(new Float32Array(8), [2], [{ ...block, ...norms }], dims) === null);
  * ```
  */
 export function postNormStackGemm(
@@ -266,7 +268,7 @@ export function postNormStackGemm(
   const pCtx = e.scratch("enc_ctx", N * d * 4 + 64);
   const pT = e.scratch("enc_t", N * d * 4 + 64);
   const pH = e.scratch("enc_h", N * I * 4 + 64);
-  const perBlock = 4 * d + I + 3 * d;
+  const perBlock = 4 * d + I;
   const pVec = e.scratch(
     "enc_vectors",
     (blocks.length * perBlock + 2 * d) * 4 + 64,
@@ -275,7 +277,7 @@ export function postNormStackGemm(
   if (typeof x === "function") {
     x(mem.subarray(pX >> 2, (pX >> 2) + N * d));
   } else mem.set(x, pX >> 2);
-  // per block: LayerNorm weights and (shifted) biases, up bias, q|k|v bias
+  // per block: LayerNorm weights and (shifted) biases, up bias
   plan.forEach((P, l) => {
     const at = (pVec >> 2) + l * perBlock;
     mem.set(P.ln1[0], at);
@@ -283,7 +285,6 @@ export function postNormStackGemm(
     mem.set(P.ln2[0], at + 2 * d);
     mem.set(P.ln2[1], at + 3 * d);
     mem.set(P.bup, at + 4 * d);
-    mem.set(P.bqkv, at + 4 * d + I);
   });
   const view = (p: number, n: number) => e.f32.subarray(p >> 2, (p >> 2) + n);
   const addNorm = (w: number, b: number) =>
