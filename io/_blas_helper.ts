@@ -2,10 +2,12 @@
  * The helper thread of `sgemmMany` (io/blas.ts): a worker that opens the
  * same BLAS library and runs its share of a list of `cblas_sgemm` calls on
  * matrices in the kernels' shared WebAssembly memory, while the main
- * thread runs the other share. Control words (Int32Array on a shared
- * buffer): [0] job number (the main thread bumps it; −1 stops the helper),
- * [1] the last job done, [2] list byte offset, [3] first call, [4] end
- * call, [5] 1 once the helper is ready, [6] 1 when a call failed here.
+ * thread runs the rest: both take the next call from a shared counter, so
+ * a thread the system deschedules leaves its calls to the other. Control
+ * words (Int32Array on a shared buffer): [0] job number (the main thread
+ * bumps it; −1 stops the helper), [1] the last job done, [2] list byte
+ * offset, [3] the next call to take, [4] calls in the list, [5] 1 once the
+ * helper is ready, [6] 1 + the index of a call that failed here (0: none).
  *
  * @module
  */
@@ -18,8 +20,8 @@ interface Init {
   ctrl: Int32Array;
 }
 
-self.onmessage = (ev: MessageEvent<Init>) => {
-  const { library, memory, ctrl } = ev.data;
+self.addEventListener("message", (ev: Event) => {
+  const { library, memory, ctrl } = (ev as MessageEvent<Init>).data;
   const lib = Deno.dlopen(library, { cblas_sgemm: SGEMM_POINTER_SYMBOL });
   Atomics.store(ctrl, 5, 1);
   Atomics.notify(ctrl, 5);
@@ -29,21 +31,22 @@ self.onmessage = (ev: MessageEvent<Init>) => {
     const job = Atomics.load(ctrl, 0);
     if (job < 0) break;
     seen = job;
+    let taken = -1;
     try {
       sgemmFromList(
         lib.symbols.cblas_sgemm,
         memory,
         ctrl[2],
-        ctrl[3],
         ctrl[4],
+        () => (taken = Atomics.add(ctrl, 3, 1)),
       );
     } catch {
-      // the main thread runs this half itself and stops using the helper
-      Atomics.store(ctrl, 6, 1);
+      // the main thread runs this call itself and stops using the helper
+      Atomics.store(ctrl, 6, taken + 1);
     }
     Atomics.store(ctrl, 1, job);
     Atomics.notify(ctrl, 1);
   }
   lib.close();
   self.close();
-};
+}, { once: true });

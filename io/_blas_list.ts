@@ -52,30 +52,31 @@ export type SgemmPointerFn = (
 const ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112;
 
 /**
- * Runs calls `from` up to `to` of the list at byte offset `list` of
- * `memory` (shared memories never move, so the base address stays valid
- * as the memory grows).
+ * Runs the calls of the list at byte offset `list` of `memory` that
+ * `next` hands out (each index once across the threads taking part; an
+ * index ≥ `count` ends the loop). Shared memories never move, so the base
+ * address stays valid as the memory grows.
  *
  * @param sgemm The pointer-typed `cblas_sgemm`.
  * @param memory The memory holding the list and the matrices.
  * @param list Byte offset of the list.
- * @param from First call.
- * @param to End of the range.
+ * @param count Calls in the list.
+ * @param next The next call to run.
  * @throws {RangeError} When a call's matrices reach past the memory.
  */
 export function sgemmFromList(
   sgemm: SgemmPointerFn,
   memory: WebAssembly.Memory,
   list: number,
-  from: number,
-  to: number,
+  count: number,
+  next: () => number,
 ): void {
-  if (to <= from) return;
+  if (count <= 0) return;
   const bytes = new Uint8Array(memory.buffer);
   const base = Deno.UnsafePointer.of(bytes);
-  const f = new Float64Array(memory.buffer, list, to * SGEMM_CALL_FIELDS);
+  const f = new Float64Array(memory.buffer, list, count * SGEMM_CALL_FIELDS);
   const end = bytes.byteLength;
-  for (let i = from; i < to; i++) {
+  for (let i = next(); i < count; i = next()) {
     const o = i * SGEMM_CALL_FIELDS;
     const [ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc] = f.subarray(
       o,

@@ -1,10 +1,10 @@
 /**
  * The main thread's side of `sgemmMany`'s helper thread (io/_blas_helper.ts):
  * starts the worker on first use (the main thread runs every call until it
- * is ready), hands it the second half of each list, waits for it, and
- * stops it after `idleMs` without lists (so an idle process can exit) or
- * on `stop()`. When the helper fails, its half runs on the main thread and
- * the helper is not used again.
+ * is ready), shares each list with it through a call counter, waits for
+ * it, and stops it after `IDLE_MS` without lists (so an idle process can
+ * exit) or on `stop()`. When a call fails on the helper, the main thread
+ * runs that call itself and the helper is not used again.
  *
  * @module
  */
@@ -13,7 +13,7 @@
 const IDLE_MS = 1000;
 
 /** Control words, see io/_blas_helper.ts. */
-const JOB = 0, DONE = 1, LIST = 2, FROM = 3, TO = 4, READY = 5, FAILED = 6;
+const JOB = 0, DONE = 1, LIST = 2, NEXT = 3, COUNT = 4, READY = 5, FAILED = 6;
 
 /** A helper thread for lists of independent `cblas_sgemm` calls. */
 export class SgemmHelper {
@@ -22,7 +22,7 @@ export class SgemmHelper {
   #memory: WebAssembly.Memory | undefined;
   #ctrl = new Int32Array(new SharedArrayBuffer(64));
   #job = 0;
-  #pending: { from: number; to: number; list: number } | undefined;
+  #pending = false;
   #broken = false;
   #last = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -33,41 +33,41 @@ export class SgemmHelper {
   }
 
   /**
-   * Gives the helper the second half of a list when it is ready.
+   * Shares a list with the helper when it is ready.
    *
-   * @returns How many calls, from the first, the main thread runs.
+   * @returns The counter the main thread takes its calls from.
    */
-  start(memory: WebAssembly.Memory, list: number, count: number): number {
+  start(memory: WebAssembly.Memory, list: number, count: number): () => number {
+    let k = 0;
+    const alone = () => k++;
     if (
       this.#broken || count < 2 ||
       !(memory.buffer instanceof SharedArrayBuffer)
-    ) return count;
+    ) return alone;
     if (this.#worker && this.#memory !== memory) this.stop();
     if (!this.#worker) {
       this.#spawn(memory);
-      return count;
+      return alone;
     }
     const ctrl = this.#ctrl;
-    if (Atomics.load(ctrl, READY) !== 1) return count;
-    const half = count >> 1;
+    if (Atomics.load(ctrl, READY) !== 1) return alone;
     ctrl[LIST] = list;
-    ctrl[FROM] = half;
-    ctrl[TO] = count;
+    ctrl[COUNT] = count;
+    Atomics.store(ctrl, NEXT, 0);
     Atomics.store(ctrl, JOB, ++this.#job);
     Atomics.notify(ctrl, JOB);
-    this.#pending = { from: half, to: count, list };
-    return half;
+    this.#pending = true;
+    return () => Atomics.add(ctrl, NEXT, 1);
   }
 
   /**
-   * Waits for the helper's half of the list given to {@link start}.
+   * Waits for the helper's calls of the list given to {@link start}.
    *
-   * @returns The range the helper failed on (the caller runs it), or undefined.
+   * @returns The call that failed on the helper (the caller runs it), or −1.
    */
-  finish(): { from: number; to: number } | undefined {
-    const p = this.#pending;
-    if (!p) return undefined;
-    this.#pending = undefined;
+  finish(): number {
+    if (!this.#pending) return -1;
+    this.#pending = false;
     const ctrl = this.#ctrl;
     for (;;) {
       const done = Atomics.load(ctrl, DONE);
@@ -76,12 +76,12 @@ export class SgemmHelper {
     }
     this.#last = performance.now();
     this.#arm();
-    if (Atomics.load(ctrl, FAILED) !== 0) {
+    const failed = Atomics.load(ctrl, FAILED) - 1;
+    if (failed >= 0) {
       this.#broken = true;
       this.stop();
-      return { from: p.from, to: p.to };
     }
-    return undefined;
+    return failed;
   }
 
   /** Stops the helper (it starts again on the next list). */

@@ -279,21 +279,22 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       },
       sgemmMany(memory, list, count) {
         // each call on one thread; with more than one BLAS thread the
-        // helper takes the second half
+        // helper takes calls from the same counter
         use(1);
-        const mine = threads > 1 ? helper.start(memory, list, count) : count;
+        const next = threads > 1
+          ? helper.start(memory, list, count)
+          : ((k) => () => k++)(0);
         try {
-          sgemmFromList(s.cblas_sgemm_at, memory, list, 0, mine);
+          sgemmFromList(s.cblas_sgemm_at, memory, list, count, next);
         } finally {
           const failed = helper.finish();
-          if (failed) {
-            sgemmFromList(
-              s.cblas_sgemm_at,
-              memory,
-              list,
-              failed.from,
-              failed.to,
-            );
+          if (failed >= 0) {
+            let once = failed;
+            sgemmFromList(s.cblas_sgemm_at, memory, list, count, () => {
+              const i = once;
+              once = count;
+              return i;
+            });
           }
         }
       },
