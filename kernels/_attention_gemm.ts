@@ -127,6 +127,14 @@ export interface AttentionOperands {
   out: number;
   /** Row stride of the output, in values. */
   ldo: number;
+  /**
+   * Whether q, k and v are stored channel by channel (the transposed
+   * projection: token `t`'s channel `c` at `c·ld + t`, `ld` ≥ the tokens),
+   * which the per-head products read faster than token rows (a head's
+   * values for a row's tokens are `headDim` runs of contiguous values).
+   * @default {false}
+   */
+  channelMajor?: boolean;
 }
 
 /**
@@ -194,6 +202,11 @@ export function attendGemmAt(
   }
   const scale = 1 / Math.sqrt(headDim);
   const F = SGEMM_CALL_FIELDS;
+  // token-major: Q_h·K_hᵀ (A plain, B transposed) and P·V_h (both plain);
+  // channel-major: the stored blocks are Q_hᵀ, K_hᵀ, V_hᵀ
+  const cm = at.channelMajor ? 1 : 0;
+  const offset = (token: number, channel: number) =>
+    (cm ? channel * at.ld + token : token * at.ld + channel) * 4;
   // Rows of equal length go together (up to SCORES_BUDGET bytes of
   // scores): sgemm writes their heads' scores straight into kernel
   // memory, one split kernel call normalises them there, and the second
@@ -212,9 +225,9 @@ export function attendGemmAt(
     // scores (T × T) = Q_h · K_hᵀ, per row and head
     for (let j = 0; j < cnt; j++) {
       for (let h = 0; h < heads; h++) {
-        const i = j * heads + h, o = ((t + j * T) * at.ld + h * headDim) * 4;
+        const i = j * heads + h, o = offset(t + j * T, h * headDim);
         list.set(
-          [0, 1, T, T, headDim, 1, at.q + o, at.ld, at.k + o, at.ld, 0],
+          [cm, 1 - cm, T, T, headDim, 1, at.q + o, at.ld, at.k + o, at.ld, 0],
           i * F,
         );
         list[i * F + 11] = sp + i * T * T * 4;
@@ -235,10 +248,10 @@ export function attendGemmAt(
     for (let j = 0; j < cnt; j++) {
       for (let h = 0; h < heads; h++) {
         const i = j * heads + h;
-        const ov = ((t + j * T) * at.ld + h * headDim) * 4;
+        const ov = offset(t + j * T, h * headDim);
         const oo = ((t + j * T) * at.ldo + h * headDim) * 4;
         list2.set(
-          [0, 0, T, headDim, T, 1, sp + i * T * T * 4, T, at.v + ov, at.ld, 0],
+          [0, cm, T, headDim, T, 1, sp + i * T * T * 4, T, at.v + ov, at.ld, 0],
           i * F,
         );
         list2[i * F + 11] = at.out + oo;

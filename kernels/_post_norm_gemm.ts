@@ -105,20 +105,6 @@ function f32Of(
   return new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF);
 }
 
-/** Writes `row` into `rows` rows of `mem` from value `at` (doubling copies). */
-function fillRows(
-  mem: Float32Array,
-  at: number,
-  rows: number,
-  row: Float32Array,
-): void {
-  const n = rows * row.length;
-  mem.set(row, at);
-  for (let w = row.length; w < n; w *= 2) {
-    mem.copyWithin(at + w, at, at + Math.min(w, n - w));
-  }
-}
-
 /** One block's weights and biases as {@link postNormStackGemm} runs them. */
 interface BlockPlan {
   qkv: Float32Array;
@@ -326,34 +312,38 @@ export function postNormStackGemm(
   }
   for (const [l, W] of plan.entries()) {
     const vec = pVec + l * perBlock * 4;
-    // q | k | v (+ biases) for every token, one row of 3·hidden each
+    // q | k | v (+ biases) channel by channel: (Wqkv·xᵀ), 3·hidden rows of
+    // N tokens, each prefilled with its bias
     mem = e.f32;
-    fillRows(mem, pQKV >> 2, N, W.bqkv);
+    for (let r = 0, o = pQKV >> 2; r < 3 * d; r++, o += N) {
+      mem.fill(W.bqkv[r], o, o + N);
+    }
     const X = view(pX, N * d);
     sgemm(
       false,
       true,
-      N,
       3 * d,
+      N,
       d,
       1,
-      X,
-      d,
       W.qkv,
+      d,
+      X,
       d,
       1,
       view(pQKV, N * 3 * d),
-      3 * d,
+      N,
     );
     attendGemmAt(
       blas,
       {
         q: pQKV,
-        k: pQKV + d * 4,
-        v: pQKV + 2 * d * 4,
-        ld: 3 * d,
+        k: pQKV + d * N * 4,
+        v: pQKV + 2 * d * N * 4,
+        ld: N,
         out: pCtx,
         ldo: d,
+        channelMajor: true,
       },
       lens,
       heads,
