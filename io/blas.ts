@@ -13,6 +13,8 @@ import {
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
 import { setMmapThreshold } from "./_heap.ts";
+import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
+import { SgemmHelper } from "./_blas_threads.ts";
 
 /**
  * Libraries tried in order when no path is given, after the one named by
@@ -182,6 +184,7 @@ const SYMBOLS = {
     ],
     result: "void",
   },
+  cblas_sgemm_at: SGEMM_POINTER_SYMBOL,
   openblas_set_num_threads: {
     parameters: ["i32"],
     result: "void",
@@ -319,6 +322,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         if (state.now !== n) s.openblas_set_num_threads!(state.now = n);
       }
       : () => {};
+    const helper = new SgemmHelper(path);
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
@@ -395,6 +399,27 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           ldc,
         );
       },
+      sgemmMany(memory, list, count) {
+        // each call on one thread; with more than one BLAS thread the
+        // helper takes calls from the same counter
+        use(1);
+        const next = threads > 1
+          ? helper.start(memory, list, count)
+          : ((k) => () => k++)(0);
+        try {
+          sgemmFromList(s.cblas_sgemm_at, memory, list, count, next);
+        } finally {
+          const failed = helper.finish();
+          if (failed >= 0) {
+            let once = failed;
+            sgemmFromList(s.cblas_sgemm_at, memory, list, count, () => {
+              const i = once;
+              once = count;
+              return i;
+            });
+          }
+        }
+      },
     };
     const mmap = opts.mmapThreshold ?? null;
     return {
@@ -402,6 +427,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       library: path,
       heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
       close() {
+        helper.stop();
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);

@@ -45,6 +45,7 @@ import { currentF32GemmBackend } from "../kernels/fast/backend.ts";
 import { geluErfApprox, geluErfInPlace } from "../kernels/gelu.ts";
 import { linear, linearMany } from "../kernels/linear.ts";
 import { geluMlpGemm } from "../kernels/_mlp_gemm.ts";
+import { postNormStackGemm } from "../kernels/_post_norm_gemm.ts";
 import { layerNorm } from "../kernels/norms.ts";
 import { applyRope, ropeFrequencies, ropeTable } from "../kernels/rope.ts";
 import type { RopeTable } from "../kernels/rope.ts";
@@ -259,8 +260,8 @@ export function buildEncoder(
     ? geluErfApprox
     : (x: number) => activate("gelu_tanh", x);
 
-  function embedRows(rows: readonly EncoderRow[], total: number): Float32Array {
-    const x = new Float32Array(total * d);
+  /** The rows' token + position + type embeddings (before their norm) into `x`. */
+  function sumEmbeddings(rows: readonly EncoderRow[], x: Float32Array): void {
     let t = 0;
     for (const [r, row] of rows.entries()) {
       if (row.ids.length === 0) {
@@ -300,6 +301,11 @@ export function buildEncoder(
       }
       t += row.ids.length;
     }
+  }
+
+  function embedRows(rows: readonly EncoderRow[], total: number): Float32Array {
+    const x = new Float32Array(total * d);
+    sumEmbeddings(rows, x);
     return layerNorm(x, total, d, embNorm[0], embNorm[1], config.normEps);
   }
 
@@ -335,9 +341,24 @@ export function buildEncoder(
     return out;
   }
 
+  const postNorm = config.norm === "post" && config.positions !== "rotary" &&
+    config.mlp !== "geglu" && config.activation === "gelu" &&
+    layers.every((L) => L.global && !L.gate);
+  const postDims = {
+    hidden: d,
+    heads,
+    inner: I,
+    eps: config.normEps,
+    inputNorm: embNorm,
+  };
+
   function run(rows: readonly EncoderRow[]): Float32Array {
     const lens = rows.map((r) => r.ids.length);
     const N = lens.reduce((a, b) => a + b, 0);
+    // BERT-style stacks on a native BLAS: every activation in kernel memory
+    const stack = postNorm &&
+      postNormStackGemm((x) => sumEmbeddings(rows, x), lens, layers, postDims);
+    if (stack) return stack;
     let x = embedRows(rows, N);
     for (const L of layers) {
       const h = config.norm === "pre" && L.attnNorm

@@ -84,7 +84,35 @@ export interface F32GemmBackend {
     c: Float32Array,
     ldc: number,
   ): void;
+  /**
+   * Optional: independent `sgemm` calls on matrices inside a shared
+   * WebAssembly memory, run on this thread and on a helper thread at once
+   * (attention's per-head products: each call too small for the library's
+   * own threads to pay off). The list lies in the same memory: `count`
+   * calls of {@link SGEMM_CALL_FIELDS} f64 values from byte offset `list`
+   * (a multiple of 8): transA (0/1), transB, m, n, k, alpha, a, lda, b,
+   * ldb, beta, c, ldc, where a, b and c are byte offsets in the memory.
+   * The outputs must not overlap. Returns once every call is done.
+   *
+   * @param memory The (shared) memory holding the list and the matrices.
+   * @param list Byte offset of the list.
+   * @param count Number of calls.
+   */
+  sgemmMany?(memory: WebAssembly.Memory, list: number, count: number): void;
 }
+
+/**
+ * Values per call in an {@link F32GemmBackend.sgemmMany} list: transA,
+ * transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { SGEMM_CALL_FIELDS } from "@modelhost/modelhost/kernels/fast";
+ * assert(SGEMM_CALL_FIELDS === 13);
+ * ```
+ */
+export const SGEMM_CALL_FIELDS = 13;
 
 let current: F32GemmBackend | null = null;
 

@@ -9,12 +9,12 @@ import type { F32GemmBackend } from "../../kernels/fast/backend.ts";
 /** The counting backend and its counts, read after the products ran. */
 export interface CountingBackend {
   backend: F32GemmBackend;
-  counts: { gemms: number; sgemms: number };
+  counts: { gemms: number; sgemms: number; lists: number };
 }
 
 /** Wraps `real` (which must have `sgemm`) in a counting backend. */
 export function countingBackend(real: F32GemmBackend): CountingBackend {
-  const counts = { gemms: 0, sgemms: 0 };
+  const counts = { gemms: 0, sgemms: 0, lists: 0 };
   const backend: F32GemmBackend = {
     name: real.name,
     minRows: 1,
@@ -27,6 +27,14 @@ export function countingBackend(real: F32GemmBackend): CountingBackend {
       counts.sgemms++;
       real.sgemm!(...a);
     },
+    ...(real.sgemmMany
+      ? {
+        sgemmMany(...a: Parameters<NonNullable<F32GemmBackend["sgemmMany"]>>) {
+          counts.lists++;
+          real.sgemmMany!(...a);
+        },
+      }
+      : {}),
   };
   return { backend, counts };
 }

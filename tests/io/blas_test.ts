@@ -11,6 +11,7 @@ import {
   fastLinear,
   fastMatmulF32,
   setF32GemmBackend,
+  SGEMM_CALL_FIELDS,
 } from "../../kernels/fast/mod.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
 import { createRng } from "../../core/rng.ts";
@@ -169,4 +170,103 @@ Deno.test("OpenBLAS kernel family: Haswell on AMD with AVX-512 unless set or tur
   assertEquals((await probe("{ coreType: null }")).env, null);
   const set = await probe("{}", { OPENBLAS_CORETYPE: "Sandybridge" });
   assertEquals(set.env, "Sandybridge");
+});
+
+Deno.test("sgemmMany: a list of strided products on two threads gives one-at-a-time sgemm's bits and the exact products' values", async () => {
+  const blas = useSystemBlas({ threads: 2 });
+  if (!blas.backend?.sgemmMany) {
+    console.log(`skipped: ${blas.note ?? "no sgemmMany"}`);
+    blas.close();
+    return;
+  }
+  const many = blas.backend.sgemmMany.bind(blas.backend);
+  try {
+    const memory = new WebAssembly.Memory({
+      initial: 64,
+      maximum: 128,
+      shared: true,
+    });
+    const mem = new Float32Array(memory.buffer);
+    const src = uniform(96 * 48, 7);
+    mem.set(src); // A and B share this 96 × 48 block (row stride 48)
+    const F = SGEMM_CALL_FIELDS, count = 40, list = 1 << 20, out = 1 << 18;
+    // m × n × k per call, both transpositions, columns blocks of the source
+    const calls = Array.from({ length: count }, (_, i) => {
+      const m = 8 + (i % 5), n = 6 + (i % 7), k = 16;
+      const ta = i % 2, tb = (i >> 1) % 2;
+      const c = out + i * 4096;
+      return [
+        ta,
+        tb,
+        m,
+        n,
+        k,
+        1,
+        (i % 3) * 4,
+        48,
+        4 * (20 + (i % 4)),
+        48,
+        0,
+        c,
+        n + 3,
+      ];
+    });
+    const l = new Float64Array(memory.buffer, list, count * F);
+    calls.forEach((c, i) => l.set(c, i * F));
+    const expect = calls.map(
+      ([ta, tb, m, n, k, _al, a, lda, b, ldb, _be, _c, ldc]) => {
+        const y = new Float32Array(m * ldc);
+        blas.backend!.sgemm!(
+          ta === 1,
+          tb === 1,
+          m,
+          n,
+          k,
+          1,
+          src.subarray(a / 4),
+          lda,
+          src.subarray(b / 4),
+          ldb,
+          0,
+          y,
+          ldc,
+        );
+        // within 2·k·ε·Σ|terms| of the exact product
+        for (let i = 0; i < m; i++) {
+          for (let j = 0; j < n; j++) {
+            let exact = 0, mag = 0;
+            for (let p = 0; p < k; p++) {
+              const t = src[a / 4 + (ta ? p * lda + i : i * lda + p)] *
+                src[b / 4 + (tb ? j * ldb + p : p * ldb + j)];
+              exact += t;
+              mag += Math.abs(t);
+            }
+            assert(Math.abs(y[i * ldc + j] - exact) <= 2 * k * 2 ** -24 * mag);
+          }
+        }
+        return y;
+      },
+    );
+    // the helper thread starts on the first list and takes half of the next ones
+    for (let round = 0; round < 4; round++) {
+      mem.fill(NaN, out / 4, out / 4 + count * 1024);
+      many(memory, list, count);
+      calls.forEach(([, , m, n, , , , , , , , c, ldc], i) => {
+        for (let r = 0; r < m; r++) {
+          assertEquals(
+            mem.subarray(c / 4 + r * ldc, c / 4 + r * ldc + n),
+            expect[i].subarray(r * ldc, r * ldc + n),
+            `round ${round}, call ${i}, row ${r}`,
+          );
+        }
+      });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // a call past the memory's end is refused, on either thread
+    l[(count - 1) * F + 11] = memory.buffer.byteLength - 16;
+    assertThrows(() => many(memory, list, count), RangeError, "reach byte");
+  } finally {
+    blas.close();
+    setF32GemmBackend(null);
+  }
 });

@@ -58,12 +58,15 @@ for (const name of CASES) {
       setF32GemmBackend(before);
       blas.close();
     }
-    const { gemms, sgemms } = counts;
-    assert(gemms > 0 && sgemms > 0, `${gemms} gemm and ${sgemms} sgemm calls`);
+    const { gemms, sgemms, lists } = counts;
+    assert(
+      gemms + sgemms > 0 && lists > 0,
+      `${gemms} gemm, ${sgemms} sgemm calls, ${lists} sgemmMany lists`,
+    );
     const toWasm = worstDiff(native, wasm);
     const toRef = worstDiff(native, exp.embeddings);
     console.log(
-      `${name}: ${gemms} gemm, ${sgemms} sgemm calls; max |BLAS − WebAssembly| ${
+      `${name}: ${gemms} gemm, ${sgemms} sgemm calls, ${lists} lists; max |BLAS − WebAssembly| ${
         toWasm.toExponential(2)
       }, max |BLAS − sentence-transformers| ${toRef.toExponential(2)}`,
     );

@@ -1,0 +1,52 @@
+/**
+ * The helper thread of `sgemmMany` (io/blas.ts): a worker that opens the
+ * same BLAS library and runs its share of a list of `cblas_sgemm` calls on
+ * matrices in the kernels' shared WebAssembly memory, while the main
+ * thread runs the rest: both take the next call from a shared counter, so
+ * a thread the system deschedules leaves its calls to the other. Control
+ * words (Int32Array on a shared buffer): [0] job number (the main thread
+ * bumps it; −1 stops the helper), [1] the last job done, [2] list byte
+ * offset, [3] the next call to take, [4] calls in the list, [5] 1 once the
+ * helper is ready, [6] 1 + the index of a call that failed here (0: none).
+ *
+ * @module
+ */
+
+import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
+
+interface Init {
+  library: string;
+  memory: WebAssembly.Memory;
+  ctrl: Int32Array;
+}
+
+self.addEventListener("message", (ev: Event) => {
+  const { library, memory, ctrl } = (ev as MessageEvent<Init>).data;
+  const lib = Deno.dlopen(library, { cblas_sgemm: SGEMM_POINTER_SYMBOL });
+  Atomics.store(ctrl, 5, 1);
+  Atomics.notify(ctrl, 5);
+  let seen = Atomics.load(ctrl, 0);
+  for (;;) {
+    Atomics.wait(ctrl, 0, seen);
+    const job = Atomics.load(ctrl, 0);
+    if (job < 0) break;
+    seen = job;
+    let taken = -1;
+    try {
+      sgemmFromList(
+        lib.symbols.cblas_sgemm,
+        memory,
+        ctrl[2],
+        ctrl[4],
+        () => (taken = Atomics.add(ctrl, 3, 1)),
+      );
+    } catch {
+      // the main thread runs this call itself and stops using the helper
+      Atomics.store(ctrl, 6, taken + 1);
+    }
+    Atomics.store(ctrl, 1, job);
+    Atomics.notify(ctrl, 1);
+  }
+  lib.close();
+  self.close();
+}, { once: true });

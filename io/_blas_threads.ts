@@ -1,0 +1,135 @@
+/**
+ * The main thread's side of `sgemmMany`'s helper thread (io/_blas_helper.ts):
+ * starts the worker on first use (the main thread runs every call until it
+ * is ready), shares each list with it through a call counter, waits for
+ * it, and stops it after `IDLE_MS` without lists (so an idle process can
+ * exit) or on `stop()`. When a call fails on the helper, the main thread
+ * runs that call itself and the helper is not used again.
+ *
+ * @module
+ */
+
+/** How long the helper stays without work before it stops. */
+const IDLE_MS = 1000;
+
+/** Control words, see io/_blas_helper.ts. */
+const JOB = 0, DONE = 1, LIST = 2, NEXT = 3, COUNT = 4, READY = 5, FAILED = 6;
+
+/** A helper thread for lists of independent `cblas_sgemm` calls. */
+export class SgemmHelper {
+  #library: string;
+  #worker: Worker | undefined;
+  #memory: WebAssembly.Memory | undefined;
+  #ctrl = new Int32Array(new SharedArrayBuffer(64));
+  #job = 0;
+  #pending = false;
+  #broken = false;
+  #last = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  /** @param library The BLAS library path the helper opens. */
+  constructor(library: string) {
+    this.#library = library;
+  }
+
+  /**
+   * Shares a list with the helper when it is ready.
+   *
+   * @returns The counter the main thread takes its calls from.
+   */
+  start(memory: WebAssembly.Memory, list: number, count: number): () => number {
+    let k = 0;
+    const alone = () => k++;
+    if (
+      this.#broken || count < 2 ||
+      !(memory.buffer instanceof SharedArrayBuffer)
+    ) return alone;
+    if (this.#worker && this.#memory !== memory) this.stop();
+    if (!this.#worker) {
+      this.#spawn(memory);
+      return alone;
+    }
+    const ctrl = this.#ctrl;
+    if (Atomics.load(ctrl, READY) !== 1) return alone;
+    ctrl[LIST] = list;
+    ctrl[COUNT] = count;
+    Atomics.store(ctrl, NEXT, 0);
+    Atomics.store(ctrl, JOB, ++this.#job);
+    Atomics.notify(ctrl, JOB);
+    this.#pending = true;
+    return () => Atomics.add(ctrl, NEXT, 1);
+  }
+
+  /**
+   * Waits for the helper's calls of the list given to {@link start}.
+   *
+   * @returns The call that failed on the helper (the caller runs it), or −1.
+   */
+  finish(): number {
+    if (!this.#pending) return -1;
+    this.#pending = false;
+    const ctrl = this.#ctrl;
+    for (;;) {
+      const done = Atomics.load(ctrl, DONE);
+      if (done === this.#job) break;
+      Atomics.wait(ctrl, DONE, done);
+    }
+    this.#last = performance.now();
+    this.#arm();
+    const failed = Atomics.load(ctrl, FAILED) - 1;
+    if (failed >= 0) {
+      this.#broken = true;
+      this.stop();
+    }
+    return failed;
+  }
+
+  /** Stops the helper (it starts again on the next list). */
+  stop(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (!this.#worker) return;
+    Atomics.store(this.#ctrl, JOB, -1);
+    Atomics.notify(this.#ctrl, JOB);
+    this.#worker.terminate();
+    this.#worker = undefined;
+    this.#memory = undefined;
+  }
+
+  #spawn(memory: WebAssembly.Memory): void {
+    this.#ctrl = new Int32Array(new SharedArrayBuffer(64));
+    this.#job = 0;
+    try {
+      this.#worker = new Worker(
+        new URL("./_blas_helper.ts", import.meta.url).href,
+        { type: "module" },
+      );
+    } catch {
+      this.#broken = true;
+      return;
+    }
+    this.#worker.onerror = (e) => {
+      e.preventDefault();
+      this.#broken = true;
+      this.stop();
+    };
+    this.#memory = memory;
+    this.#worker.postMessage({
+      library: this.#library,
+      memory,
+      ctrl: this.#ctrl,
+    });
+    this.#last = performance.now();
+    this.#arm();
+  }
+
+  #arm(): void {
+    if (this.#timer !== undefined) return;
+    const wait = Math.max(1, this.#last + IDLE_MS - performance.now());
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (performance.now() - this.#last >= IDLE_MS) this.stop();
+      else this.#arm();
+    }, wait);
+  }
+}
