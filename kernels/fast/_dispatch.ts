@@ -106,10 +106,13 @@ export const state = {
   touchBytes: 1 << 20,
   /**
    * Whether a stalled worker sends jobs to one thread for a while (see
-   * `WorkerPool.available` in kernels/wasm/_pool.ts; benchmarks turn it
-   * off to compare).
+   * `WorkerPool.available` in kernels/wasm/_pool.ts). Off by default: on a
+   * quiet 2-vCPU host it fired on ordinary jitter and cost 13-22% of the
+   * 2-thread prefill's and decode's wall time (docs/performance.md, "Two
+   * threads on a shared host"); turn it on where other tenants keep taking
+   * the worker's core.
    */
-  stallBackoff: true,
+  stallBackoff: false,
   /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
   weightStreams: 0,
   note: undefined as string | undefined,

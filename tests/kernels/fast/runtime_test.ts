@@ -108,7 +108,7 @@ Deno.test("a part its worker has not started is taken back and run by the caller
     }
     assert(pool.takenBack > 0, "no part was taken back in 400 jobs");
   } finally {
-    state.stallBackoff = true;
+    state.stallBackoff = false;
     await configureKernels({ threads: 1, minParallelWork: 1 << 18 });
     await shutdownKernels();
   }
