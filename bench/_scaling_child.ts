@@ -4,7 +4,10 @@
 // line, `{"threads": n, "tokens": m}`, with one JSON line: wall and CPU ms
 // per decoded token (CPU: this process's user + system time, all threads)
 // and, per token, the parts the caller took back from late workers and
-// the jobs on which a worker stalled (see `WorkerPool.stalls`).
+// the jobs on which a worker stalled (see `WorkerPool.stalls`), and the
+// caller's time in the pool's `run` per token: its own part (with the parts
+// it took back) and the wait for the workers' parts (`WorkerPool.time`;
+// NaN where a baseline checkout's pool does not keep it).
 //
 //   deno run -A --config DIR/deno.json bench/_scaling_child.ts --root DIR MODEL.gguf
 
@@ -41,6 +44,8 @@ const cpu = () => {
 const taken = (): number => getEngine()?.pool?.takenBack ?? 0;
 // a baseline checkout's pool may not count stalls
 const stalls = (): number => getEngine()?.pool?.stalls ?? 0;
+const pooled = (): { own: number; wait: number } =>
+  getEngine()?.pool?.time ?? { own: NaN, wait: NaN };
 const out = (o: unknown) =>
   Deno.stdout.writeSync(new TextEncoder().encode(JSON.stringify(o) + "\n"));
 out({ ready: true });
@@ -62,6 +67,7 @@ for await (const chunk of lines) {
     let lg = model.forward([5, 6, 7, 8], s);
     for (let i = 0; i < 2; i++) lg = model.forward([argmax(lg)], s);
     const n = cmd.tokens, k0 = taken(), s0 = stalls();
+    const { own: o0, wait: w0 } = pooled();
     const c0 = cpu(), t0 = performance.now();
     for (let i = 0; i < n; i++) lg = model.forward([argmax(lg)], s);
     out({
@@ -69,6 +75,8 @@ for await (const chunk of lines) {
       cpu: (cpu() - c0) / n,
       takenBack: (taken() - k0) / n,
       stalls: (stalls() - s0) / n,
+      own: (pooled().own - o0) / n,
+      wait: (pooled().wait - w0) / n,
     });
   }
 }

@@ -14,8 +14,11 @@
 //
 // Prints per model and checkout, over the quiet rounds and over all, the
 // median wall and CPU ms per token of each thread count, the parts taken
-// back and the stalls per token with 2 threads, and the median over rounds
-// of the per-round scaling (1-thread wall ÷ 2-thread wall).
+// back and the stalls per token with 2 threads, the caller's time per token
+// in its own parts of split jobs and in waits for the worker's ("own",
+// "wait"; the rest of the 2-thread wall time is work on one thread), and
+// the median over rounds of the per-round scaling (1-thread wall ÷
+// 2-thread wall).
 
 import { cpuLine, median } from "./_peer.ts";
 
@@ -154,7 +157,9 @@ for (const model of models) {
         m(one, "cpu")
       } | 2t wall ${m(two, "wall")} cpu ${m(two, "cpu")} takenBack ${
         m(two, "takenBack")
-      } stalls ${m(two, "stalls")} /tok | 1→2 ×${fmt(median(sel(ratio)))}`;
+      } stalls ${m(two, "stalls")} /tok, own ${m(two, "own")} wait ${
+        m(two, "wait")
+      } ms/tok | 1→2 ×${fmt(median(sel(ratio)))}`;
     };
     console.log(`  ${name.padEnd(5)} ${line("quiet", (r) => q[r])}`);
     console.log(

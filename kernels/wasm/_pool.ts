@@ -116,6 +116,12 @@ export class WorkerPool {
    * process) holds its core. See {@link WorkerPool.available}.
    */
   stalls = 0;
+  /**
+   * Time spent in {@link WorkerPool.run} (ms, a running total, for
+   * benchmarks): posting the parts, running this thread's own part and
+   * the parts taken back, and waiting for the workers' parts.
+   */
+  readonly time = { post: 0, own: 0, wait: 0 };
 
   /** Use {@link startPool}. */
   constructor(workers: Worker[], memory: WebAssembly.Memory, ctrl: number) {
@@ -204,10 +210,14 @@ export class WorkerPool {
       ctrl[TOUCH_N] = touch?.n ?? 0;
       ctrl[TOUCH_LIST] = touch?.list ?? 0;
       ctrl[TOUCH_LIM] = touch?.lim ?? 0;
-      if (Atomics.load(ctrl, AWAKE) === 1) polling |= 1 << w;
       const s = ++this.#seq[w];
       Atomics.store(ctrl, SEQ, s);
-      Atomics.notify(ctrl, SEQ);
+      // A worker that still polls after the new sequence number is out
+      // sees it without a wake-up (it clears the flag before it sleeps,
+      // and its wait returns at once once the number moved), so only a
+      // sleeping one costs the futex call.
+      if (Atomics.load(ctrl, AWAKE) === 1) polling |= 1 << w;
+      else Atomics.notify(ctrl, SEQ);
     }
     // Posting takes a microsecond; longer, this thread lost its core (to
     // the worker it woke, where the other core is busy elsewhere).
@@ -223,7 +233,9 @@ export class WorkerPool {
     // time (a sixteenth of a thread's share in shared jobs; static splits
     // are near equal): a long part (a large model's output head, a
     // prefill GEMM) allows a longer wait.
-    const limit = Math.max(STALL_WAIT_MS, (performance.now() - started) / 2);
+    const ownEnd = performance.now();
+    const limit = Math.max(STALL_WAIT_MS, (ownEnd - started) / 2);
+    let takenMs = 0;
     for (let w = 0; w + 1 < parts.length; w++) {
       const ctrl = this.#ctrl[w];
       const s = this.#seq[w];
@@ -234,11 +246,13 @@ export class WorkerPool {
         this.takenBack++;
         // polling all along the caller's part, yet not started: not running
         if (polling & (1 << w)) stalled = true;
+        const t = performance.now();
         try {
           local(parts[w + 1]);
         } catch (e) {
           error ??= e;
         }
+        takenMs += performance.now() - t;
         continue;
       }
       if (Atomics.load(ctrl, DONE) === s) {
@@ -271,6 +285,10 @@ export class WorkerPool {
         error ??= new Error(`A kernel trapped in worker ${w}`);
       }
     }
+    const time = this.time;
+    time.post += started - posted;
+    time.own += ownEnd - started + takenMs;
+    time.wait += performance.now() - ownEnd - takenMs;
     if (stalled) this.#stalled();
     if (error !== undefined) throw error;
   }

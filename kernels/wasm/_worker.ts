@@ -64,6 +64,9 @@ scope.onmessage = (e: MessageEvent<Start>) => {
   // sleep through it (the caller then waited for ever).
   let last = Atomics.load(ctrl, SEQ);
   scope.postMessage({ ready: true });
+  // one argument list per arity, reused: no allocation between jobs, so
+  // no collection of this isolate's heap delays a job
+  const lists: number[][] = [];
   for (;;) {
     let s = Atomics.load(ctrl, SEQ);
     for (let i = 0; s === last && i < spin; i++) s = Atomics.load(ctrl, SEQ);
@@ -79,11 +82,11 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     // the caller may have taken this job back while we slept
     if (Atomics.compareExchange(ctrl, CLAIM, s - 1, s) !== s - 1) continue;
     const n = ctrl[STATUS]; // argument count in, status out
-    const a: number[] = [];
-    for (let i = 0; i < n; i++) a.push(args[i]);
+    const a = lists[n] ??= new Array<number>(n).fill(0);
+    for (let i = 0; i < n; i++) a[i] = args[i];
     let status = 0;
     try {
-      fns[fn](...a);
+      fns[fn].apply(null, a);
     } catch {
       status = -1;
     }
