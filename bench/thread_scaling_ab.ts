@@ -120,7 +120,7 @@ console.log(
     roots.map(([n, r]) => `${n} = ${r}`).join(", ")
   }`,
 );
-const fmt = (x: number) => x.toFixed(2);
+const fmt = (x: number) => Number.isNaN(x) ? "–" : x.toFixed(2);
 for (const model of models) {
   const kids = roots.map(([, r]) => Child.start(r, model));
   for (const k of kids) await k.line(); // ready
@@ -152,7 +152,7 @@ for (const model of models) {
     const line = (label: string, keep: (r: number) => boolean) => {
       const sel = (a: number[]) => a.filter((_, r) => keep(r));
       const m = (a: Record<string, number>[], k: string) =>
-        fmt(median(sel(a.map((x) => x[k]))));
+        fmt(median(sel(a.map((x) => x[k] ?? NaN)))); // NaN: JSON null
       return `${label}: 1t wall ${m(one, "wall")} cpu ${
         m(one, "cpu")
       } | 2t wall ${m(two, "wall")} cpu ${m(two, "cpu")} takenBack ${
