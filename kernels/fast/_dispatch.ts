@@ -31,6 +31,14 @@ export const state = {
    */
   grabsPerThread: 16,
   /**
+   * Benchmarks only: least weight bytes per grab of a shared quantized job
+   * (see `chunkRows` in `_linear_engine.ts`). Each grab restarts the
+   * thread's weight streams; at 16 KiB, decode of the 576-wide test models
+   * on 2 threads spent 5–12% more wall time than at 64 KiB
+   * (docs/performance.md, "Two threads on a shared host").
+   */
+  minChunkBytes: 65536,
+  /**
    * Quantized jobs with at least this many weight bytes touch them ahead
    * of where they read (see `PREFETCH_BYTES` in kernels/wasm; tests set 0
    * or Infinity). With 4 weight streams per chunk, a cold 4096 × 4096 Q8_0
