@@ -33,11 +33,11 @@ export const state = {
   /**
    * Benchmarks only: least weight bytes per grab of a shared quantized job
    * (see `chunkRows` in `_linear_engine.ts`). Each grab restarts the
-   * thread's weight streams; at 16 KiB, decode of the 576-wide test models
-   * on 2 threads spent 5–12% more wall time than at 64 KiB
-   * (docs/performance.md, "Two threads on a shared host").
+   * thread's weight streams, yet 16, 32 and 64 KiB measured within the
+   * noise of a shared 2-vCPU host on the 576-wide test models' 2-thread
+   * decode (docs/performance.md, "Two threads on a shared host").
    */
-  minChunkBytes: 65536,
+  minChunkBytes: 16384,
   /**
    * Quantized jobs with at least this many weight bytes touch them ahead
    * of where they read (see `PREFETCH_BYTES` in kernels/wasm; tests set 0

@@ -280,10 +280,9 @@ const WEIGHT_STREAMS = 2;
 /**
  * Output rows per grab of a shared quantized job: about 16 grabs per
  * thread (so a late or slow thread costs at most a sixteenth of its
- * share), each of at least `state.minChunkBytes` (64 KiB) of weights, so
+ * share), each of at least `state.minChunkBytes` (16 KiB) of weights, so
  * that the atomic grab and the restart of the weight streams cost little
- * beside it (the jobs of a 576-wide model's layers, 0.2 to 2 MB, then
- * take 3 to 30 grabs in all).
+ * beside it.
  */
 function chunkRows(total: number, parts: number, rowBytes: number): number {
   if (parts === 1) return total;
