@@ -8,14 +8,15 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,stored,one-thread,wasm] [--mmap-threshold N|off] \
+ *   [--variants default,split,stored,one-thread,wasm] [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28]
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
- * by W as stored (no transposed copy); `one-thread` is one BLAS thread;
+ * by W as stored (no transposed copy); `split` runs each product as two
+ * single-threaded column halves on two threads (`splitColumns`); `one-thread` is one BLAS thread;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
@@ -107,6 +108,9 @@ function open(
 if (VARIANTS.has("default")) {
   open("default", { threads: THREADS });
   console.log(`heap: ${opened[0].heap}`);
+}
+if (VARIANTS.has("split")) {
+  open("split", { threads: THREADS, splitColumns: true });
 }
 if (VARIANTS.has("stored")) {
   open("stored", { threads: THREADS, transposeRows: 0 });

@@ -113,3 +113,43 @@ export function sgemmFromList(
     );
   }
 }
+
+/**
+ * Runs the calls of an address list that `next` hands out: the same
+ * fields as a memory list, with a, b and c absolute addresses in this
+ * process (the arrays of `F32GemmBackend.gemm`, kept alive and unmoved by
+ * the caller, which waits for every call to finish).
+ *
+ * @param sgemm The pointer-typed `cblas_sgemm`.
+ * @param list The calls, {@link SGEMM_CALL_FIELDS} values each.
+ * @param count Calls in the list.
+ * @param next The next call to run.
+ */
+export function sgemmFromAddresses(
+  sgemm: SgemmPointerFn,
+  list: Float64Array,
+  count: number,
+  next: () => number,
+): void {
+  for (let i = next(); i < count; i = next()) {
+    const o = i * SGEMM_CALL_FIELDS;
+    const [ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc] = list
+      .subarray(o, o + SGEMM_CALL_FIELDS);
+    sgemm(
+      ROW_MAJOR,
+      ta ? TRANS : NO_TRANS,
+      tb ? TRANS : NO_TRANS,
+      m,
+      n,
+      k,
+      alpha,
+      Deno.UnsafePointer.create(BigInt(a)),
+      lda,
+      Deno.UnsafePointer.create(BigInt(b)),
+      ldb,
+      beta,
+      Deno.UnsafePointer.create(BigInt(c)),
+      ldc,
+    );
+  }
+}

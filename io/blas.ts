@@ -15,6 +15,7 @@ import { TransposedWeights } from "./_blas_transpose.ts";
 import { setMmapThreshold } from "./_heap.ts";
 import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
 import { SgemmHelper } from "./_blas_threads.ts";
+import { sgemmFromAddresses } from "./_blas_list.ts";
 
 /**
  * Libraries tried in order when no path is given, after the one named by
@@ -83,6 +84,16 @@ export interface SystemBlasOptions {
    * WebAssembly kernels' copy.
    */
   transposeRows?: number;
+  /**
+   * With more than one BLAS thread, products that use a transposed copy
+   * (see {@link transposeRows}) run as two column halves, each one
+   * single-threaded `cblas_sgemm` call, one on the calling thread and one
+   * on `sgemmMany`'s helper thread at once (each thread packs only its
+   * half of W; no hand-over inside the library). Default false: see
+   * docs/performance.md for what it measured against OpenBLAS's own
+   * threads.
+   */
+  splitColumns?: boolean;
   /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
   transposeBytes?: number;
   /**
@@ -323,6 +334,57 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       }
       : () => {};
     const helper = new SgemmHelper(path);
+    const splitter = new SgemmHelper(path);
+    const split = (opts.splitColumns ?? false) && threads > 1;
+    const address = (v: Float32Array) =>
+      Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
+    /** `y += x·wt` as two column halves on two threads (see `splitColumns`). */
+    const halves = (
+      x: Float32Array,
+      rows: number,
+      inF: number,
+      wt: Float32Array,
+      outF: number,
+      beta: number,
+      y: Float32Array,
+    ) => {
+      use(1);
+      // the first half a multiple of 16 columns (64-byte aligned B and C)
+      const h = Math.ceil(outF / 32) * 16;
+      const l = splitter.addresses, xa = address(x);
+      const wa = address(wt), ya = address(y);
+      l.set([0, 0, rows, h, inF, 1, xa, inF, wa, outF, beta, ya, outF], 0);
+      l.set([
+        0,
+        0,
+        rows,
+        outF - h,
+        inF,
+        1,
+        xa,
+        inF,
+        wa + h * 4,
+        outF,
+        beta,
+        ya + h * 4,
+        outF,
+      ], 13);
+      const next = splitter.start(null, 0, 2);
+      try {
+        sgemmFromAddresses(s.cblas_sgemm_at, l, 2, next);
+      } finally {
+        const failed = splitter.finish();
+        if (failed >= 0) {
+          // the call that failed on the helper, here
+          let once = failed;
+          sgemmFromAddresses(s.cblas_sgemm_at, l, 2, () => {
+            const i = once;
+            once = 2;
+            return i;
+          });
+        }
+      }
+    };
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
@@ -338,6 +400,10 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           }
         }
         const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
+        if (wt && split && outF >= 32 && !splitter.broken) {
+          halves(x, rows, inF, wt, outF, bias ? 1 : 0, y);
+          return y;
+        }
         if (wt) {
           // C = 1·A·B + β·C with B = Wᵀ (inF × outF)
           s.cblas_sgemm(
@@ -428,6 +494,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
       close() {
         helper.stop();
+        splitter.stop();
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);
