@@ -50,6 +50,11 @@ export class SgemmHelper {
     this.#library = library;
   }
 
+  /** Whether the helper thread is running and takes lists. */
+  get ready(): boolean {
+    return this.#worker !== undefined && Atomics.load(this.#ctrl, READY) === 1;
+  }
+
   /** Whether a call failed on the helper (it is not used again). */
   get broken(): boolean {
     return this.#broken;
