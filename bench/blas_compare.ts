@@ -16,7 +16,8 @@
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy); `split` runs each product as two
- * single-threaded column halves on two threads (`splitColumns`); `one-thread` is one BLAS thread;
+ * single-threaded column halves on two threads (`splitColumns`), `splitN`
+ * as N column blocks; `one-thread` is one BLAS thread;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
@@ -109,8 +110,10 @@ if (VARIANTS.has("default")) {
   open("default", { threads: THREADS });
   console.log(`heap: ${opened[0].heap}`);
 }
-if (VARIANTS.has("split")) {
-  open("split", { threads: THREADS, splitColumns: true });
+for (const v of VARIANTS as Set<string>) {
+  // split: two column blocks on two threads; splitN: N blocks
+  const m = /^split(\d*)$/.exec(v);
+  if (m) open(v, { threads: THREADS, splitColumns: Number(m[1] || 2) });
 }
 if (VARIANTS.has("stored")) {
   open("stored", { threads: THREADS, transposeRows: 0 });

@@ -86,14 +86,14 @@ export interface SystemBlasOptions {
   transposeRows?: number;
   /**
    * With more than one BLAS thread, products that use a transposed copy
-   * (see {@link transposeRows}) run as two column halves, each one
-   * single-threaded `cblas_sgemm` call, one on the calling thread and one
-   * on `sgemmMany`'s helper thread at once (each thread packs only its
-   * half of W; no hand-over inside the library). Default false: see
-   * docs/performance.md for what it measured against OpenBLAS's own
-   * threads.
+   * (see {@link transposeRows}) run as column blocks (true: two; a number
+   * 2..8: that many), each one single-threaded `cblas_sgemm` call, taken
+   * by the calling thread and `sgemmMany`'s helper thread from one counter
+   * (each thread packs only its blocks of W; no hand-over inside the
+   * library). Default false: see docs/performance.md for what it measured
+   * against OpenBLAS's own threads.
    */
-  splitColumns?: boolean;
+  splitColumns?: boolean | number;
   /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
   transposeBytes?: number;
   /**
@@ -220,7 +220,7 @@ const SYMBOLS = {
  *
  * @param opts Libraries to try, threads, thresholds.
  * @returns The backend, or a note saying why there is none.
- * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `mmapThreshold` outside 0..2^25, or `transposeRows` / `transposeBytes` negative or fractional.
+ * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `splitColumns` a number outside 2..8, `mmapThreshold` outside 0..2^25, or `transposeRows` / `transposeBytes` negative or fractional.
  *
  * @example
  * ```ts
@@ -247,6 +247,14 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
   ) {
     throw new RangeError(
       `Cannot use malloc mmap threshold ${opts.mmapThreshold}: expected an integer 0..${mmapMax}`,
+    );
+  }
+  const sc = opts.splitColumns;
+  if (
+    typeof sc === "number" && (!Number.isInteger(sc) || sc < 2 || sc > 8)
+  ) {
+    throw new RangeError(
+      `Cannot split products into ${sc} column blocks: expected an integer 2..8`,
     );
   }
   for (const k of ["transposeRows", "transposeBytes"] as const) {
@@ -335,11 +343,12 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       : () => {};
     const helper = new SgemmHelper(path);
     const splitter = new SgemmHelper(path);
-    const split = (opts.splitColumns ?? false) && threads > 1;
+    const parts = opts.splitColumns === true ? 2 : opts.splitColumns || 0;
+    const split = parts > 1 && threads > 1;
     const address = (v: Float32Array) =>
       Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
-    /** `y += x·wt` as two column halves on two threads (see `splitColumns`). */
-    const halves = (
+    /** `y += x·wt` as column blocks on two threads (see `splitColumns`). */
+    const blocks = (
       x: Float32Array,
       rows: number,
       inF: number,
@@ -349,37 +358,40 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       y: Float32Array,
     ) => {
       use(1);
-      // the first half a multiple of 16 columns (64-byte aligned B and C)
-      const h = Math.ceil(outF / 32) * 16;
+      // blocks of a multiple of 16 columns (64-byte aligned B and C)
+      const width = Math.ceil(outF / parts / 16) * 16;
       const l = splitter.addresses, xa = address(x);
       const wa = address(wt), ya = address(y);
-      l.set([0, 0, rows, h, inF, 1, xa, inF, wa, outF, beta, ya, outF], 0);
-      l.set([
-        0,
-        0,
-        rows,
-        outF - h,
-        inF,
-        1,
-        xa,
-        inF,
-        wa + h * 4,
-        outF,
-        beta,
-        ya + h * 4,
-        outF,
-      ], 13);
-      const next = splitter.start(null, 0, 2);
+      let count = 0;
+      for (let c0 = 0; c0 < outF; c0 += width, count++) {
+        const n = Math.min(width, outF - c0);
+        l.set([
+          0,
+          0,
+          rows,
+          n,
+          inF,
+          1,
+          xa,
+          inF,
+          wa + c0 * 4,
+          outF,
+          beta,
+          ya + c0 * 4,
+          outF,
+        ], count * 13);
+      }
+      const next = splitter.start(null, 0, count);
       try {
-        sgemmFromAddresses(s.cblas_sgemm_at, l, 2, next);
+        sgemmFromAddresses(s.cblas_sgemm_at, l, count, next);
       } finally {
         const failed = splitter.finish();
         if (failed >= 0) {
           // the call that failed on the helper, here
           let once = failed;
-          sgemmFromAddresses(s.cblas_sgemm_at, l, 2, () => {
+          sgemmFromAddresses(s.cblas_sgemm_at, l, count, () => {
             const i = once;
-            once = 2;
+            once = count;
             return i;
           });
         }
@@ -400,8 +412,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           }
         }
         const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
-        if (wt && split && outF >= 32 && !splitter.broken) {
-          halves(x, rows, inF, wt, outF, bias ? 1 : 0, y);
+        if (wt && split && outF >= 16 * parts && !splitter.broken) {
+          blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y);
           return y;
         }
         if (wt) {

@@ -288,14 +288,21 @@ Deno.test("two backends on one loaded OpenBLAS each run on their own thread coun
 });
 
 Deno.test("splitColumns: two column halves on two threads give the exact product, the same bits whichever thread runs a half", async () => {
-  const split = openSystemBlas({ threads: 2, splitColumns: true });
+  assertThrows(() => openSystemBlas({ splitColumns: 9 }), RangeError, "2..8");
+  assertThrows(() => openSystemBlas({ splitColumns: 1 }), RangeError, "2..8");
+  for (const parts of [true, 3] as const) await splitCase(parts);
+});
+
+async function splitCase(parts: true | number): Promise<void> {
+  const split = openSystemBlas({ threads: 2, splitColumns: parts });
   if (!split.backend) {
     console.log(`skipped: ${split.note}`);
     return;
   }
   const one = openSystemBlas({ threads: 1 });
   try {
-    // 200 outputs: halves of 112 and 88 columns; x at an offset in its buffer
+    // 200 outputs: halves of 112 and 88 columns, or blocks of 80, 80, 40;
+    // x at an offset in its buffer
     const rows = 24, inF = 300, outF = 200;
     const w = uniform(outF * inF, 5), b = uniform(outF, 6);
     const x = uniform(rows * inF + 3, 7).subarray(3);
@@ -315,8 +322,9 @@ Deno.test("splitColumns: two column halves on two threads give the exact product
     for (let k = 0; k < 4; k++) {
       await new Promise((r) => setTimeout(r, 20));
       const withBias = run(split.backend, b), without = run(split.backend);
-      checkExact(withBias, x, w, b, rows, inF, outF, `call ${k}, bias`);
-      checkExact(without, x, w, zero, rows, inF, outF, `call ${k}, no bias`);
+      const what = `${parts} parts, call ${k}`;
+      checkExact(withBias, x, w, b, rows, inF, outF, `${what}, bias`);
+      checkExact(without, x, w, zero, rows, inF, outF, `${what}, no bias`);
       assertEquals(withBias, first);
     }
     checkExact(run(one.backend!, b), x, w, b, rows, inF, outF, "one thread");
@@ -325,7 +333,7 @@ Deno.test("splitColumns: two column halves on two threads give the exact product
     one.close();
     setF32GemmBackend(null);
   }
-});
+}
 
 Deno.test("the helper thread runs an address list alone: the exact product of arrays outside kernel memory", async () => {
   const blas = openSystemBlas({ threads: 1 });
