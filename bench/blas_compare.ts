@@ -17,7 +17,8 @@
  * once per process, so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy); `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
- * as N column blocks; `one-thread` is one BLAS thread;
+ * as N column blocks (each also as a row with the first layer's ReLU
+ * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
@@ -276,6 +277,21 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
+    if (b?.gemmRelu && name.startsWith("split")) {
+      // the first layer's ReLU applied by the threads of its blocks
+      const fused = () =>
+        withBackend(b, () => {
+          const h = b.gemmRelu!(x, B, D, w1, H, b1);
+          if (!h) throw new Error(`${name}: no gemmRelu path`);
+          return linear(h, B, t2, b2);
+        });
+      console.log(
+        `${name} ReLU in threads: max |difference| to ORT ${
+          maxDiff(fused(), want)
+        }`,
+      );
+      rows.set(`${name} ReLU in threads`, fused);
+    }
   }
   rows.set(`ORT ${THREADS} threads`, () => s2.run(feeds));
   if (THREADS !== 1) rows.set("ORT 1 thread", () => s1.run(feeds));

@@ -9,6 +9,8 @@
  * @module
  */
 
+import { ADDRESS_FIELDS } from "./_blas_list.ts";
+
 /** How long the helper stays without work before it stops. */
 const IDLE_MS = 1000;
 
@@ -32,11 +34,11 @@ export class SgemmHelper {
   #memory: WebAssembly.Memory | null | undefined;
   /**
    * The address list (shared with the helper): {@link ADDRESS_CALLS}
-   * calls of 13 values whose matrices are absolute addresses, for
-   * `start(null, 0, count)`.
+   * calls of `ADDRESS_FIELDS` values whose matrices are absolute
+   * addresses (io/_blas_list.ts), for `start(null, 0, count)`.
    */
   readonly addresses: Float64Array = new Float64Array(
-    new SharedArrayBuffer(ADDRESS_CALLS * 13 * 8),
+    new SharedArrayBuffer(ADDRESS_CALLS * ADDRESS_FIELDS * 8),
   );
   #ctrl = new Int32Array(new SharedArrayBuffer(64));
   #job = 0;

@@ -15,7 +15,7 @@ import { TransposedWeights } from "./_blas_transpose.ts";
 import { setMmapThreshold } from "./_heap.ts";
 import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
 import { SgemmHelper } from "./_blas_threads.ts";
-import { sgemmFromAddresses } from "./_blas_list.ts";
+import { ADDRESS_FIELDS, sgemmFromAddresses } from "./_blas_list.ts";
 
 /**
  * Libraries tried in order when no path is given, after the one named by
@@ -90,7 +90,8 @@ export interface SystemBlasOptions {
    * 2..8: that many), each one single-threaded `cblas_sgemm` call, taken
    * by the calling thread and `sgemmMany`'s helper thread from one counter
    * (each thread packs only its blocks of W; no hand-over inside the
-   * library). Default false: see docs/performance.md for what it measured
+   * library). Turns on the backend's `gemmRelu` for such products (each
+   * thread applies the ReLU to its blocks right after their product). Default false: see docs/performance.md for what it measured
    * against OpenBLAS's own threads.
    */
   splitColumns?: boolean | number;
@@ -143,6 +144,23 @@ function defaultCoreType(): string | null {
   } catch {
     return null;
   }
+}
+
+/** A new `rows × outF` array with `bias` in every row (zeros without). */
+function biasRows(
+  rows: number,
+  outF: number,
+  bias: Float32Array | undefined,
+): Float32Array {
+  const y = new Float32Array(rows * outF);
+  if (bias && rows > 0) {
+    // by doubling copies
+    y.set(bias);
+    for (let n = outF; n < y.length; n *= 2) {
+      y.copyWithin(n, 0, Math.min(n, y.length - n));
+    }
+  }
+  return y;
 }
 
 /** `sgemm` calls with fewer multiply-adds run on one OpenBLAS thread. */
@@ -356,6 +374,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       outF: number,
       beta: number,
       y: Float32Array,
+      relu: boolean,
     ) => {
       use(1);
       // blocks of a multiple of 16 columns (64-byte aligned B and C)
@@ -379,7 +398,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           beta,
           ya + c0 * 4,
           outF,
-        ], count * 13);
+          relu ? 1 : 0,
+        ], count * ADDRESS_FIELDS);
       }
       const next = splitter.start(null, 0, count);
       try {
@@ -402,18 +422,11 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       minRows: opts.minRows ?? 4,
       minWork: opts.minWork ?? 1 << 20,
       gemm(x, rows, inF, w, outF, bias) {
-        const y = new Float32Array(rows * outF);
+        const y = biasRows(rows, outF, bias);
         use(threads);
-        if (bias && rows > 0) {
-          // the bias in every row, by doubling copies
-          y.set(bias);
-          for (let n = outF; n < y.length; n *= 2) {
-            y.copyWithin(n, 0, Math.min(n, y.length - n));
-          }
-        }
         const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
         if (wt && split && outF >= 16 * parts && !splitter.broken) {
-          blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y);
+          blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y, false);
           return y;
         }
         if (wt) {
@@ -453,6 +466,17 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           y,
           outF,
         );
+        return y;
+      },
+      gemmRelu(x, rows, inF, w, outF, bias) {
+        if (
+          !split || splitter.broken || outF < 16 * parts ||
+          rows >= transposeRows
+        ) return null;
+        const wt = transposed.get(w, outF, inF);
+        if (!wt) return null;
+        const y = biasRows(rows, outF, bias);
+        blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y, true);
         return y;
       },
       forget(w) {

@@ -11,6 +11,7 @@ import { assert, assertEquals, assertThrows } from "@std/assert";
 import { openSystemBlas, useSystemBlas } from "../../io/blas.ts";
 import { transposeF32 } from "../../io/_blas_transpose.ts";
 import { SgemmHelper } from "../../io/_blas_threads.ts";
+import { ADDRESS_FIELDS } from "../../io/_blas_list.ts";
 import {
   type F32GemmBackend,
   fastLinear,
@@ -326,7 +327,14 @@ async function splitCase(parts: true | number): Promise<void> {
       checkExact(withBias, x, w, b, rows, inF, outF, `${what}, bias`);
       checkExact(without, x, w, zero, rows, inF, outF, `${what}, no bias`);
       assertEquals(withBias, first);
+      // gemmRelu: the same blocks with the ReLU applied by their threads
+      setF32GemmBackend({ ...split.backend, minWork: 1 });
+      const relu = split.backend.gemmRelu!(x, rows, inF, w, outF, b);
+      setF32GemmBackend(null);
+      assertEquals(relu, withBias.map((v) => v < 0 ? 0 : v));
     }
+    // without column blocks there is no fused path
+    assertEquals(one.backend!.gemmRelu!(x, rows, inF, w, outF, b), null);
     checkExact(run(one.backend!, b), x, w, b, rows, inF, outF, "one thread");
   } finally {
     split.close();
@@ -335,7 +343,7 @@ async function splitCase(parts: true | number): Promise<void> {
   }
 }
 
-Deno.test("the helper thread runs an address list alone: the exact product of arrays outside kernel memory", async () => {
+Deno.test("the helper thread runs an address list alone: the exact product of arrays outside kernel memory, ReLU where asked", async () => {
   const blas = openSystemBlas({ threads: 1 });
   if (!blas.backend || !blas.library) {
     console.log(`skipped: ${blas.note}`);
@@ -351,8 +359,24 @@ Deno.test("the helper thread runs an address list alone: the exact product of ar
     const at = (v: Float32Array) =>
       Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
     const l = helper.addresses;
-    // two column halves of 32 and 16, y = x·wt
-    l.set([0, 0, rows, 32, inF, 1, at(x), inF, at(wt), outF, 0, at(y), outF]);
+    // two column halves of 32 and 16, y = x·wt, ReLU on the second
+    const F = ADDRESS_FIELDS;
+    l.set([
+      0,
+      0,
+      rows,
+      32,
+      inF,
+      1,
+      at(x),
+      inF,
+      at(wt),
+      outF,
+      0,
+      at(y),
+      outF,
+      0,
+    ]);
     l.set([
       0,
       0,
@@ -367,18 +391,38 @@ Deno.test("the helper thread runs an address list alone: the exact product of ar
       0,
       at(y) + 128,
       outF,
-    ], 13);
-    helper.start(null, 0, 2); // starts the thread; the caller runs this one
+      1,
+    ], F);
+    // start() starts the thread (the caller runs the calls meanwhile); it
+    // stops after 1 s without lists, so ask again until it is up
     for (let k = 0; k < 3000 && !helper.ready; k++) {
+      helper.start(null, 0, 2);
       await new Promise((r) => setTimeout(r, 20));
     }
+    helper.finish(); // a list handed over by the last start(), if any
     assert(
       helper.ready,
       "the helper thread did not start in 60 s (its module is type-checked on first use)",
     );
     helper.start(null, 0, 2); // this thread takes no call: the helper runs both
     assertEquals(helper.finish(), -1);
-    checkExact(y, x, w, new Float32Array(outF), rows, inF, outF, "helper");
+    // the first half: the exact product; the second: max(0, exact)
+    const eps = 2 ** -24;
+    for (let r = 0; r < rows; r++) {
+      for (let o = 0; o < outF; o++) {
+        let exact = 0, mag = 0;
+        for (let i = 0; i < inF; i++) {
+          const t = x[r * inF + i] * w[o * inF + i];
+          exact += t;
+          mag += Math.abs(t);
+        }
+        const want = o < 32 ? exact : Math.max(0, exact);
+        assert(
+          Math.abs(y[r * outF + o] - want) <= 2 * inF * eps * mag,
+          `row ${r} output ${o}: ${y[r * outF + o]} vs ${want}`,
+        );
+      }
+    }
   } finally {
     helper.stop();
     blas.close();
