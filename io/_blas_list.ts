@@ -161,9 +161,14 @@ export function sgemmFromAddresses(
       const y = new Float32Array(
         Deno.UnsafePointerView.getArrayBuffer(cp!, ((m - 1) * ldc + n) * 4),
       );
-      for (let r = 0; r < m; r++) {
-        for (let j = r * ldc, e = j + n; j < e; j++) if (y[j] < 0) y[j] = 0;
-      }
+      reluRows(y, m, n, ldc);
     }
+  }
+}
+
+/** ReLU in place on `m` rows of `n` values, `ldc` apart. */
+function reluRows(y: Float32Array, m: number, n: number, ldc: number): void {
+  for (let r = 0; r < m; r++) {
+    for (let j = r * ldc, e = j + n; j < e; j++) if (y[j] < 0) y[j] = 0;
   }
 }
