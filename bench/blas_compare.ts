@@ -9,7 +9,7 @@
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
  *   [--variants default,split,stored,one-thread,wasm] [--mmap-threshold N|off] \
- *   [--timeouts 4,20,28]
+ *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
@@ -24,7 +24,8 @@
  * temporary folder, since the variable is read once per loaded library),
  * copied from `--core-lib` (default Debian's amd64 path); `--timeouts`
  * one per `OPENBLAS_THREAD_TIMEOUT` (idle threads spin 2^N cycles before
- * they sleep); `--libs` other libraries (e.g. `blis=/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4`).
+ * they sleep); `--ort-no-prepack` adds ORT with its weights not pre-packed
+ * (`session.disable_prepacking`, MLP only); `--libs` other libraries (e.g. `blis=/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4`).
  * Each round runs every row (order reversed every other round), each row
  * timed as the mean of 3 calls after one warm call; the ratio of a row is
  * ORT's time in the same round over the row's, so above 1 means faster
@@ -47,6 +48,7 @@ import { openSystemBlas, type SystemBlas } from "../io/blas.ts";
 import { cpuLine, median } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
+  boolean: ["ort-no-prepack"],
   string: [
     "rounds",
     "threads",
@@ -159,13 +161,17 @@ for (const spec of args.libs.split(",").filter((c: string) => c !== "")) {
 if (VARIANTS.has("wasm")) backends.set("wasm", null);
 
 const noSpin = { session: { intra_op: { allow_spinning: "0" } } };
-async function session(model: Uint8Array, threads: number) {
+/** ORT's weights not pre-packed (`session.disable_prepacking`). */
+const noPrepack = {
+  session: { intra_op: { allow_spinning: "0" }, disable_prepacking: "1" },
+};
+async function session(model: Uint8Array, threads: number, prepack = true) {
   return await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: "sequential",
     graphOptimizationLevel: "all",
-    extra: noSpin,
+    extra: prepack ? noSpin : noPrepack,
   });
 }
 
@@ -295,6 +301,15 @@ if (args.shapes.includes("mlp")) {
   }
   rows.set(`ORT ${THREADS} threads`, () => s2.run(feeds));
   if (THREADS !== 1) rows.set("ORT 1 thread", () => s1.run(feeds));
+  const s3 = args["ort-no-prepack"]
+    ? await session(model, THREADS, false)
+    : undefined;
+  if (s3) {
+    rows.set(
+      `ORT ${THREADS} threads, weights not pre-packed`,
+      () => s3.run(feeds),
+    );
+  }
   await table(
     `Dense MLP, batch ${B}, ${D} → ${H} → ReLU → ${D}, F32`,
     2 * B * D * H * 2,
@@ -303,6 +318,7 @@ if (args.shapes.includes("mlp")) {
   );
   await s1.release();
   await s2.release();
+  await s3?.release();
 }
 
 if (args.shapes.includes("encoder")) {
