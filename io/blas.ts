@@ -13,9 +13,13 @@ import {
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
 import { setMmapThreshold } from "./_heap.ts";
-import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
+import {
+  ADDRESS_FIELDS,
+  SGEMM_POINTER_SYMBOL,
+  sgemmFromAddresses,
+  sgemmFromList,
+} from "./_blas_list.ts";
 import { SgemmHelper } from "./_blas_threads.ts";
-import { ADDRESS_FIELDS, sgemmFromAddresses } from "./_blas_list.ts";
 
 /**
  * Libraries tried in order when no path is given, after the one named by
@@ -91,8 +95,9 @@ export interface SystemBlasOptions {
    * by the calling thread and `sgemmMany`'s helper thread from one counter
    * (each thread packs only its blocks of W; no hand-over inside the
    * library). Turns on the backend's `gemmRelu` for such products (each
-   * thread applies the ReLU to its blocks right after their product). Default false: see docs/performance.md for what it measured
-   * against OpenBLAS's own threads.
+   * thread applies the ReLU to its blocks right after their product).
+   * Default false: on the batch-64 MLP it ran level with OpenBLAS's own
+   * threads, not faster (docs/performance.md).
    */
   splitColumns?: boolean | number;
   /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
