@@ -8,20 +8,24 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,stored,one-thread,wasm] [--mmap-threshold N|off] \
- *   [--timeouts 4,20,28]
+ *   [--variants default,split,stored,one-thread,wasm] [--mmap-threshold N|off] \
+ *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
- * by W as stored (no transposed copy); `one-thread` is one BLAS thread;
+ * by W as stored (no transposed copy); `split` runs each product as two
+ * single-threaded column halves on two threads (`splitColumns`), `splitN`
+ * as N column blocks (each also as a row with the first layer's ReLU
+ * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
  * copied from `--core-lib` (default Debian's amd64 path); `--timeouts`
  * one per `OPENBLAS_THREAD_TIMEOUT` (idle threads spin 2^N cycles before
- * they sleep); `--libs` other libraries (e.g. `blis=/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4`).
+ * they sleep); `--ort-no-prepack` adds ORT with its weights not pre-packed
+ * (`session.disable_prepacking`, MLP only); `--libs` other libraries (e.g. `blis=/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4`).
  * Each round runs every row (order reversed every other round), each row
  * timed as the mean of 3 calls after one warm call; the ratio of a row is
  * ORT's time in the same round over the row's, so above 1 means faster
@@ -44,6 +48,7 @@ import { openSystemBlas, type SystemBlas } from "../io/blas.ts";
 import { cpuLine, median } from "./_peer.ts";
 
 const args = parseArgs(Deno.args, {
+  boolean: ["ort-no-prepack"],
   string: [
     "rounds",
     "threads",
@@ -108,6 +113,11 @@ if (VARIANTS.has("default")) {
   open("default", { threads: THREADS });
   console.log(`heap: ${opened[0].heap}`);
 }
+for (const v of VARIANTS as Set<string>) {
+  // split: two column blocks on two threads; splitN: N blocks
+  const m = /^split(\d*)$/.exec(v);
+  if (m) open(v, { threads: THREADS, splitColumns: Number(m[1] || 2) });
+}
 if (VARIANTS.has("stored")) {
   open("stored", { threads: THREADS, transposeRows: 0 });
 }
@@ -151,13 +161,17 @@ for (const spec of args.libs.split(",").filter((c: string) => c !== "")) {
 if (VARIANTS.has("wasm")) backends.set("wasm", null);
 
 const noSpin = { session: { intra_op: { allow_spinning: "0" } } };
-async function session(model: Uint8Array, threads: number) {
+/** ORT's weights not pre-packed (`session.disable_prepacking`). */
+const noPrepack = {
+  session: { intra_op: { allow_spinning: "0" }, disable_prepacking: "1" },
+};
+async function session(model: Uint8Array, threads: number, prepack = true) {
   return await ort.InferenceSession.create(model, {
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: "sequential",
     graphOptimizationLevel: "all",
-    extra: noSpin,
+    extra: prepack ? noSpin : noPrepack,
   });
 }
 
@@ -269,9 +283,33 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
+    if (b?.gemmRelu && name.startsWith("split")) {
+      // the first layer's ReLU applied by the threads of its blocks
+      const fused = () =>
+        withBackend(b, () => {
+          const h = b.gemmRelu!(x, B, D, w1, H, b1);
+          if (!h) throw new Error(`${name}: no gemmRelu path`);
+          return linear(h, B, t2, b2);
+        });
+      console.log(
+        `${name} ReLU in threads: max |difference| to ORT ${
+          maxDiff(fused(), want)
+        }`,
+      );
+      rows.set(`${name} ReLU in threads`, fused);
+    }
   }
   rows.set(`ORT ${THREADS} threads`, () => s2.run(feeds));
   if (THREADS !== 1) rows.set("ORT 1 thread", () => s1.run(feeds));
+  const s3 = args["ort-no-prepack"]
+    ? await session(model, THREADS, false)
+    : undefined;
+  if (s3) {
+    rows.set(
+      `ORT ${THREADS} threads, weights not pre-packed`,
+      () => s3.run(feeds),
+    );
+  }
   await table(
     `Dense MLP, batch ${B}, ${D} → ${H} → ReLU → ${D}, F32`,
     2 * B * D * H * 2,
@@ -280,6 +318,7 @@ if (args.shapes.includes("mlp")) {
   );
   await s1.release();
   await s2.release();
+  await s3?.release();
 }
 
 if (args.shapes.includes("encoder")) {

@@ -7,21 +7,28 @@
  * words (Int32Array on a shared buffer): [0] job number (the main thread
  * bumps it; −1 stops the helper), [1] the last job done, [2] list byte
  * offset, [3] the next call to take, [4] calls in the list, [5] 1 once the
- * helper is ready, [6] 1 + the index of a call that failed here (0: none).
+ * helper is ready, [6] 1 + the index of a call that failed here (0: none),
+ * [7] 1 when the job's list is the address list `addrs` (absolute
+ * addresses, see `sgemmFromAddresses`) rather than one in `memory`.
  *
  * @module
  */
 
-import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
+import {
+  SGEMM_POINTER_SYMBOL,
+  sgemmFromAddresses,
+  sgemmFromList,
+} from "./_blas_list.ts";
 
 interface Init {
   library: string;
-  memory: WebAssembly.Memory;
+  memory: WebAssembly.Memory | undefined;
   ctrl: Int32Array;
+  addrs: Float64Array;
 }
 
 self.addEventListener("message", (ev: Event) => {
-  const { library, memory, ctrl } = (ev as MessageEvent<Init>).data;
+  const { library, memory, ctrl, addrs } = (ev as MessageEvent<Init>).data;
   const lib = Deno.dlopen(library, { cblas_sgemm: SGEMM_POINTER_SYMBOL });
   Atomics.store(ctrl, 5, 1);
   Atomics.notify(ctrl, 5);
@@ -33,13 +40,12 @@ self.addEventListener("message", (ev: Event) => {
     seen = job;
     let taken = -1;
     try {
-      sgemmFromList(
-        lib.symbols.cblas_sgemm,
-        memory,
-        ctrl[2],
-        ctrl[4],
-        () => (taken = Atomics.add(ctrl, 3, 1)),
-      );
+      const next = () => (taken = Atomics.add(ctrl, 3, 1));
+      if (ctrl[7] === 1 || !memory) {
+        sgemmFromAddresses(lib.symbols.cblas_sgemm, addrs, ctrl[4], next);
+      } else {
+        sgemmFromList(lib.symbols.cblas_sgemm, memory, ctrl[2], ctrl[4], next);
+      }
     } catch {
       // the main thread runs this call itself and stops using the helper
       Atomics.store(ctrl, 6, taken + 1);

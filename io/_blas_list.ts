@@ -113,3 +113,62 @@ export function sgemmFromList(
     );
   }
 }
+
+/** Values per call in an address list (see {@link sgemmFromAddresses}). */
+export const ADDRESS_FIELDS = 14;
+
+/**
+ * Runs the calls of an address list that `next` hands out:
+ * {@link ADDRESS_FIELDS} values per call, those of a memory list with a,
+ * b and c absolute addresses in this process (the arrays of
+ * `F32GemmBackend.gemm`, kept alive and unmoved by the caller, which
+ * waits for every call to finish), then 1 to apply ReLU to the call's C
+ * block right after its product (0: none).
+ *
+ * @param sgemm The pointer-typed `cblas_sgemm`.
+ * @param list The calls, {@link ADDRESS_FIELDS} values each.
+ * @param count Calls in the list.
+ * @param next The next call to run.
+ */
+export function sgemmFromAddresses(
+  sgemm: SgemmPointerFn,
+  list: Float64Array,
+  count: number,
+  next: () => number,
+): void {
+  for (let i = next(); i < count; i = next()) {
+    const o = i * ADDRESS_FIELDS;
+    const [ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, relu] = list
+      .subarray(o, o + ADDRESS_FIELDS);
+    const cp = Deno.UnsafePointer.create(BigInt(c));
+    sgemm(
+      ROW_MAJOR,
+      ta ? TRANS : NO_TRANS,
+      tb ? TRANS : NO_TRANS,
+      m,
+      n,
+      k,
+      alpha,
+      Deno.UnsafePointer.create(BigInt(a)),
+      lda,
+      Deno.UnsafePointer.create(BigInt(b)),
+      ldb,
+      beta,
+      cp,
+      ldc,
+    );
+    if (relu === 1 && m > 0 && n > 0) {
+      const y = new Float32Array(
+        Deno.UnsafePointerView.getArrayBuffer(cp!, ((m - 1) * ldc + n) * 4),
+      );
+      reluRows(y, m, n, ldc);
+    }
+  }
+}
+
+/** ReLU in place on `m` rows of `n` values, `ldc` apart. */
+function reluRows(y: Float32Array, m: number, n: number, ldc: number): void {
+  for (let r = 0; r < m; r++) {
+    for (let j = r * ldc, e = j + n; j < e; j++) if (y[j] < 0) y[j] = 0;
+  }
+}

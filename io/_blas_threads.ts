@@ -9,17 +9,37 @@
  * @module
  */
 
+import { ADDRESS_FIELDS } from "./_blas_list.ts";
+
 /** How long the helper stays without work before it stops. */
 const IDLE_MS = 1000;
 
 /** Control words, see io/_blas_helper.ts. */
-const JOB = 0, DONE = 1, LIST = 2, NEXT = 3, COUNT = 4, READY = 5, FAILED = 6;
+const JOB = 0,
+  DONE = 1,
+  LIST = 2,
+  NEXT = 3,
+  COUNT = 4,
+  READY = 5,
+  FAILED = 6,
+  ADDRESSES = 7;
+
+/** Calls an address list holds (see {@link SgemmHelper.addresses}). */
+export const ADDRESS_CALLS = 8;
 
 /** A helper thread for lists of independent `cblas_sgemm` calls. */
 export class SgemmHelper {
   #library: string;
   #worker: Worker | undefined;
-  #memory: WebAssembly.Memory | undefined;
+  #memory: WebAssembly.Memory | null | undefined;
+  /**
+   * The address list (shared with the helper): {@link ADDRESS_CALLS}
+   * calls of `ADDRESS_FIELDS` values whose matrices are absolute
+   * addresses (io/_blas_list.ts), for `start(null, 0, count)`.
+   */
+  readonly addresses: Float64Array = new Float64Array(
+    new SharedArrayBuffer(ADDRESS_CALLS * ADDRESS_FIELDS * 8),
+  );
   #ctrl = new Int32Array(new SharedArrayBuffer(64));
   #job = 0;
   #pending = false;
@@ -32,17 +52,34 @@ export class SgemmHelper {
     this.#library = library;
   }
 
+  /** Whether the helper thread is running and takes lists. */
+  get ready(): boolean {
+    return this.#worker !== undefined && Atomics.load(this.#ctrl, READY) === 1;
+  }
+
+  /** Whether a call failed on the helper (it is not used again). */
+  get broken(): boolean {
+    return this.#broken;
+  }
+
   /**
    * Shares a list with the helper when it is ready.
    *
+   * @param memory The memory holding the list, or null for the address
+   * list {@link addresses} (a helper serves one of the two kinds: with
+   * the other kind it restarts).
    * @returns The counter the main thread takes its calls from.
    */
-  start(memory: WebAssembly.Memory, list: number, count: number): () => number {
+  start(
+    memory: WebAssembly.Memory | null,
+    list: number,
+    count: number,
+  ): () => number {
     let k = 0;
     const alone = () => k++;
     if (
       this.#broken || count < 2 ||
-      !(memory.buffer instanceof SharedArrayBuffer)
+      (memory !== null && !(memory.buffer instanceof SharedArrayBuffer))
     ) return alone;
     if (this.#worker && this.#memory !== memory) this.stop();
     if (!this.#worker) {
@@ -53,6 +90,7 @@ export class SgemmHelper {
     if (Atomics.load(ctrl, READY) !== 1) return alone;
     ctrl[LIST] = list;
     ctrl[COUNT] = count;
+    ctrl[ADDRESSES] = memory === null ? 1 : 0;
     Atomics.store(ctrl, NEXT, 0);
     Atomics.store(ctrl, JOB, ++this.#job);
     Atomics.notify(ctrl, JOB);
@@ -96,7 +134,7 @@ export class SgemmHelper {
     this.#memory = undefined;
   }
 
-  #spawn(memory: WebAssembly.Memory): void {
+  #spawn(memory: WebAssembly.Memory | null): void {
     this.#ctrl = new Int32Array(new SharedArrayBuffer(64));
     this.#job = 0;
     try {
@@ -116,8 +154,9 @@ export class SgemmHelper {
     this.#memory = memory;
     this.#worker.postMessage({
       library: this.#library,
-      memory,
+      memory: memory ?? undefined,
       ctrl: this.#ctrl,
+      addrs: this.addresses,
     });
     this.#last = performance.now();
     this.#arm();

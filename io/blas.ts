@@ -13,7 +13,12 @@ import {
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
 import { setMmapThreshold } from "./_heap.ts";
-import { SGEMM_POINTER_SYMBOL, sgemmFromList } from "./_blas_list.ts";
+import {
+  ADDRESS_FIELDS,
+  SGEMM_POINTER_SYMBOL,
+  sgemmFromAddresses,
+  sgemmFromList,
+} from "./_blas_list.ts";
 import { SgemmHelper } from "./_blas_threads.ts";
 
 /**
@@ -83,6 +88,18 @@ export interface SystemBlasOptions {
    * WebAssembly kernels' copy.
    */
   transposeRows?: number;
+  /**
+   * With more than one BLAS thread, products that use a transposed copy
+   * (see {@link transposeRows}) run as column blocks (true: two; a number
+   * 2..8: that many), each one single-threaded `cblas_sgemm` call, taken
+   * by the calling thread and `sgemmMany`'s helper thread from one counter
+   * (each thread packs only its blocks of W; no hand-over inside the
+   * library). Turns on the backend's `gemmRelu` for such products (each
+   * thread applies the ReLU to its blocks right after their product).
+   * Default false: on the batch-64 MLP it ran level with OpenBLAS's own
+   * threads, not faster (docs/performance.md).
+   */
+  splitColumns?: boolean | number;
   /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
   transposeBytes?: number;
   /**
@@ -132,6 +149,23 @@ function defaultCoreType(): string | null {
   } catch {
     return null;
   }
+}
+
+/** A new `rows × outF` array with `bias` in every row (zeros without). */
+function biasRows(
+  rows: number,
+  outF: number,
+  bias: Float32Array | undefined,
+): Float32Array {
+  const y = new Float32Array(rows * outF);
+  if (bias && rows > 0) {
+    // by doubling copies
+    y.set(bias);
+    for (let n = outF; n < y.length; n *= 2) {
+      y.copyWithin(n, 0, Math.min(n, y.length - n));
+    }
+  }
+  return y;
 }
 
 /** `sgemm` calls with fewer multiply-adds run on one OpenBLAS thread. */
@@ -209,7 +243,7 @@ const SYMBOLS = {
  *
  * @param opts Libraries to try, threads, thresholds.
  * @returns The backend, or a note saying why there is none.
- * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `mmapThreshold` outside 0..2^25, or `transposeRows` / `transposeBytes` negative or fractional.
+ * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `splitColumns` a number outside 2..8, `mmapThreshold` outside 0..2^25, or `transposeRows` / `transposeBytes` negative or fractional.
  *
  * @example
  * ```ts
@@ -236,6 +270,14 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
   ) {
     throw new RangeError(
       `Cannot use malloc mmap threshold ${opts.mmapThreshold}: expected an integer 0..${mmapMax}`,
+    );
+  }
+  const sc = opts.splitColumns;
+  if (
+    typeof sc === "number" && (!Number.isInteger(sc) || sc < 2 || sc > 8)
+  ) {
+    throw new RangeError(
+      `Cannot split products into ${sc} column blocks: expected an integer 2..8`,
     );
   }
   for (const k of ["transposeRows", "transposeBytes"] as const) {
@@ -323,21 +365,75 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       }
       : () => {};
     const helper = new SgemmHelper(path);
+    const splitter = new SgemmHelper(path);
+    const parts = opts.splitColumns === true ? 2 : opts.splitColumns || 0;
+    const split = parts > 1 && threads > 1;
+    const address = (v: Float32Array) =>
+      Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
+    /** `y += x·wt` as column blocks on two threads (see `splitColumns`). */
+    const blocks = (
+      x: Float32Array,
+      rows: number,
+      inF: number,
+      wt: Float32Array,
+      outF: number,
+      beta: number,
+      y: Float32Array,
+      relu: boolean,
+    ) => {
+      use(1);
+      // blocks of a multiple of 16 columns (64-byte aligned B and C)
+      const width = Math.ceil(outF / parts / 16) * 16;
+      const l = splitter.addresses, xa = address(x);
+      const wa = address(wt), ya = address(y);
+      let count = 0;
+      for (let c0 = 0; c0 < outF; c0 += width, count++) {
+        const n = Math.min(width, outF - c0);
+        l.set([
+          0,
+          0,
+          rows,
+          n,
+          inF,
+          1,
+          xa,
+          inF,
+          wa + c0 * 4,
+          outF,
+          beta,
+          ya + c0 * 4,
+          outF,
+          relu ? 1 : 0,
+        ], count * ADDRESS_FIELDS);
+      }
+      const next = splitter.start(null, 0, count);
+      try {
+        sgemmFromAddresses(s.cblas_sgemm_at, l, count, next);
+      } finally {
+        const failed = splitter.finish();
+        if (failed >= 0) {
+          // the call that failed on the helper, here
+          let once = failed;
+          sgemmFromAddresses(s.cblas_sgemm_at, l, count, () => {
+            const i = once;
+            once = count;
+            return i;
+          });
+        }
+      }
+    };
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
       minWork: opts.minWork ?? 1 << 20,
       gemm(x, rows, inF, w, outF, bias) {
-        const y = new Float32Array(rows * outF);
+        const y = biasRows(rows, outF, bias);
         use(threads);
-        if (bias && rows > 0) {
-          // the bias in every row, by doubling copies
-          y.set(bias);
-          for (let n = outF; n < y.length; n *= 2) {
-            y.copyWithin(n, 0, Math.min(n, y.length - n));
-          }
-        }
         const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
+        if (wt && split && outF >= 16 * parts && !splitter.broken) {
+          blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y, false);
+          return y;
+        }
         if (wt) {
           // C = 1·A·B + β·C with B = Wᵀ (inF × outF)
           s.cblas_sgemm(
@@ -375,6 +471,17 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           y,
           outF,
         );
+        return y;
+      },
+      gemmRelu(x, rows, inF, w, outF, bias) {
+        if (
+          !split || splitter.broken || outF < 16 * parts ||
+          rows >= transposeRows
+        ) return null;
+        const wt = transposed.get(w, outF, inF);
+        if (!wt) return null;
+        const y = biasRows(rows, outF, bias);
+        blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y, true);
         return y;
       },
       forget(w) {
@@ -428,6 +535,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
       close() {
         helper.stop();
+        splitter.stop();
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);

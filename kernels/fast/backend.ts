@@ -40,6 +40,20 @@ export interface F32GemmBackend {
     bias?: Float32Array,
   ): Float32Array;
   /**
+   * Optional: `y = max(0, x · Wᵀ + b)` with the ReLU applied by the
+   * threads that computed each block of y, or null where the backend has
+   * no such path for this product (the caller then runs `gemm` and its
+   * own ReLU). Arguments as for {@link F32GemmBackend.gemm}.
+   */
+  gemmRelu?(
+    x: Float32Array,
+    rows: number,
+    inF: number,
+    w: Float32Array,
+    outF: number,
+    bias?: Float32Array,
+  ): Float32Array | null;
+  /**
    * Optional: drops whatever the backend keeps derived from this weight
    * (e.g. a transposed copy), after its values were changed in place;
    * `forgetWeight` calls it.

@@ -10,6 +10,8 @@
 import { assert, assertEquals, assertThrows } from "@std/assert";
 import { openSystemBlas, useSystemBlas } from "../../io/blas.ts";
 import { transposeF32 } from "../../io/_blas_transpose.ts";
+import { SgemmHelper } from "../../io/_blas_threads.ts";
+import { ADDRESS_FIELDS } from "../../io/_blas_list.ts";
 import {
   type F32GemmBackend,
   fastLinear,
@@ -283,5 +285,146 @@ Deno.test("two backends on one loaded OpenBLAS each run on their own thread coun
     lib.close();
     one.close();
     two.close();
+  }
+});
+
+Deno.test("splitColumns: two column halves on two threads give the exact product, the same bits whichever thread runs a half", async () => {
+  assertThrows(() => openSystemBlas({ splitColumns: 9 }), RangeError, "2..8");
+  assertThrows(() => openSystemBlas({ splitColumns: 1 }), RangeError, "2..8");
+  for (const parts of [true, 3] as const) await splitCase(parts);
+});
+
+async function splitCase(parts: true | number): Promise<void> {
+  const split = openSystemBlas({ threads: 2, splitColumns: parts });
+  if (!split.backend) {
+    console.log(`skipped: ${split.note}`);
+    return;
+  }
+  const one = openSystemBlas({ threads: 1 });
+  try {
+    // 200 outputs: halves of 112 and 88 columns, or blocks of 80, 80, 40;
+    // x at an offset in its buffer
+    const rows = 24, inF = 300, outF = 200;
+    const w = uniform(outF * inF, 5), b = uniform(outF, 6);
+    const x = uniform(rows * inF + 3, 7).subarray(3);
+    const t = tensorFromF32("w", w, [outF, inF]);
+    const run = (backend: F32GemmBackend, bias?: Float32Array) => {
+      setF32GemmBackend({ ...backend, minWork: 1 });
+      try {
+        return fastLinear(x, rows, t, bias);
+      } finally {
+        setF32GemmBackend(null);
+      }
+    };
+    const zero = new Float32Array(outF);
+    // the helper starts on the first call (which runs both halves on
+    // this thread) and takes a half of the later ones: the same bits
+    const first = run(split.backend, b);
+    for (let k = 0; k < 4; k++) {
+      await new Promise((r) => setTimeout(r, 20));
+      const withBias = run(split.backend, b), without = run(split.backend);
+      const what = `${parts} parts, call ${k}`;
+      checkExact(withBias, x, w, b, rows, inF, outF, `${what}, bias`);
+      checkExact(without, x, w, zero, rows, inF, outF, `${what}, no bias`);
+      assertEquals(withBias, first);
+      // gemmRelu: the same blocks with the ReLU applied by their threads
+      setF32GemmBackend({ ...split.backend, minWork: 1 });
+      const relu = split.backend.gemmRelu!(x, rows, inF, w, outF, b);
+      setF32GemmBackend(null);
+      assertEquals(relu, withBias.map((v) => v < 0 ? 0 : v));
+    }
+    // without column blocks there is no fused path
+    assertEquals(one.backend!.gemmRelu!(x, rows, inF, w, outF, b), null);
+    checkExact(run(one.backend!, b), x, w, b, rows, inF, outF, "one thread");
+  } finally {
+    split.close();
+    one.close();
+    setF32GemmBackend(null);
+  }
+}
+
+Deno.test("the helper thread runs an address list alone: the exact product of arrays outside kernel memory, ReLU where asked", async () => {
+  const blas = openSystemBlas({ threads: 1 });
+  if (!blas.backend || !blas.library) {
+    console.log(`skipped: ${blas.note}`);
+    return;
+  }
+  const helper = new SgemmHelper(blas.library);
+  try {
+    const rows = 16, inF = 64, outF = 48;
+    const x = uniform(rows * inF, 8), w = uniform(outF * inF, 9);
+    const wt = new Float32Array(inF * outF);
+    transposeF32(w, outF, inF, wt);
+    const y = new Float32Array(rows * outF).fill(NaN);
+    const at = (v: Float32Array) =>
+      Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
+    const l = helper.addresses;
+    // two column halves of 32 and 16, y = x·wt, ReLU on the second
+    const F = ADDRESS_FIELDS;
+    l.set([
+      0,
+      0,
+      rows,
+      32,
+      inF,
+      1,
+      at(x),
+      inF,
+      at(wt),
+      outF,
+      0,
+      at(y),
+      outF,
+      0,
+    ]);
+    l.set([
+      0,
+      0,
+      rows,
+      16,
+      inF,
+      1,
+      at(x),
+      inF,
+      at(wt) + 128,
+      outF,
+      0,
+      at(y) + 128,
+      outF,
+      1,
+    ], F);
+    // start() starts the thread (the caller runs the calls meanwhile); it
+    // stops after 1 s without lists, so ask again until it is up
+    for (let k = 0; k < 3000 && !helper.ready; k++) {
+      helper.start(null, 0, 2);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    helper.finish(); // a list handed over by the last start(), if any
+    assert(
+      helper.ready,
+      "the helper thread did not start in 60 s (its module is type-checked on first use)",
+    );
+    helper.start(null, 0, 2); // this thread takes no call: the helper runs both
+    assertEquals(helper.finish(), -1);
+    // the first half: the exact product; the second: max(0, exact)
+    const eps = 2 ** -24;
+    for (let r = 0; r < rows; r++) {
+      for (let o = 0; o < outF; o++) {
+        let exact = 0, mag = 0;
+        for (let i = 0; i < inF; i++) {
+          const t = x[r * inF + i] * w[o * inF + i];
+          exact += t;
+          mag += Math.abs(t);
+        }
+        const want = o < 32 ? exact : Math.max(0, exact);
+        assert(
+          Math.abs(y[r * outF + o] - want) <= 2 * inF * eps * mag,
+          `row ${r} output ${o}: ${y[r * outF + o]} vs ${want}`,
+        );
+      }
+    }
+  } finally {
+    helper.stop();
+    blas.close();
   }
 });
