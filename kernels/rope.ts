@@ -22,6 +22,7 @@
  */
 
 import { getEngine } from "./wasm/_engine.ts";
+import { runSplit } from "./fast/_dispatch.ts";
 
 /** Which elements of a head are rotated together. */
 export type RopeStyle = "neox" | "interleaved";
@@ -289,10 +290,19 @@ export function applyRope(
   }
   const px = e.scratch("x", x.byteLength + 64);
   f.set(x, px >> 2);
-  const kernel = e.fn[neox ? "rope_neox" : "rope_interleaved"];
-  const rowBytes = seq * heads * hd * 4;
+  const name = neox ? "rope_neox" : "rope_interleaved";
+  const tokBytes = heads * hd * 4, rowBytes = seq * tokBytes;
   for (let b = 0; b < batch; b++) {
-    kernel(px + b * rowBytes, pc, ps, seq, heads, hd, rot);
+    // tokens are independent: a prefill's split over the kernel threads
+    runSplit(e, name, seq * heads * rot * 4, seq, (t0, t1) => [
+      px + b * rowBytes + t0 * tokBytes,
+      pc + t0 * width * 4,
+      ps + t0 * width * 4,
+      t1 - t0,
+      heads,
+      hd,
+      rot,
+    ]);
   }
   x.set(f.subarray(px >> 2, (px >> 2) + x.length));
 }

@@ -253,13 +253,22 @@ function quantizeActs(
   const q8 = e.scratch("xq8", rows * inF + 64);
   const q16 = e.scratch("xq16", rows * inF * 2 + 64);
   const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
-  e.fn[activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk"](
-    xs,
+  // rows are independent and each keeps its metadata together (4 arrays
+  // of nb entries, META_ARRAYS), so a range of rows is the same call with
+  // every pointer moved to its first row: the same bytes on any split
+  runSplit(
+    e,
+    activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk",
+    rows * inF * 8,
     rows,
-    inF,
-    q8,
-    q16,
-    meta,
+    (a, b) => [
+      xs + a * inF * 4,
+      b - a,
+      inF,
+      q8 + a * inF,
+      q16 + a * inF * 2,
+      meta + a * nb * 4 * META_ARRAYS,
+    ],
   );
   return { q8, q16, meta };
 }

@@ -49,7 +49,8 @@ export function engineSoftmax(
 }
 
 /**
- * RMSNorm of each row of `n` values on the engine (`rmsnorm_rows`).
+ * RMSNorm of each row of `n` values on the engine (`rmsnorm_rows`), the
+ * rows split over the kernel threads when there are enough of them.
  *
  * @param e The engine.
  * @param x Rows of `n` values.
@@ -78,12 +79,21 @@ export function engineRmsNorm(
   const p = put(e, "x", x);
   const w = put(e, "w", weight);
   const y = e.scratch("y", x.byteLength + 64);
-  e.fn.rmsnorm_rows(p, w, y, x.length / n, n, eps);
+  // rows are independent: a prefill's rows split over the kernel threads
+  runSplit(e, "rmsnorm_rows", x.length * 8, x.length / n, (a, b) => [
+    p + a * n * 4,
+    w,
+    y + a * n * 4,
+    b - a,
+    n,
+    eps,
+  ]);
   return take(e, y, x.length);
 }
 
 /**
- * SwiGLU `silu(gate) · up` on the engine (`swiglu`).
+ * SwiGLU `silu(gate) · up` on the engine (`swiglu`), split over the kernel
+ * threads by element ranges when large (a prefill's or a batch's rows).
  *
  * @param e The engine.
  * @param gate Gate projections.
@@ -108,8 +118,16 @@ export function engineSwiglu(
   const g = put(e, "x", gate);
   const u = put(e, "w", up);
   const y = e.scratch("y", gate.byteLength + 64);
-  e.fn.swiglu(g, u, y, gate.length);
-  return take(e, y, gate.length);
+  // elementwise: units of 256 values, the odd tail (n % 4, done by the
+  // kernel's scalar loop) all in the last part, as on one thread
+  const n = gate.length;
+  runSplit(e, "swiglu", n * 24, Math.ceil(n / 256), (a, b) => [
+    g + a * 1024,
+    u + a * 1024,
+    y + a * 1024,
+    Math.min(b * 256, n) - a * 256,
+  ]);
+  return take(e, y, n);
 }
 
 /**
