@@ -34,15 +34,18 @@ import {
 } from "../wasm/_kernels_quant.ts";
 import { preparedBytes } from "../wasm/_kernels_quant_prep.ts";
 import {
+  QG_MR,
   QG_NR,
   quantGemmPackedXBytes,
   quantGemmScratchBytes,
 } from "../wasm/_kernels_quant_gemm.ts";
 import {
+  QI_MR,
   quantIgemmPackedXBytes,
   quantIgemmScratchBytes,
 } from "../wasm/_kernels_quant_igemm.ts";
 import {
+  QH_MR,
   quantHgemmPackedXBytes,
   quantHgemmScratchBytes,
 } from "../wasm/_kernels_quant_q8gemm.ts";
@@ -485,6 +488,8 @@ function quantGemmJob(
     ? "i16"
     : "f32";
   const ints = way === "i8";
+  const packMr = ints ? QI_MR : way === "i16" ? QH_MR : QG_MR;
+  const packBytes = ints ? 1 : way === "i16" ? 2 : 4;
   // rows in chunks, so that the packed x (4 bytes per code on the F32
   // way) stays small however long the prompt
   const chunk = Math.min(rows, GEMM_CHUNK_ROWS);
@@ -506,11 +511,19 @@ function quantGemmJob(
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
-    e.fn[ints ? "qi_pack_x" : way === "i16" ? "qh_pack_x" : "qg_pack_x"](
-      xq.q8 + r0 * inF,
-      xp,
-      n,
-      inF,
+    // panels of MR rows at MR·inF codes of `packBytes` each: a range of
+    // panels is the same call with both pointers moved (same bytes)
+    runSplit(
+      e,
+      ints ? "qi_pack_x" : way === "i16" ? "qh_pack_x" : "qg_pack_x",
+      n * inF * 4,
+      Math.ceil(n / packMr),
+      (q0, q1) => [
+        xq.q8 + (r0 + q0 * packMr) * inF,
+        xp + q0 * packMr * inF * packBytes,
+        Math.min(q1 * packMr, n) - q0 * packMr,
+        inF,
+      ],
     );
     // quantize_x's metadata: 16 bytes per row and block of 32
     const meta = xq.meta + r0 * (inF / 32) * 16;

@@ -1,6 +1,6 @@
 // The element-wise and per-row kernels between a prefill's GEMMs (RMSNorm,
 // SwiGLU, RoPE, the activations' quantization for Q8_0 / Q4_0 / Q4_K / Q6_K
-// weights) split over the kernel threads by rows, tokens or element ranges.
+// weights and their packing for the GEMMs) split over the kernel threads by rows, tokens or element ranges.
 // Each part must write exactly the bytes one thread writes: results on two
 // threads are compared bit for bit with one thread (and with the scalar
 // references within their tolerances), and the kernels are checked to have
@@ -21,6 +21,7 @@ import {
   shutdownKernels,
 } from "../../../kernels/fast/runtime.ts";
 import { getEngine } from "../../../kernels/wasm/_engine.ts";
+import { state } from "../../../kernels/fast/_dispatch.ts";
 import type { FastDType } from "../../../kernels/quant_ref.ts";
 import { cosines, makeWeight } from "./_helpers.ts";
 
@@ -50,6 +51,19 @@ function cases(): { name: string; out: Float32Array }[] {
       out: fastLinear(xs, rows, makeWeight(dt, 64, 512)),
     });
   }
+  // x packed for the GEMMs in panels of 5 rows: i16 (Q8_0), bytes (Q4_0
+  // on the relaxed module), F32 (either, without the integer GEMMs)
+  const xs = cosines(rows * 512, 7);
+  for (const intGemm of [true, false]) {
+    state.intGemm = intGemm;
+    for (const dt of ["Q8_0", "Q4_0"] as const) {
+      out.push({
+        name: intGemm ? "pack" : "qg_pack_x",
+        out: fastLinear(xs, rows, makeWeight(dt, 64, 512)),
+      });
+    }
+  }
+  state.intGemm = true;
   return out;
 }
 
@@ -78,7 +92,11 @@ Deno.test("split ops: two threads write the bits of one thread, split by rows, t
       );
     }
     for (const name of one.map((c) => c.name)) {
-      assert(split.has(name), `${name} was not split over the threads`);
+      const names = name === "pack" ? ["qh_pack_x", "qi_pack_x"] : [name];
+      assert(
+        names.some((n) => split.has(n)),
+        `${name} was not split over the threads`,
+      );
     }
   } finally {
     e.run = run;
