@@ -48,13 +48,11 @@ import {
   if_,
   type Local,
   type ModuleBuilder,
-  select,
   set,
   T,
   v128,
 } from "./_asm.ts";
 import {
-  byRows,
   c,
   type Ctx,
   f16ToF32,
@@ -65,6 +63,7 @@ import {
 import {
   MICRO_PARAMS,
   microBlocks,
+  quantGemmDriver,
   storeTileRow,
 } from "./_kernels_quant_util.ts";
 
@@ -467,97 +466,29 @@ export function quantGemmKernels(m: ModuleBuilder, ctx: Ctx): void {
   for (const q4 of [false, true]) {
     const panel = panelKernel(m, q4);
     const panel8 = panel8Kernel(m, q4);
-    const f = m.func(`${q4 ? "q4_0" : "q8_0"}_gemm`, [
-      ["xp", I],
-      ["meta", I],
-      ["w", I],
-      ["rowBytes", I],
-      ["y", I],
-      ["bp", I],
-      ["rows", I],
-      ["inF", I],
-      ["outF", I],
-      ["p0", I],
-      ["p1", I],
-      ["scr", I],
-    ]);
-    const P = f.params;
-    const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(I, 9);
-    const callR = (r: number): Code =>
-      call(
-        micros[r - 1],
-        i32.add(get(P.xp), i32.shl(i32.mul(get(q), get(P.inF)), c(2))),
-        get(P.scr),
-        get(dsc),
-        i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
-        get(mstride),
-        get(nb),
-        i32.add(
-          get(P.y),
-          i32.add(
-            i32.mul(get(q), get(ystride)),
-            i32.shl(get(p), c(5)),
-          ),
-        ),
-        get(ystride),
-        i32.add(get(P.bp), i32.shl(get(p), c(5))),
-        get(ncols),
-        get(sp),
-      );
-    const dispatch = byRows(nr, QG_MR, callR);
-    f.body(
-      set(nb, i32.shr_u(get(P.inF), c(5))),
-      set(ystride, i32.shl(get(P.outF), c(2))),
+    quantGemmDriver(m, {
+      name: `${q4 ? "q4_0" : "q8_0"}_gemm`,
+      mr: QG_MR,
+      nr: QG_NR,
+      micros,
+      xShift: 2,
+      blocks: (inF) => i32.shr_u(inF, c(5)),
       // quantize_x's metadata: 4 arrays of nb entries per row
-      set(mstride, i32.shl(get(nb), c(4))),
-      set(
-        dsc,
-        i32.add(get(P.scr), i32.shl(i32.mul(get(P.inF), c(QG_NR)), c(2))),
-      ),
-      set(sp, i32.add(get(dsc), i32.shl(i32.mul(get(nb), c(QG_NR)), c(2)))),
-      forLoop(
-        "p",
-        p,
-        get(P.p0),
-        get(P.p1),
-        c(1),
-        set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
-        set(
-          ncols,
-          select(c(QG_NR), get(ncols), i32.gt_s(get(ncols), c(QG_NR))),
-        ),
-        if_(i32.eq(get(ncols), c(QG_NR)), [
+      metaStride: (nb) => i32.shl(nb, c(4)),
+      scales: (scr, inF) => i32.add(scr, i32.shl(i32.mul(inF, c(QG_NR)), c(2))),
+      scratch: (dsc, nb) => i32.add(dsc, i32.shl(i32.mul(nb, c(QG_NR)), c(2))),
+      panel: (a) =>
+        if_(i32.eq(a.ncols, c(QG_NR)), [
           call(
             panel8,
-            i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-            get(P.rowBytes),
-            get(nb),
-            get(P.scr),
-            get(dsc),
-            i32.add(get(sp), c(5 * QG_MR * 32)),
+            a.w,
+            a.rowBytes,
+            a.nb,
+            a.scr,
+            a.dsc,
+            i32.add(a.sp, c(5 * QG_MR * 32)),
           ),
-        ], [
-          call(
-            panel,
-            i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-            get(P.rowBytes),
-            get(ncols),
-            get(nb),
-            get(P.scr),
-            get(dsc),
-          ),
-        ]),
-        forLoop(
-          "q",
-          q,
-          c(0),
-          get(P.rows),
-          c(QG_MR),
-          set(nr, i32.sub(get(P.rows), get(q))),
-          set(nr, select(c(QG_MR), get(nr), i32.gt_s(get(nr), c(QG_MR)))),
-          dispatch,
-        ),
-      ),
-    );
+        ], [call(panel, a.w, a.rowBytes, a.ncols, a.nb, a.scr, a.dsc)]),
+    });
   }
 }

@@ -51,7 +51,6 @@ import {
   v128,
 } from "./_asm.ts";
 import {
-  byRows,
   c,
   type Ctx,
   f16ToF32NoSubnormal,
@@ -60,7 +59,11 @@ import {
   lanes32,
   zero,
 } from "./_kernels_util.ts";
-import { bytesToI32, MICRO_PARAMS } from "./_kernels_quant_util.ts";
+import {
+  bytesToI32,
+  MICRO_PARAMS,
+  quantGemmDriver,
+} from "./_kernels_quant_util.ts";
 
 /** x rows per packed panel (the microkernels' rows). */
 export const QK_MR = 4;
@@ -766,78 +769,18 @@ export function kquantGemmKernels(m: ModuleBuilder, ctx: Ctx): void {
       { length: QK_MR },
       (_, r) => micro(m, ctx, r + 1),
     );
-    const f = m.func(`${name}_kgemm`, [
-      ["xp", I],
-      ["meta", I],
-      ["w", I],
-      ["rowBytes", I],
-      ["y", I],
-      ["bp", I],
-      ["rows", I],
-      ["inF", I],
-      ["outF", I],
-      ["p0", I],
-      ["p1", I],
-      ["scr", I],
-    ]);
-    const P = f.params;
-    const [nsb, p, q, nr, ncols, ystride, dm, sp, mstride] = f.locals(I, 9);
-    const callR = (r: number): Code =>
-      call(
-        micros[r - 1],
-        i32.add(get(P.xp), i32.mul(get(q), get(P.inF))),
-        get(P.scr),
-        get(dm),
-        i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
-        get(mstride),
-        get(nsb),
-        i32.add(
-          get(P.y),
-          i32.add(i32.mul(get(q), get(ystride)), i32.shl(get(p), c(5))),
-        ),
-        get(ystride),
-        i32.add(get(P.bp), i32.shl(get(p), c(5))),
-        get(ncols),
-        get(sp),
-      );
-    f.body(
-      set(nsb, i32.shr_u(get(P.inF), c(8))),
-      set(ystride, i32.shl(get(P.outF), c(2))),
+    quantGemmDriver(m, {
+      name: `${name}_kgemm`,
+      mr: QK_MR,
+      nr: QK_NR,
+      micros,
+      xShift: 0,
+      blocks: (inF) => i32.shr_u(inF, c(8)),
       // quantize_xk's metadata: 4 arrays of 4 bytes per block of 32
-      set(mstride, i32.shl(i32.shr_u(get(P.inF), c(5)), c(4))),
-      set(dm, i32.add(get(P.scr), i32.mul(get(P.inF), c(QK_NR)))),
-      set(sp, i32.add(get(dm), i32.mul(get(nsb), c(meta)))),
-      forLoop(
-        "p",
-        p,
-        get(P.p0),
-        get(P.p1),
-        c(1),
-        set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
-        set(
-          ncols,
-          select(c(QK_NR), get(ncols), i32.gt_s(get(ncols), c(QK_NR))),
-        ),
-        call(
-          panel,
-          i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-          get(P.rowBytes),
-          get(ncols),
-          get(nsb),
-          get(P.scr),
-          get(dm),
-        ),
-        forLoop(
-          "q",
-          q,
-          c(0),
-          get(P.rows),
-          c(QK_MR),
-          set(nr, i32.sub(get(P.rows), get(q))),
-          set(nr, select(c(QK_MR), get(nr), i32.gt_s(get(nr), c(QK_MR)))),
-          byRows(nr, QK_MR, callR),
-        ),
-      ),
-    );
+      metaStride: (_nb, inF) => i32.shl(i32.shr_u(inF, c(5)), c(4)),
+      scales: (scr, inF) => i32.add(scr, i32.mul(inF, c(QK_NR))),
+      scratch: (dm, nsb) => i32.add(dm, i32.mul(nsb, c(meta))),
+      panel: (a) => call(panel, a.w, a.rowBytes, a.ncols, a.nb, a.scr, a.dsc),
+    });
   }
 }

@@ -27,17 +27,11 @@ import {
   T,
   v128,
 } from "./_asm.ts";
-import {
-  byRows,
-  c,
-  type Ctx,
-  f16ToF32,
-  i8x16c,
-  zero,
-} from "./_kernels_util.ts";
+import { c, type Ctx, f16ToF32, i8x16c, zero } from "./_kernels_util.ts";
 import {
   MICRO_PARAMS,
   microBlocks,
+  quantGemmDriver,
   storeTileRow,
 } from "./_kernels_quant_util.ts";
 import { QI_MR, QI_NR } from "./_kernels_quant_igemm.ts";
@@ -292,73 +286,16 @@ export function q5IgemmKernels(m: ModuleBuilder, ctx: Ctx): void {
     (_, r) => q5Micro(m, ctx, r + 1),
   );
   const panel = q5Panel(m);
-  const f = m.func("q5_0_igemm", [
-    ["xp", I],
-    ["meta", I],
-    ["w", I],
-    ["rowBytes", I],
-    ["y", I],
-    ["bp", I],
-    ["rows", I],
-    ["inF", I],
-    ["outF", I],
-    ["p0", I],
-    ["p1", I],
-    ["scr", I],
-  ]);
-  const P = f.params;
-  const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(I, 9);
-  const callR = (r: number): Code =>
-    call(
-      micros[r - 1],
-      i32.add(get(P.xp), i32.mul(get(q), get(P.inF))),
-      get(P.scr),
-      get(dsc),
-      i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
-      get(mstride),
-      get(nb),
-      i32.add(
-        get(P.y),
-        i32.add(i32.mul(get(q), get(ystride)), i32.shl(get(p), c(5))),
-      ),
-      get(ystride),
-      i32.add(get(P.bp), i32.shl(get(p), c(5))),
-      get(ncols),
-      get(sp),
-    );
-  f.body(
-    set(nb, i32.shr_u(get(P.inF), c(5))),
-    set(ystride, i32.shl(get(P.outF), c(2))),
-    set(mstride, i32.shl(get(nb), c(4))),
-    set(dsc, i32.add(get(P.scr), i32.mul(get(P.inF), c(QI_NR)))),
-    set(sp, i32.add(get(dsc), i32.shl(i32.mul(get(nb), c(QI_NR)), c(2)))),
-    forLoop(
-      "p",
-      p,
-      get(P.p0),
-      get(P.p1),
-      c(1),
-      set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
-      set(ncols, select(c(QI_NR), get(ncols), i32.gt_s(get(ncols), c(QI_NR)))),
-      call(
-        panel,
-        i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-        get(P.rowBytes),
-        get(ncols),
-        get(nb),
-        get(P.scr),
-        get(dsc),
-      ),
-      forLoop(
-        "q",
-        q,
-        c(0),
-        get(P.rows),
-        c(QI_MR),
-        set(nr, i32.sub(get(P.rows), get(q))),
-        set(nr, select(c(QI_MR), get(nr), i32.gt_s(get(nr), c(QI_MR)))),
-        byRows(nr, QI_MR, callR),
-      ),
-    ),
-  );
+  quantGemmDriver(m, {
+    name: "q5_0_igemm",
+    mr: QI_MR,
+    nr: QI_NR,
+    micros,
+    xShift: 0,
+    blocks: (inF) => i32.shr_u(inF, c(5)),
+    metaStride: (nb) => i32.shl(nb, c(4)),
+    scales: (scr, inF) => i32.add(scr, i32.mul(inF, c(QI_NR))),
+    scratch: (dsc, nb) => i32.add(dsc, i32.shl(i32.mul(nb, c(QI_NR)), c(2))),
+    panel: (a) => call(panel, a.w, a.rowBytes, a.ncols, a.nb, a.scr, a.dsc),
+  });
 }

@@ -53,7 +53,6 @@ import {
   v128,
 } from "./_asm.ts";
 import {
-  byRows,
   c,
   type Ctx,
   F16_MASK,
@@ -67,6 +66,7 @@ import {
 import {
   MICRO_PARAMS,
   microBlocks,
+  quantGemmDriver,
   storeTileRow,
 } from "./_kernels_quant_util.ts";
 
@@ -347,80 +347,28 @@ export function quantHgemmKernels(m: ModuleBuilder, ctx: Ctx): void {
   // Q4_0 here only where the module has no byte GEMM for it (plain SIMD)
   for (const q4 of ctx.relaxed ? [false] : [false, true]) {
     const panel = panelKernel(m, q4);
-    const f = m.func(`${q4 ? "q4_0" : "q8_0"}_hgemm`, [
-      ["xp", I],
-      ["meta", I],
-      ["w", I],
-      ["rowBytes", I],
-      ["y", I],
-      ["bp", I],
-      ["rows", I],
-      ["inF", I],
-      ["outF", I],
-      ["p0", I],
-      ["p1", I],
-      ["scr", I],
-    ]);
-    const P = f.params;
-    const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(I, 9);
-    const callR = (r: number): Code =>
-      call(
-        micros[r - 1],
-        i32.add(get(P.xp), i32.shl(i32.mul(get(q), get(P.inF)), c(1))),
-        get(P.scr),
-        get(dsc),
-        i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
-        get(mstride),
-        get(nb),
-        i32.add(
-          get(P.y),
-          i32.add(i32.mul(get(q), get(ystride)), i32.shl(get(p), c(5))),
-        ),
-        get(ystride),
-        i32.add(get(P.bp), i32.shl(get(p), c(5))),
-        get(ncols),
-        get(sp),
-      );
-    const dispatch = byRows(nr, QH_MR, callR);
-    f.body(
-      set(nb, i32.shr_u(get(P.inF), c(5))),
-      set(ystride, i32.shl(get(P.outF), c(2))),
+    quantGemmDriver(m, {
+      name: `${q4 ? "q4_0" : "q8_0"}_hgemm`,
+      mr: QH_MR,
+      nr: QH_NR,
+      micros,
+      xShift: 1,
+      blocks: (inF) => i32.shr_u(inF, c(5)),
       // quantize_x's metadata: 4 arrays of nb entries per row
-      set(mstride, i32.shl(get(nb), c(4))),
-      set(dsc, i32.add(get(P.scr), i32.mul(get(P.inF), c(QH_NR * 2)))),
-      set(sp, i32.add(get(dsc), i32.shl(i32.mul(get(nb), c(QH_NR)), c(2)))),
-      forLoop(
-        "p",
-        p,
-        get(P.p0),
-        get(P.p1),
-        c(1),
-        set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
-        set(
-          ncols,
-          select(c(QH_NR), get(ncols), i32.gt_s(get(ncols), c(QH_NR))),
-        ),
+      metaStride: (nb) => i32.shl(nb, c(4)),
+      scales: (scr, inF) => i32.add(scr, i32.mul(inF, c(QH_NR * 2))),
+      scratch: (dsc, nb) => i32.add(dsc, i32.shl(i32.mul(nb, c(QH_NR)), c(2))),
+      panel: (a) =>
         call(
           panel,
-          i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-          get(P.rowBytes),
-          get(ncols),
-          get(nb),
-          get(P.scr),
-          get(dsc),
-          i32.add(get(sp), c(5 * QH_MR * 32)),
+          a.w,
+          a.rowBytes,
+          a.ncols,
+          a.nb,
+          a.scr,
+          a.dsc,
+          i32.add(a.sp, c(5 * QH_MR * 32)),
         ),
-        forLoop(
-          "q",
-          q,
-          c(0),
-          get(P.rows),
-          c(QH_MR),
-          set(nr, i32.sub(get(P.rows), get(q))),
-          set(nr, select(c(QH_MR), get(nr), i32.gt_s(get(nr), c(QH_MR)))),
-          dispatch,
-        ),
-      ),
-    );
+    });
   }
 }

@@ -9,6 +9,7 @@
  */
 
 import {
+  call,
   type Code,
   f32,
   f32x4,
@@ -21,6 +22,8 @@ import {
   i8x16,
   if_,
   type Local,
+  type ModuleBuilder,
+  select,
   seq,
   set,
   T,
@@ -28,6 +31,7 @@ import {
   type ValType,
 } from "./_asm.ts";
 import {
+  byRows,
   c,
   type Ctx,
   F16_MASK,
@@ -430,3 +434,115 @@ export const MICRO_PARAMS: [string, ValType][] = [
   ["ncols", T.i32],
   ["sp", T.i32],
 ];
+
+/** What a quantized GEMM leaves to its format (see {@link quantGemmDriver}). */
+export interface GemmDriverSpec {
+  /** Export name, e.g. `q4_0_igemm`. */
+  name: string;
+  /** x rows of a tile (micro-kernels for 1 … mr rows). */
+  mr: number;
+  /** Outputs of a panel. */
+  nr: number;
+  /** The micro-kernels by rows − 1, with {@link MICRO_PARAMS}. */
+  micros: { index: number }[];
+  /** log2 of the packed x's bytes per value (0 bytes, 1 i16, 2 f32). */
+  xShift: number;
+  /** The blocks per row the micro-kernels loop over, from `inF`. */
+  blocks: (inF: Code) => Code;
+  /** Bytes between rows of the activations' metadata. */
+  metaStride: (nb: Code, inF: Code) => Code;
+  /** Where the panel's scales start in the scratch `scr`. */
+  scales: (scr: Code, inF: Code) => Code;
+  /** Where the micro-kernels' own scratch starts, after the scales. */
+  scratch: (dsc: Code, nb: Code) => Code;
+  /** Unpacks the panel of up to `nr` outputs whose first row is at `w`. */
+  panel: (a: {
+    w: Code;
+    rowBytes: Code;
+    ncols: Code;
+    nb: Code;
+    scr: Code;
+    dsc: Code;
+    sp: Code;
+  }) => Code;
+}
+
+/**
+ * Emits the driver every quantized GEMM shares: `name(xp, meta, w,
+ * rowBytes, y, bp, rows, inF, outF, p0, p1, scr)` unpacks the weight panels
+ * `[p0, p1)` (8 outputs each) one at a time into `scr` and runs the
+ * micro-kernels over the x rows in tiles of `mr`; the format decides the
+ * sizes and the panel step.
+ */
+export function quantGemmDriver(m: ModuleBuilder, o: GemmDriverSpec): void {
+  const f = m.func(o.name, [
+    ["xp", T.i32],
+    ["meta", T.i32],
+    ["w", T.i32],
+    ["rowBytes", T.i32],
+    ["y", T.i32],
+    ["bp", T.i32],
+    ["rows", T.i32],
+    ["inF", T.i32],
+    ["outF", T.i32],
+    ["p0", T.i32],
+    ["p1", T.i32],
+    ["scr", T.i32],
+  ]);
+  const P = f.params;
+  const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(T.i32, 9);
+  const xRow = i32.mul(get(q), get(P.inF));
+  const callR = (r: number): Code =>
+    call(
+      o.micros[r - 1],
+      i32.add(get(P.xp), o.xShift ? i32.shl(xRow, c(o.xShift)) : xRow),
+      get(P.scr),
+      get(dsc),
+      i32.add(get(P.meta), i32.mul(get(q), get(mstride))),
+      get(mstride),
+      get(nb),
+      i32.add(
+        get(P.y),
+        i32.add(i32.mul(get(q), get(ystride)), i32.shl(get(p), c(5))),
+      ),
+      get(ystride),
+      i32.add(get(P.bp), i32.shl(get(p), c(5))),
+      get(ncols),
+      get(sp),
+    );
+  f.body(
+    set(nb, o.blocks(get(P.inF))),
+    set(ystride, i32.shl(get(P.outF), c(2))),
+    set(mstride, o.metaStride(get(nb), get(P.inF))),
+    set(dsc, o.scales(get(P.scr), get(P.inF))),
+    set(sp, o.scratch(get(dsc), get(nb))),
+    forLoop(
+      "p",
+      p,
+      get(P.p0),
+      get(P.p1),
+      c(1),
+      set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
+      set(ncols, select(c(o.nr), get(ncols), i32.gt_s(get(ncols), c(o.nr)))),
+      o.panel({
+        w: i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
+        rowBytes: get(P.rowBytes),
+        ncols: get(ncols),
+        nb: get(nb),
+        scr: get(P.scr),
+        dsc: get(dsc),
+        sp: get(sp),
+      }),
+      forLoop(
+        "q",
+        q,
+        c(0),
+        get(P.rows),
+        c(o.mr),
+        set(nr, i32.sub(get(P.rows), get(q))),
+        set(nr, select(c(o.mr), get(nr), i32.gt_s(get(nr), c(o.mr)))),
+        byRows(nr, o.mr, callR),
+      ),
+    ),
+  );
+}
