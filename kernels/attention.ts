@@ -152,6 +152,36 @@ function grow(cache: KvCache, need: number): void {
 }
 
 /**
+ * Kernel-memory byte addresses of a cache's keys and values in the
+ * realm's WebAssembly engine, for callers that run the `attention` kernel
+ * on it directly (the one-token decode step of `transformer_block`); undefined
+ * when the cache lives in plain arrays (no shared kernel memory). The
+ * addresses change when {@link appendKv} grows the cache.
+ *
+ * @param cache The cache.
+ * @returns `{ k, v }` byte addresses, or undefined.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { createKvCache, kvCacheAddresses } from "@modelhost/modelhost/kernels";
+ * const c = createKvCache(1, 2, 4);
+ * const a = kvCacheAddresses(c);
+ * if (a) assert(a.k === c.k.byteOffset && a.v === c.v.byteOffset);
+ * ```
+ */
+export function kvCacheAddresses(
+  cache: KvCache,
+): { k: number; v: number } | undefined {
+  const held = HELD.get(cache);
+  if (
+    !held || held.e !== getEngine() || cache.k.byteOffset !== held.k ||
+    cache.v.byteOffset !== held.v
+  ) return undefined;
+  return { k: held.k, v: held.v };
+}
+
+/**
  * Appends `seq` positions to every sequence of the cache. `k` and `v` hold
  * `batch × seq` rows of `kvHeads × headDim` values (projection outputs,
  * RoPE already applied to `k`).

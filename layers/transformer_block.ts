@@ -59,6 +59,7 @@ import { initLayer, layerParams } from "../core/network.ts";
 import { attentionOnnx, multiHeadAttentionLayer } from "./attention.ts";
 import { rmsNormOnnx, scalar } from "./_onnx.ts";
 import { type SwigluConfig, swigluLayer } from "./swiglu.ts";
+import { blockDecodeStep } from "./_block_decode.ts";
 
 /** A mixture-of-experts MLP: a router and SwiGLU experts, only the top k run per token. */
 export interface BlockMoeConfig {
@@ -292,6 +293,19 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
     const mlp = cfg.moe_layer
       ? cfg.moe_layer.plugin.build(cfg.moe_layer.cfg, weights.at("mlp"))
       : swigluLayer.build(mlpConfig(cfg), weights.at("mlp"));
+    // one token on kernel memory throughout, where the weights allow it
+    const step = pre && !cfg.moe_layer
+      ? blockDecodeStep({
+        cfg,
+        weights,
+        inter: cfg.intermediate_size,
+        eps,
+        rs,
+        normIn,
+        normPost,
+        mlpBias: cfg.mlp_bias,
+      })
+      : null;
     return {
       forward(
         x: FloatTensor,
@@ -307,6 +321,10 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
           );
         }
         const rows = x.data.length / d;
+        if (step && rows === 1 && state && !context?.sequences) {
+          const y = step(x.data, state);
+          if (y) return floatTensor(y, [...s]);
+        }
         let a = attn.forward(
           floatTensor(pre ? rmsNorm(x.data, rows, d, normIn, eps) : x.data, [
             ...s,

@@ -26,6 +26,12 @@ export const state = {
   /** Tests only: output rows per grab of quantized jobs (0: automatic). */
   chunkRows: 0,
   /**
+   * Tests and benchmarks: whether a one-token step of a `transformer_block`
+   * with quantized weights runs as one kernel-memory pass
+   * (`layers/_block_decode.ts`; same bits as the layer-by-layer path).
+   */
+  decodeStep: true,
+  /**
    * Benchmarks only: about how many grabs of rows each thread makes in a
    * shared quantized job (see `chunkRows` in `_linear_engine.ts`).
    */

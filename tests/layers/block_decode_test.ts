@@ -1,0 +1,190 @@
+/**
+ * The one-token decode step of `transformer_block` on kernel memory
+ * (`layers/_block_decode.ts`) against the layer-by-layer path it replaces
+ * (`state.decodeStep = false`): the same bits for every decode step of a
+ * prompt, over quantized weight types, mixed types (Q4_K_M's Q6_K rows),
+ * biases, both RoPE styles, grouped-query heads, a residual scale and a
+ * KV cache growing past its first capacity, on one thread and with every
+ * kernel split over two. The layer-by-layer path is itself checked against
+ * PyTorch (`transformer_block_test.ts`) and llama.cpp
+ * (`tests/conformance/llama_test.ts`).
+ */
+
+import { assert, assertEquals } from "@std/assert";
+import { transformerBlockLayer } from "../../layers/transformer_block.ts";
+import { blockDecodeStep } from "../../layers/_block_decode.ts";
+import type { LayerState } from "../../core/plugin.ts";
+import type { LayerConfig } from "../../core/model.ts";
+import { createRng } from "../../core/rng.ts";
+import { createScope } from "../../core/scope.ts";
+import { floatTensor, type Tensor, tensorFromF32 } from "../../core/tensor.ts";
+import { quantizeGguf } from "../../core/quants/mod.ts";
+import { state } from "../../kernels/fast/_dispatch.ts";
+import { configureKernels, shutdownKernels } from "../../kernels/fast/mod.ts";
+import { getEngine } from "../../kernels/wasm/_engine.ts";
+import { ctx } from "./_attention_vectors.ts";
+
+interface Case {
+  name: string;
+  config: LayerConfig;
+  /** dtype per projection name (`q_proj`, …, `down_proj`); others stay F32. */
+  types: Record<string, string>;
+}
+
+const PROJ = ["q_proj", "k_proj", "v_proj", "o_proj"];
+const MLP = ["gate_proj", "up_proj", "down_proj"];
+const all = (t: string) =>
+  Object.fromEntries([...PROJ, ...MLP].map((p) => [p, t]));
+
+const CASES: Case[] = [
+  {
+    name: "Q8_0, GQA, neox",
+    config: {
+      type: "transformer_block",
+      d_model: 64,
+      num_heads: 4,
+      num_kv_heads: 2,
+      intermediate_size: 96,
+    },
+    types: all("Q8_0"),
+  },
+  {
+    name: "Q4_0, interleaved RoPE, biases, residual scale",
+    config: {
+      type: "transformer_block",
+      d_model: 96,
+      num_heads: 6,
+      num_kv_heads: 3,
+      intermediate_size: 160,
+      rope_style: "interleaved",
+      bias: true,
+      mlp_bias: true,
+      residual_scale: 0.5,
+    },
+    types: all("Q4_0"),
+  },
+  {
+    name: "Q4_K with Q6_K v and down (Q4_K_M's mix)",
+    config: {
+      type: "transformer_block",
+      d_model: 256,
+      num_heads: 4,
+      num_kv_heads: 1,
+      intermediate_size: 512,
+    },
+    types: { ...all("Q4_K"), v_proj: "Q6_K", down_proj: "Q6_K" },
+  },
+  {
+    name: "Q5_0 with Q8_0 o_proj",
+    config: {
+      type: "transformer_block",
+      d_model: 64,
+      num_heads: 2,
+      intermediate_size: 128,
+      rope_theta: 500000,
+    },
+    types: { ...all("Q5_0"), o_proj: "Q8_0" },
+  },
+];
+
+function build(c: Case) {
+  const cfg = transformerBlockLayer.parse(c.config, ctx("layers[0]"));
+  const init = transformerBlockLayer.init!(cfg, createRng(11));
+  const tensors = new Map<string, Tensor>();
+  for (const s of transformerBlockLayer.params(cfg)) {
+    const v = init.get(s.name)!;
+    const proj = s.name.split(".")[1];
+    const dtype = s.name.endsWith(".weight") ? c.types[proj] : undefined;
+    tensors.set(
+      s.name,
+      dtype
+        ? {
+          name: s.name,
+          dtype: dtype as Tensor["dtype"],
+          shape: s.shape,
+          bytes: quantizeGguf(dtype as Tensor["dtype"], v),
+        }
+        : tensorFromF32(s.name, v, s.shape),
+    );
+  }
+  const scope = createScope(tensors);
+  return { cfg, scope, block: transformerBlockLayer.build(cfg, scope) };
+}
+
+/** A 3-token prompt, then `steps` tokens one at a time; every output. */
+function run(c: Case, fused: boolean, steps: number): Float32Array[] {
+  const { block, cfg } = build(c);
+  const d = cfg.d_model;
+  const rng = createRng(5);
+  const row = (n: number) => {
+    const x = new Float32Array(n * d);
+    for (let i = 0; i < x.length; i++) x[i] = 2 * rng.next() - 1;
+    return x;
+  };
+  const st: LayerState = {};
+  const out = [block.forward(floatTensor(row(3), [1, 3, d]), st).data];
+  state.decodeStep = fused;
+  try {
+    for (let t = 0; t < steps; t++) {
+      out.push(block.forward(floatTensor(row(1), [1, 1, d]), st).data);
+    }
+  } finally {
+    state.decodeStep = true;
+  }
+  return out;
+}
+
+function assertSame(c: Case, steps: number) {
+  const a = run(c, true, steps), b = run(c, false, steps);
+  assertEquals(a.length, b.length);
+  for (let i = 0; i < a.length; i++) {
+    assert(a[i].every((v, j) => Object.is(v, b[i][j])), `${c.name}: step ${i}`);
+  }
+}
+
+for (const c of CASES) {
+  Deno.test(`block decode step, ${c.name}: same bits as layer by layer`, () => {
+    assertSame(c, 20); // the cache starts at 16 positions: it grows once
+  });
+}
+
+Deno.test("block decode step: taken for quantized blocks, not for others", () => {
+  if (!getEngine()) return; // no WebAssembly SIMD: the general path only
+  const c = CASES[0];
+  const { cfg, scope, block } = build(c);
+  const parts = (cfgOver = cfg) => ({
+    cfg: cfgOver,
+    weights: scope,
+    inter: cfg.intermediate_size,
+    eps: cfg.rms_norm_eps,
+    rs: 1,
+    normIn: scope.getF32("input_layernorm.weight", [64]),
+    normPost: scope.getF32("post_attention_layernorm.weight", [64]),
+    mlpBias: false,
+  });
+  const step = blockDecodeStep(parts())!;
+  const st: LayerState = {};
+  const x = new Float32Array(64).fill(0.25);
+  assertEquals(step(x, st), null); // no cache yet: the prefill makes it
+  block.forward(floatTensor(new Float32Array(64), [1, 1, 64]), st);
+  const y = step(x, st);
+  assert(y instanceof Float32Array && y.length === 64);
+  assertEquals((st.kv as { length: number }).length, 2);
+  assertEquals(blockDecodeStep(parts({ ...cfg, qk_norm: "head" })), null);
+  assertEquals(blockDecodeStep(parts({ ...cfg, sliding_window: 4 })), null);
+  // F32 weights: the general path
+  const f32 = build({ ...c, types: {} });
+  const s2: LayerState = {};
+  f32.block.forward(floatTensor(new Float32Array(64), [1, 1, 64]), s2);
+  const dense = blockDecodeStep({ ...parts(), weights: f32.scope })!;
+  assertEquals(dense(x, s2), null);
+});
+
+Deno.test("block decode step: same bits with every kernel split over two threads", async () => {
+  await configureKernels({ threads: 2, minParallelWork: 1 });
+  try {
+    for (const c of CASES) assertSame(c, 18);
+  } finally {
+    await shutdownKernels();
+  }
+});
