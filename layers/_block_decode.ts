@@ -26,7 +26,7 @@ import {
   kvCacheAddresses,
 } from "../kernels/attention.ts";
 import { observeLinearInputs } from "../kernels/linear.ts";
-import { ropeFrequencies, type RopeTable, ropeTable } from "../kernels/rope.ts";
+import { ropeFrequencies } from "../kernels/rope.ts";
 import { runSplit, state as kernelState } from "../kernels/fast/_dispatch.ts";
 import {
   type DecodeGroup,
@@ -77,9 +77,6 @@ interface Plan {
   /** q | k | v, then the attention output. */
   qkv: number;
   att: number;
-  /** RoPE cos and sin rows, `rot` each. */
-  cos: number;
-  sin: number;
   /** o output, gate | up, SwiGLU output, down output. */
   o: number;
   gu: number;
@@ -98,6 +95,56 @@ const RELEASE = new FinalizationRegistry<Plan>((p) => {
   for (const g of Object.values(p.groups)) freeDecodeGroups(p.e, g);
   p.e.free(p.block);
 });
+
+/** The cos/sin row of one position in kernel memory, per RoPE setting. */
+interface RopeRow {
+  e: Engine;
+  cos: number;
+  sin: number;
+  pos: number;
+}
+
+const ROPE_ROWS = new Map<string, RopeRow>();
+
+/**
+ * The cos and sin of position `pos` in the layout of the RoPE kernels
+ * (`applyRope`'s): `[half]` each (neox), or `[2·half]` with cos repeated per
+ * pair and (−sin, sin) (interleaved); the values of `ropeTable`, F32
+ * roundings of `cos(pos·freq[i])` and `sin(pos·freq[i])`. Every block with
+ * the same frequencies shares the row, so a token computes it once.
+ */
+function ropeRow(
+  e: Engine,
+  key: string,
+  freq: Float64Array,
+  neox: boolean,
+  pos: number,
+): RopeRow {
+  let r = ROPE_ROWS.get(key);
+  if (r && r.e === e && r.pos === pos) return r;
+  const half = freq.length, width = neox ? half : 2 * half;
+  if (!r || r.e !== e) {
+    const cos = e.alloc(2 * width * 4 + 64);
+    r = { e, cos, sin: cos + width * 4, pos: -1 };
+    ROPE_ROWS.set(key, r);
+  }
+  const f = e.f32, c0 = r.cos >> 2, s0 = r.sin >> 2;
+  for (let i = 0; i < half; i++) {
+    const a = pos * freq[i];
+    const cv = Math.fround(Math.cos(a)), sv = Math.fround(Math.sin(a));
+    if (neox) {
+      f[c0 + i] = cv;
+      f[s0 + i] = sv;
+    } else {
+      f[c0 + 2 * i] = cv;
+      f[c0 + 2 * i + 1] = cv;
+      f[s0 + 2 * i] = -sv;
+      f[s0 + 2 * i + 1] = sv;
+    }
+  }
+  r.pos = pos;
+  return r;
+}
 
 /**
  * The decode step of one block, or null when the block can never take it
@@ -151,7 +198,6 @@ export function blockDecodeStep(
     return null;
   }
   const scale = cfg.attention_scale ?? 1 / Math.sqrt(D);
-  let table: RopeTable | undefined;
   let plan: Plan | null | undefined;
   const owner = {};
 
@@ -207,8 +253,6 @@ export function blockDecodeStep(
       w2: at.w2,
       qkv: at.qkv,
       att: at.att,
-      cos: at.cos,
-      sin: at.sin,
       o: at.o,
       gu: at.gu,
       act: at.act,
@@ -220,26 +264,7 @@ export function blockDecodeStep(
     return out;
   };
 
-  /** cos/sin of position `pos` in the RoPE kernel's layout. */
-  const ropeRow = (f: Float32Array, pl: Plan, pos: number) => {
-    if (!table || table.length <= pos) {
-      table = ropeTable(freq!, Math.max(pos + 1, 2 * (table?.length ?? 0), 64));
-    }
-    const c0 = pl.cos >> 2, s0 = pl.sin >> 2, from = pos * half;
-    for (let i = 0; i < half; i++) {
-      const cv = table.cos[from + i], sv = table.sin[from + i];
-      if (neox) {
-        f[c0 + i] = cv;
-        f[s0 + i] = sv;
-      } else {
-        f[c0 + 2 * i] = cv;
-        f[c0 + 2 * i + 1] = cv;
-        f[s0 + 2 * i] = -sv;
-        f[s0 + 2 * i + 1] = sv;
-      }
-    }
-  };
-
+  const ropeKey = `${neox ? "neox" : "interleaved"}:${freq?.join(",")}`;
   return (xIn: Float32Array, st: LayerState): Float32Array | null => {
     if (!kernelState.decodeStep) return null;
     const cache = st.kv as KvCache | undefined;
@@ -266,6 +291,7 @@ export function blockDecodeStep(
     if (!kvAt) return null;
     const total = start + 1;
     const sc = e.scratch("attn_scores", H * total * 4 + 64);
+    const r = freq ? ropeRow(e, ropeKey, freq, neox, start) : undefined;
     let f = e.f32;
     f.set(xIn, pl.x >> 2);
     f.set(normIn, pl.w1 >> 2);
@@ -274,11 +300,10 @@ export function blockDecodeStep(
     runDecodeGroups(e, pl.groups.qkv, pl.n);
     f = e.f32;
     const kp = pl.qkv + qDim * 4, vp = kp + kvDim * 4;
-    if (freq) {
-      ropeRow(f, pl, start);
+    if (r) {
       const name = neox ? "rope_neox" : "rope_interleaved";
-      e.fn[name](pl.qkv, pl.cos, pl.sin, 1, H, D, rot);
-      e.fn[name](kp, pl.cos, pl.sin, 1, KV, D, rot);
+      e.fn[name](pl.qkv, r.cos, r.sin, 1, H, D, rot);
+      e.fn[name](kp, r.cos, r.sin, 1, KV, D, rot);
     }
     const cap = cache.capacity;
     for (let h = 0; h < KV; h++) {
