@@ -109,7 +109,11 @@ function copyIn(e: Engine, name: string, x: Float32Array): number {
 }
 
 function copyOut(e: Engine, p: number, n: number): Float32Array {
-  return e.f32.slice(p >> 2, (p >> 2) + n);
+  // `slice` of a shared memory's view copies element by element (92 µs
+  // for a 49152-logit head, against 19 µs for a new array and `set`)
+  const out = new Float32Array(n);
+  out.set(e.f32.subarray(p >> 2, (p >> 2) + n));
+  return out;
 }
 
 /**

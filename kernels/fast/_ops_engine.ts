@@ -18,7 +18,10 @@ function put(e: Engine, name: string, x: Float32Array): number {
 }
 
 function take(e: Engine, p: number, n: number): Float32Array {
-  return e.f32.slice(p >> 2, (p >> 2) + n);
+  // a new array and `set`: `slice` of a shared view copies element by element
+  const out = new Float32Array(n);
+  out.set(e.f32.subarray(p >> 2, (p >> 2) + n));
+  return out;
 }
 
 /**
