@@ -18,7 +18,6 @@ import type { Tensor } from "../../core/tensor.ts";
 import type { Engine } from "../wasm/_engine.ts";
 import { type FastDType, rowBytes } from "../quant_ref.ts";
 import { runShared, state, touchAfter } from "./_dispatch.ts";
-import { useKquantGemm } from "./_kquant_gemm_job.ts";
 import {
   activationRule,
   META_ARRAYS,
@@ -45,6 +44,15 @@ const KIND: Partial<Record<string, string>> = {
 export interface DecodeGroup {
   /** Kernel family (`q8_0`, `q4_k`, …). */
   kind: string;
+  /** Its one-row kernel (`q4_0_mm`, …; Q8_0 chooses per call). */
+  mm: string;
+  /** Its activation quantizer (`quantize_x` or `quantize_xk`). */
+  quantize: string;
+  /**
+   * Whether every weight lies in kernel memory in place (read where the
+   * file's bytes were put, never copied, so never moved or evicted).
+   */
+  inPlace: boolean;
   /** The weights. */
   ws: Tensor[];
   /** Outputs of each weight. */
@@ -119,8 +127,12 @@ export function decodeGroups(
       off += outs[j];
     });
     const dt = list[0].dtype as FastDType;
+    const kind = KIND[dt]!;
     const g: DecodeGroup = {
-      kind: KIND[dt]!,
+      kind,
+      mm: `${kind}_mm`,
+      quantize: activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk",
+      inPlace: list.every((w) => e.owns(w.bytes)),
       ws: list,
       outs,
       total,
@@ -191,13 +203,16 @@ export function runDecodeGroups(
   x: number,
 ): void {
   for (const g of groups) {
-    // weights first: a first use may copy them in (and grow the memory)
+    // weights first: a first use may copy them in (and grow the memory);
+    // weights read in place stay where they are
     let changed = g.ptrs.length === 0;
-    for (let i = 0; i < g.ws.length; i++) {
-      const p = resident(e, g, g.ws[i], g.outs[i]);
-      if (p !== g.ptrs[i]) {
-        g.ptrs[i] = p;
-        changed = true;
+    if (changed || !g.inPlace) {
+      for (let i = 0; i < g.ws.length; i++) {
+        const p = resident(e, g, g.ws[i], g.outs[i]);
+        if (p !== g.ptrs[i]) {
+          g.ptrs[i] = p;
+          changed = true;
+        }
       }
     }
     const xs = xScratch(e, g.inF);
@@ -227,14 +242,8 @@ function runOne(
   f: Float32Array,
 ): void {
   const { kind, inF, total, rb } = g;
-  // the K-quant GEMM never takes one row; were it configured to, the
-  // generic path would run it, and so must this one
-  if (useKquantGemm(e, kind, 1, inF)) {
-    throw new RangeError(
-      `decode step: the ${kind} GEMM is configured for one row (gemmMinRows ${state.gemmMinRows})`,
-    );
-  }
-  e.fn[activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk"](
+  // (the GEMM kernels take two rows or more: one row is always this job)
+  e.fn[g.quantize](
     x,
     1,
     inF,
@@ -244,7 +253,7 @@ function runOne(
   );
   f[g.counter >> 2] = 0;
   let fn = kind !== "q8_0"
-    ? `${kind}_mm`
+    ? g.mm
     : e.u8Dot && state.u8Dot
     ? "q8_0u_mm"
     : e.signDot && state.signDot

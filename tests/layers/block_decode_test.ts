@@ -20,7 +20,11 @@ import { createScope } from "../../core/scope.ts";
 import { floatTensor, type Tensor, tensorFromF32 } from "../../core/tensor.ts";
 import { quantizeGguf } from "../../core/quants/mod.ts";
 import { state } from "../../kernels/fast/_dispatch.ts";
-import { configureKernels, shutdownKernels } from "../../kernels/fast/mod.ts";
+import {
+  allocateKernelBytes,
+  configureKernels,
+  shutdownKernels,
+} from "../../kernels/fast/mod.ts";
 import { getEngine } from "../../kernels/wasm/_engine.ts";
 import { ctx } from "./_attention_vectors.ts";
 
@@ -29,6 +33,8 @@ interface Case {
   config: LayerConfig;
   /** dtype per projection name (`q_proj`, …, `down_proj`); others stay F32. */
   types: Record<string, string>;
+  /** Weights read in place from kernel memory (as the GGUF loaders put them). */
+  inKernel?: boolean;
 }
 
 const PROJ = ["q_proj", "k_proj", "v_proj", "o_proj"];
@@ -47,6 +53,18 @@ const CASES: Case[] = [
       intermediate_size: 96,
     },
     types: all("Q8_0"),
+  },
+  {
+    name: "Q4_0 in kernel memory",
+    config: {
+      type: "transformer_block",
+      d_model: 64,
+      num_heads: 4,
+      num_kv_heads: 2,
+      intermediate_size: 96,
+    },
+    types: all("Q4_0"),
+    inKernel: true,
   },
   {
     name: "Q4_0, interleaved RoPE, biases, residual scale",
@@ -87,6 +105,13 @@ const CASES: Case[] = [
   },
 ];
 
+function place(b: Uint8Array, inKernel?: boolean): Uint8Array {
+  if (!inKernel) return b;
+  const k = allocateKernelBytes(b.length);
+  k.set(b);
+  return k;
+}
+
 function build(c: Case) {
   const cfg = transformerBlockLayer.parse(c.config, ctx("layers[0]"));
   const init = transformerBlockLayer.init!(cfg, createRng(11));
@@ -102,7 +127,7 @@ function build(c: Case) {
           name: s.name,
           dtype: dtype as Tensor["dtype"],
           shape: s.shape,
-          bytes: quantizeGguf(dtype as Tensor["dtype"], v),
+          bytes: place(quantizeGguf(dtype as Tensor["dtype"], v), c.inKernel),
         }
         : tensorFromF32(s.name, v, s.shape),
     );
