@@ -96,6 +96,13 @@ const RELEASE = new FinalizationRegistry<Plan>((p) => {
   p.e.free(p.block);
 });
 
+/** Work the decode step reports for a small kernel (see `decodeSplitWork`). */
+function splitWork(work: number): number {
+  return work >= kernelState.decodeSplitWork
+    ? Math.max(work, kernelState.minParallelWork)
+    : work;
+}
+
 /** The cos/sin row of one position in kernel memory, per RoPE setting. */
 interface RopeRow {
   e: Engine;
@@ -320,7 +327,7 @@ export function blockDecodeStep(
       );
     }
     cache.length = total;
-    runSplit(e, "attention", H * total * D * 2, H, (h0, h1) => [
+    runSplit(e, "attention", splitWork(H * total * D * 2), H, (h0, h1) => [
       pl.qkv,
       kvAt.k,
       kvAt.v,
@@ -344,7 +351,10 @@ export function blockDecodeStep(
     e.fn.rmsnorm_rows(pl.x, pl.w2, pl.n, 1, d, eps);
     runDecodeGroups(e, pl.groups.gu, pl.n);
     const g = pl.gu, u = pl.gu + inter * 4;
-    runSplit(e, "swiglu", inter * 24, Math.ceil(inter / 256), (a, b) => [
+    runSplit(e, "swiglu", splitWork(inter * 24), Math.ceil(inter / 256), (
+      a,
+      b,
+    ) => [
       g + a * 1024,
       u + a * 1024,
       pl.act + a * 1024,

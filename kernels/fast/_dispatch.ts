@@ -32,6 +32,12 @@ export const state = {
    */
   decodeStep: true,
   /**
+   * Benchmarks: least work (as `runSplit` counts it) at which the decode
+   * step's attention and SwiGLU split over the threads, below the general
+   * `minParallelWork` (both are the same bits on any split).
+   */
+  decodeSplitWork: Infinity,
+  /**
    * Benchmarks only: about how many grabs of rows each thread makes in a
    * shared quantized job (see `chunkRows` in `_linear_engine.ts`).
    */
