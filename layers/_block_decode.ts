@@ -160,6 +160,21 @@ function ropeRow(
  *
  * @param parts The block's pieces.
  * @returns The step, or null.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { blockDecodeStep } from "./_block_decode.ts";
+ * import { transformerBlockLayer } from "@modelhost/modelhost/layers";
+ * import { createScope } from "@modelhost/modelhost/core";
+ * const cfg = transformerBlockLayer.parse(
+ *   { type: "transformer_block", d_model: 8, num_heads: 2, intermediate_size: 16, qk_norm: "head" },
+ *   { path: "b", parseChild: () => { throw new Error(); } },
+ * );
+ * const one = new Float32Array(8).fill(1);
+ * const parts = { cfg, weights: createScope(new Map()), inter: 16, eps: 1e-6, rs: 1, normIn: one, normPost: one, mlpBias: false };
+ * assert(blockDecodeStep(parts) === null); // q/k norms: the layer path
+ * ```
  */
 export function blockDecodeStep(
   parts: BlockDecodeParts,

@@ -90,6 +90,17 @@ export interface DecodeGroup {
  * @param biases Their biases (undefined entries: none).
  * @param yAt Kernel-memory address of the outputs (`Σ out_i` F32 values).
  * @returns The groups, or null.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { decodeGroups } from "./_decode_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * import { tensorFromF32 } from "@modelhost/modelhost/core";
+ * const e = getEngine();
+ * const w = tensorFromF32("w", new Float32Array(64), [2, 32]);
+ * if (e) assert(decodeGroups(e, [w], [undefined], 0) === null); // F32: the layer path
+ * ```
  */
 export function decodeGroups(
   e: Engine,
@@ -150,7 +161,23 @@ export function decodeGroups(
   });
 }
 
-/** Frees the blocks of {@link decodeGroups}. */
+/**
+ * Frees the blocks of {@link decodeGroups}.
+ *
+ * @param e The engine they were made on.
+ * @param groups The groups.
+ *
+ * @example
+ * ```ts
+ * import { decodeGroups, freeDecodeGroups } from "./_decode_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * import { quantizeGguf } from "@modelhost/modelhost/formats/gguf";
+ * const e = getEngine();
+ * const w = { name: "w", dtype: "Q8_0" as const, shape: [1, 32], bytes: quantizeGguf("Q8_0", new Float32Array(32)) };
+ * const g = e && decodeGroups(e, [w], [undefined], e.alloc(64));
+ * if (e && g) freeDecodeGroups(e, g);
+ * ```
+ */
 export function freeDecodeGroups(e: Engine, groups: DecodeGroup[]): void {
   for (const g of groups) e.free(g.desc);
 }
@@ -196,6 +223,29 @@ function xScratch(e: Engine, inF: number): XScratch {
  * @param e The engine.
  * @param groups From {@link decodeGroups}.
  * @param x Kernel address of the input row.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { decodeGroups, freeDecodeGroups, runDecodeGroups } from "./_decode_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * import { quantizeGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { linear } from "@modelhost/modelhost/kernels";
+ * const e = getEngine();
+ * const v = Float32Array.from({ length: 64 }, (_, i) => i / 64 - 0.5);
+ * const w = { name: "w", dtype: "Q8_0" as const, shape: [2, 32], bytes: quantizeGguf("Q8_0", v) };
+ * const x = Float32Array.from({ length: 32 }, (_, i) => Math.cos(i));
+ * if (e) {
+ *   const io = e.alloc(34 * 4);
+ *   const g = decodeGroups(e, [w], [undefined], io + 32 * 4)!;
+ *   e.f32.set(x, io >> 2);
+ *   runDecodeGroups(e, g, io);
+ *   const want = linear(x, 1, w); // the layer path: the same bits
+ *   assert(want.every((y, i) => y === e.f32[(io >> 2) + 32 + i]));
+ *   freeDecodeGroups(e, g);
+ *   e.free(io);
+ * }
+ * ```
  */
 export function runDecodeGroups(
   e: Engine,
