@@ -84,6 +84,17 @@ for (const shape of args.shapes.split(",")) {
       kernel(...B);
       return performance.now() - t;
     },
+    "split grab": () => {
+      const counter = e.scratch("probecounter", 64);
+      new Int32Array(e.f32.buffer, counter, 1)[0] = 0;
+      const g = Math.max(2, Math.ceil(P / 16) + (Math.ceil(P / 16) & 1));
+      const t = performance.now();
+      e.run(name, [
+        [...a.slice(0, 9), 0, P, a[11], counter, g],
+        [...a.slice(0, 9), 0, P, a[11] + stride, counter, g],
+      ]);
+      return performance.now() - t;
+    },
     "split wall": () => {
       ownMs = 0;
       const t = performance.now();
@@ -111,9 +122,9 @@ for (const shape of args.shapes.split(",")) {
       m("half alone").toFixed(0)
     }, halves serial ${m("halves serial").toFixed(0)}, split wall ${
       m("split wall").toFixed(0)
-    } (own part ${(median(own) * 1000).toFixed(0)}; taken back ${
-      e.pool!.takenBack - tb0
-    } of ${args.rounds}); scaling ×${
+    } (own part ${(median(own) * 1000).toFixed(0)}), split grab ${
+      m("split grab").toFixed(0)
+    } (taken back ${e.pool!.takenBack - tb0} of ${args.rounds}); scaling ×${
       (m("whole") / m("split wall")).toFixed(2)
     }`,
   );
