@@ -6,7 +6,7 @@
 // JavaScript between them). One thread and two alternate round by round.
 //
 //   deno run -A bench/prefill_split_probe.ts [--width 576] [--type Q8_0]
-//     [--rounds 5] [--tokens 128]
+//     [--rounds 5] [--tokens 128] [--spin 20000]
 
 import process from "node:process";
 import { memorySource } from "../core/sources.ts";
@@ -22,6 +22,7 @@ const args: Record<string, string> = {
   type: "Q8_0",
   rounds: "5",
   tokens: "128",
+  spin: "20000",
 };
 for (let i = 0; i < Deno.args.length; i += 2) {
   args[Deno.args[i].replace(/^--/, "")] = Deno.args[i + 1];
@@ -103,7 +104,11 @@ type Res = {
 const results: Record<string, Res> = {};
 for (const [k, [th, grab]] of Object.entries(ways)) {
   results[k] = { wall: [], cpu: [], rows: [], pool: [] };
-  await configureKernels({ threads: th, idleMs: Infinity });
+  await configureKernels({
+    threads: th,
+    idleMs: Infinity,
+    spin: Number(args.spin),
+  });
   state.gemmGrab = grab;
   model.forward(prompt, model.createState()); // warm
 }
@@ -111,7 +116,11 @@ for (let r = 0; r < Number(args.rounds); r++) {
   const order = Object.keys(ways);
   if (r % 2) order.reverse();
   for (const th of order) {
-    await configureKernels({ threads: ways[th][0], idleMs: Infinity });
+    await configureKernels({
+      threads: ways[th][0],
+      idleMs: Infinity,
+      spin: Number(args.spin),
+    });
     state.gemmGrab = ways[th][1];
     acc = new Map();
     if (ways[th][0] === 2) {
@@ -137,7 +146,11 @@ for (let r = 0; r < Number(args.rounds); r++) {
   }
 }
 // the round trip of an empty split job (touch with no ranges)
-await configureKernels({ threads: 2, idleMs: Infinity });
+await configureKernels({
+  threads: 2,
+  idleMs: Infinity,
+  spin: Number(args.spin),
+});
 const trips: number[] = [];
 for (let i = 0; i < 2000; i++) {
   const t = performance.now();
