@@ -59,7 +59,9 @@ for (const name of Object.keys(fn)) {
     if (depth > 0) {
       const t = performance.now();
       const r = f(...a);
-      const x = get(first ? `  own ${name}` : `  taken back ${name}`);
+      const x = get(
+        first ? `  own ${name}` : `  more (chunks, taken back) ${name}`,
+      );
       first = false;
       x.calls++;
       x.ms += performance.now() - t;
@@ -73,6 +75,21 @@ for (const name of Object.keys(fn)) {
     return r;
   };
 }
+const runChunks = e.runChunks.bind(e);
+e.runChunks = (name, chunks) => {
+  depth++;
+  first = true;
+  const t = performance.now();
+  try {
+    runChunks(name, chunks);
+  } finally {
+    depth--;
+    const x = get(name);
+    x.calls++;
+    x.split++;
+    x.ms += performance.now() - t;
+  }
+};
 const run = e.run.bind(e);
 e.run = (name, parts, touch) => {
   depth++;
@@ -90,10 +107,12 @@ e.run = (name, parts, touch) => {
 };
 
 // the ways: threads, and whether GEMM panels are grabbed (state.gemmGrab)
-const ways: Record<string, [number, boolean]> = {
-  "1 thread": [1, true],
-  "2 threads, fixed halves": [2, false],
-  "2 threads, grabbed panels": [2, true],
+// and chunks per thread of the other split jobs (state.splitChunks)
+const ways: Record<string, [number, boolean, number]> = {
+  "1 thread": [1, true, 4],
+  "2 threads, fixed halves": [2, false, 1],
+  "2 threads, grabbed panels, fixed op ranges": [2, true, 1],
+  "2 threads, grabbed panels, op ranges in chunks": [2, true, 4],
 };
 type Res = {
   wall: number[];
@@ -110,6 +129,7 @@ for (const [k, [th, grab]] of Object.entries(ways)) {
     spin: Number(args.spin),
   });
   state.gemmGrab = grab;
+  state.splitChunks = ways[k][2];
   model.forward(prompt, model.createState()); // warm
 }
 for (let r = 0; r < Number(args.rounds); r++) {
@@ -122,6 +142,7 @@ for (let r = 0; r < Number(args.rounds); r++) {
       spin: Number(args.spin),
     });
     state.gemmGrab = ways[th][1];
+    state.splitChunks = ways[th][2];
     acc = new Map();
     if (ways[th][0] === 2) {
       model.forward(prompt.slice(0, 16), model.createState());
@@ -163,6 +184,7 @@ console.log(
   } µs, p90 ${(trips.sort((a, b) => a - b)[1800] * 1000).toFixed(1)} µs`,
 );
 state.gemmGrab = true;
+state.splitChunks = 4;
 for (const th of Object.keys(ways)) {
   const R = results[th];
   console.log(

@@ -132,6 +132,12 @@ export const state = {
    * quantized GEMM job (see {@link runGemm}).
    */
   gemmGrabsPerThread: 8,
+  /**
+   * Benchmarks only: chunks per thread of a job split by `runSplit` (its
+   * units in that many ranges, claimed one at a time by whichever thread
+   * is free; see {@link runSplit}); 1 gives each thread one fixed range.
+   */
+  splitChunks: 4,
   /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
   weightStreams: 0,
   note: undefined as string | undefined,
@@ -208,8 +214,10 @@ export function partsFor(e: Engine, work: number, units: number): number {
 }
 
 /**
- * Splits `units` into `parts` contiguous ranges and runs `name` on each,
- * with the range placed by `args(start, end)`.
+ * Splits `units` into contiguous ranges and runs `name` on each, with the
+ * range placed by `args(start, end)`: `state.splitChunks` ranges per
+ * thread (at most one per unit) that the threads claim one at a time, or
+ * one fixed range per thread when that comes to the same count.
  *
  * @param e The engine.
  * @param name Kernel export name.
@@ -229,13 +237,18 @@ export function runSplit(
     e.fn[name](...args(0, units));
     return;
   }
+  // a few ranges per thread, claimed one at a time, so that a worker that
+  // starts late (its core given to another process for a moment) runs
+  // fewer of them instead of keeping the caller waiting for its share
+  const n = Math.min(units, parts * Math.max(1, state.splitChunks));
   const list: number[][] = [];
-  for (let p = 0; p < parts; p++) {
-    const a = Math.floor((units * p) / parts);
-    const b = Math.floor((units * (p + 1)) / parts);
+  for (let p = 0; p < n; p++) {
+    const a = Math.floor((units * p) / n);
+    const b = Math.floor((units * (p + 1)) / n);
     list.push(args(a, b));
   }
-  e.run(name, list);
+  if (n === parts) e.run(name, list);
+  else e.runChunks(name, list);
 }
 
 /**
