@@ -30,6 +30,7 @@ export const ADDRESS_CALLS = 8;
 /** A helper thread for lists of independent `cblas_sgemm` calls. */
 export class SgemmHelper {
   #library: string;
+  #packed: string | undefined;
   #worker: Worker | undefined;
   #memory: WebAssembly.Memory | null | undefined;
   /**
@@ -47,9 +48,14 @@ export class SgemmHelper {
   #last = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  /** @param library The BLAS library path the helper opens. */
-  constructor(library: string) {
+  /**
+   * @param library The BLAS library path the helper opens.
+   * @param packed The kernel family suffix of packed jobs
+   * (io/_blas_packed.ts), for a helper that runs them.
+   */
+  constructor(library: string, packed?: string) {
     this.#library = library;
+    this.#packed = packed;
   }
 
   /** Whether the helper thread is running and takes lists. */
@@ -68,12 +74,15 @@ export class SgemmHelper {
    * @param memory The memory holding the list, or null for the address
    * list {@link addresses} (a helper serves one of the two kinds: with
    * the other kind it restarts).
+   * @param packed With a null memory: the address list holds a packed
+   * job's descriptor (`runPackedItems`), not calls.
    * @returns The counter the main thread takes its calls from.
    */
   start(
     memory: WebAssembly.Memory | null,
     list: number,
     count: number,
+    packed = false,
   ): () => number {
     let k = 0;
     const alone = () => k++;
@@ -90,7 +99,7 @@ export class SgemmHelper {
     if (Atomics.load(ctrl, READY) !== 1) return alone;
     ctrl[LIST] = list;
     ctrl[COUNT] = count;
-    ctrl[ADDRESSES] = memory === null ? 1 : 0;
+    ctrl[ADDRESSES] = memory === null ? (packed ? 2 : 1) : 0;
     Atomics.store(ctrl, NEXT, 0);
     Atomics.store(ctrl, JOB, ++this.#job);
     Atomics.notify(ctrl, JOB);
@@ -157,6 +166,7 @@ export class SgemmHelper {
       memory: memory ?? undefined,
       ctrl: this.#ctrl,
       addrs: this.addresses,
+      packed: this.#packed,
     });
     this.#last = performance.now();
     this.#arm();

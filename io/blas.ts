@@ -12,6 +12,13 @@ import {
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
+import {
+  type CopyBudget,
+  outputRows,
+  PackedGemm,
+  planPacked,
+  runPackedItems,
+} from "./_blas_packed.ts";
 import { setMmapThreshold } from "./_heap.ts";
 import {
   ADDRESS_FIELDS,
@@ -100,8 +107,28 @@ export interface SystemBlasOptions {
    * threads, not faster (docs/performance.md).
    */
   splitColumns?: boolean | number;
-  /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
+  /**
+   * Most bytes of transposed and packed copies together (default 256
+   * MiB); past it W is used as stored.
+   */
   transposeBytes?: number;
+  /**
+   * Multiply by weights packed once into the kernel's own layout
+   * (io/_blas_packed.ts): on the first product with a weight, OpenBLAS's
+   * copy routine packs it (kept while the weight's buffer lives, within
+   * {@link transposeBytes}, dropped by `forgetWeight`); each product then
+   * packs only x and calls the kernel directly, on the calling thread and,
+   * with more than one BLAS thread, a helper thread (disjoint output
+   * columns, the same bits on one or two threads). Needs an OpenBLAS that
+   * exports its per-family routines (DYNAMIC_ARCH builds such as
+   * Debian's) for the family it runs (Haswell, Zen, SkylakeX,
+   * Cooperlake); elsewhere the other paths run, and `packed` says why.
+   * Products with at least {@link packedRows} rows use the other paths.
+   * Default false.
+   */
+  packedWeights?: boolean;
+  /** Products with this many rows or more skip the packed weights (default: none do). */
+  packedRows?: number;
   /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
@@ -127,6 +154,8 @@ export interface SystemBlas {
   note?: string;
   /** What was done to malloc (see {@link SystemBlasOptions.mmapThreshold}). */
   heap?: string;
+  /** Whether products use packed weights, or why not (see {@link SystemBlasOptions.packedWeights}). */
+  packed?: string;
   /** Closes the library (after removing the backend, if installed). */
   close(): void;
 }
@@ -280,7 +309,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       `Cannot split products into ${sc} column blocks: expected an integer 2..8`,
     );
   }
-  for (const k of ["transposeRows", "transposeBytes"] as const) {
+  for (const k of ["transposeRows", "transposeBytes", "packedRows"] as const) {
     const v = opts[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
       throw new RangeError(`Cannot use ${k} ${v}: expected an integer ≥ 0`);
@@ -325,7 +354,11 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
   }
   const tried: string[] = [];
   const transposeRows = opts.transposeRows ?? 256;
-  const transposed = new TransposedWeights(opts.transposeBytes ?? 2 ** 28);
+  const budget: CopyBudget = {
+    bytes: 0,
+    limit: opts.transposeBytes ?? 2 ** 28,
+  };
+  const transposed = new TransposedWeights(budget);
   for (const path of opts.libraries ?? librariesToTry()) {
     let lib: Deno.DynamicLibrary<typeof SYMBOLS>;
     try {
@@ -366,6 +399,67 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       : () => {};
     const helper = new SgemmHelper(path);
     const splitter = new SgemmHelper(path);
+    const opened = opts.packedWeights
+      ? PackedGemm.open(path, budget)
+      : { packed: null, note: "off (packedWeights: false)" };
+    const packed = opened.packed;
+    const packer = packed ? new SgemmHelper(path, packed.family.suffix) : null;
+    const packedRows = opts.packedRows ?? Infinity;
+    /** `y = x·Wᵀ + b` (ReLU'd) on packed W, or null (no room for W). */
+    const packedProduct = (
+      x: Float32Array,
+      rows: number,
+      inF: number,
+      w: Float32Array,
+      outF: number,
+      bias: Float32Array | undefined,
+      relu: boolean,
+    ): Float32Array | null => {
+      if (
+        !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
+        outF < 1
+      ) return null;
+      const pw = packed.weight(w, outF, inF);
+      if (!pw) return null;
+      const { y, at } = outputRows(rows, outF, bias);
+      const sb = packed.packX(x, rows, inF);
+      const two = threads > 1 && !packer.broken;
+      const fam = packed.family;
+      const plan = planPacked(fam, rows, outF, two ? 2 : 1);
+      const d = packer.addresses;
+      d.set([
+        pw.at,
+        sb,
+        at,
+        outF,
+        rows,
+        inF,
+        fam.kc,
+        fam.mc,
+        plan.gm,
+        plan.gn,
+        plan.mItems,
+        plan.count,
+        relu ? 1 : 0,
+      ]);
+      const next = two
+        ? packer.start(null, 0, plan.count, true)
+        : ((k) => () => k++)(0);
+      try {
+        runPackedItems(packed.kernel, d, next);
+      } finally {
+        const failed = two ? packer.finish() : -1;
+        if (failed >= 0) {
+          let once = failed;
+          runPackedItems(packed.kernel, d, () => {
+            const i = once;
+            once = plan.count;
+            return i;
+          });
+        }
+      }
+      return y;
+    };
     const parts = opts.splitColumns === true ? 2 : opts.splitColumns || 0;
     const split = parts > 1 && threads > 1;
     const address = (v: Float32Array) =>
@@ -427,6 +521,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       minRows: opts.minRows ?? 4,
       minWork: opts.minWork ?? 1 << 20,
       gemm(x, rows, inF, w, outF, bias) {
+        const p = packedProduct(x, rows, inF, w, outF, bias, false);
+        if (p) return p;
         const y = biasRows(rows, outF, bias);
         use(threads);
         const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
@@ -474,6 +570,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         return y;
       },
       gemmRelu(x, rows, inF, w, outF, bias) {
+        const p = packedProduct(x, rows, inF, w, outF, bias, true);
+        if (p) return p;
         if (
           !split || splitter.broken || outF < 16 * parts ||
           rows >= transposeRows
@@ -486,6 +584,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       },
       forget(w) {
         transposed.forget(w);
+        packed?.forget(w);
       },
       sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
         use(m * n * k < SMALL_SGEMM ? 1 : threads);
@@ -533,9 +632,12 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       backend,
       library: path,
       heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
+      packed: opened.note,
       close() {
         helper.stop();
         splitter.stop();
+        packer?.stop();
+        packed?.close();
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);
