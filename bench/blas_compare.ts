@@ -8,14 +8,18 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,split,stored,one-thread,wasm] [--mmap-threshold N|off] \
+ *   [--variants default,packed,packed1,split,stored,one-thread,wasm] \
+ *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
- * by W as stored (no transposed copy); `split` runs each product as two
+ * by W as stored (no transposed copy); `packed` multiplies by weights
+ * packed once (`packedWeights`, io/_blas_packed.ts; also as a row with
+ * the first layer's ReLU applied by the threads, `gemmRelu`), `packed1`
+ * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
  * as N column blocks (each also as a row with the first layer's ReLU
  * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread;
@@ -117,6 +121,13 @@ for (const v of VARIANTS as Set<string>) {
   // split: two column blocks on two threads; splitN: N blocks
   const m = /^split(\d*)$/.exec(v);
   if (m) open(v, { threads: THREADS, splitColumns: Number(m[1] || 2) });
+}
+if (VARIANTS.has("packed")) {
+  open("packed", { threads: THREADS, packedWeights: true });
+  console.log(`packed: ${opened.at(-1)!.packed}`);
+}
+if (VARIANTS.has("packed1")) {
+  open("packed1", { threads: 1, packedWeights: true });
 }
 if (VARIANTS.has("stored")) {
   open("stored", { threads: THREADS, transposeRows: 0 });
@@ -283,7 +294,7 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
-    if (b?.gemmRelu && name.startsWith("split")) {
+    if (b?.gemmRelu && /^(split|packed$)/.test(name)) {
       // the first layer's ReLU applied by the threads of its blocks
       const fused = () =>
         withBackend(b, () => {

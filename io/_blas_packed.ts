@@ -207,18 +207,20 @@ export interface PackedPlan {
 }
 
 /**
- * The items of a `rows × in → out` product for `threads` threads: output
- * groups of at most 512 (a multiple of the unroll, as many per thread),
- * rows in groups whose part of y stays near 256 KiB.
+ * The items of a `rows × in → out` product: an even number of output
+ * groups of at most 512 (a multiple of the unroll; two threads take half
+ * each), rows in groups whose part of y stays near 256 KiB. The plan does
+ * not depend on the thread count: OpenBLAS's kernel computes an output
+ * with different instruction sequences depending on the call's m and n
+ * (the Haswell kernel's 12-column and 16-row paths), so the same bits on
+ * one and two threads need the same cuts.
  */
 export function planPacked(
   fam: PackedFamily,
   rows: number,
   outF: number,
-  threads: number,
 ): PackedPlan {
-  const per = Math.max(1, threads) *
-    Math.ceil(outF / (Math.max(1, threads) * 512));
+  const per = 2 * Math.ceil(outF / 1024);
   const um = fam.unrollM, un = fam.unrollN;
   const gm = Math.max(um, Math.ceil(outF / per / um) * um);
   const mItems = Math.ceil(outF / gm);

@@ -156,6 +156,11 @@ export interface SystemBlas {
   heap?: string;
   /** Whether products use packed weights, or why not (see {@link SystemBlasOptions.packedWeights}). */
   packed?: string;
+  /**
+   * Counts of the packed path so far: products, their work items, and
+   * the items the helper thread ran (the rest ran on the calling thread).
+   */
+  packedStats?: { products: number; items: number; helperItems: number };
   /** Closes the library (after removing the backend, if installed). */
   close(): void;
 }
@@ -405,6 +410,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const packed = opened.packed;
     const packer = packed ? new SgemmHelper(path, packed.family.suffix) : null;
     const packedRows = opts.packedRows ?? Infinity;
+    const stats = { products: 0, items: 0, helperItems: 0 };
     /** `y = x·Wᵀ + b` (ReLU'd) on packed W, or null (no room for W). */
     const packedProduct = (
       x: Float32Array,
@@ -425,7 +431,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       const sb = packed.packX(x, rows, inF);
       const two = threads > 1 && !packer.broken;
       const fam = packed.family;
-      const plan = planPacked(fam, rows, outF, two ? 2 : 1);
+      const plan = planPacked(fam, rows, outF);
       const d = packer.addresses;
       d.set([
         pw.at,
@@ -442,13 +448,22 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         plan.count,
         relu ? 1 : 0,
       ]);
-      const next = two
+      const shared = two
         ? packer.start(null, 0, plan.count, true)
         : ((k) => () => k++)(0);
+      let mine = 0;
+      const next = () => {
+        const i = shared();
+        if (i < plan.count) mine++;
+        return i;
+      };
+      stats.products++;
+      stats.items += plan.count;
       try {
         runPackedItems(packed.kernel, d, next);
       } finally {
         const failed = two ? packer.finish() : -1;
+        stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
         if (failed >= 0) {
           let once = failed;
           runPackedItems(packed.kernel, d, () => {
@@ -633,6 +648,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       library: path,
       heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
       packed: opened.note,
+      packedStats: packed ? stats : undefined,
       close() {
         helper.stop();
         splitter.stop();

@@ -1,0 +1,239 @@
+/**
+ * The system BLAS backend's packed weights (io/_blas_packed.ts) against an
+ * F64 product of the same F32 inputs, on shapes that are not multiples of
+ * the kernel's unrolls or blocks; one and two threads bit for bit; the
+ * packed copies dropped by `forgetWeight`; the fallback where the library
+ * lacks the routines. Skipped with a message where the library, its
+ * packed routines or --allow-ffi are missing.
+ */
+
+import { assert, assertEquals, assertMatch } from "@std/assert";
+import { openSystemBlas, type SystemBlas } from "../../io/blas.ts";
+import {
+  PACKED_FAMILIES,
+  PackedGemm,
+  planPacked,
+} from "../../io/_blas_packed.ts";
+import { forgetWeight, setF32GemmBackend } from "../../kernels/fast/mod.ts";
+import { createRng } from "../../core/rng.ts";
+
+function uniform(n: number, seed: number): Float32Array {
+  const rng = createRng(seed);
+  return Float32Array.from({ length: n }, () => rng.u32() / 2 ** 31 - 1);
+}
+
+/**
+ * Asserts `y` is within `in·ε_f32·Σ|terms|` of the F64 sum of each output
+ * (any order of F32 additions stays within it); returns the worst error in
+ * units of `ε·Σ|terms|`.
+ */
+function check(
+  y: Float32Array,
+  x: Float32Array,
+  w: Float32Array,
+  b: Float32Array | undefined,
+  rows: number,
+  inF: number,
+  outF: number,
+  what: string,
+): number {
+  const eps = 2 ** -24;
+  let worst = 0;
+  assertEquals(y.length, rows * outF, what);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let exact = b ? b[o] : 0, mag = Math.abs(exact);
+      for (let i = 0; i < inF; i++) {
+        const t = x[r * inF + i] * w[o * inF + i];
+        exact += t;
+        mag += Math.abs(t);
+      }
+      const err = Math.abs(y[r * outF + o] - exact);
+      worst = Math.max(worst, err / (mag * eps || 1));
+      if (!(err <= (inF + 1) * eps * mag)) {
+        throw new Error(
+          `${what}: row ${r} output ${o}: ${y[r * outF + o]} vs exact ${exact}`,
+        );
+      }
+    }
+  }
+  return worst;
+}
+
+/** Opens a packed backend, or says why the test is skipped. */
+function packedBlas(threads: number, extra = {}): SystemBlas | null {
+  const blas = openSystemBlas({ threads, packedWeights: true, ...extra });
+  if (!blas.backend || !blas.packedStats) {
+    console.log(`skipped: ${blas.note ?? blas.packed}`);
+    blas.close();
+    return null;
+  }
+  return blas;
+}
+
+/** Calls until the helper thread has run some items (it starts lazily). */
+async function warmHelper(blas: SystemBlas): Promise<void> {
+  const x = uniform(64 * 64, 9), w = uniform(512 * 64, 10);
+  for (let i = 0; i < 1000 && blas.packedStats!.helperItems === 0; i++) {
+    blas.backend!.gemm(x, 64, 64, w, 512);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const SIZES = [1, 7, 33, 384, 1000];
+const ROWS = [1, 3, 17, 64, 130];
+
+Deno.test("packed GEMM: odd shapes against the F64 product, with and without bias, 1 and 2 threads bit-identical", async () => {
+  const one = packedBlas(1);
+  if (!one) return;
+  const two = packedBlas(2);
+  if (!two) return one.close();
+  try {
+    console.log(`packed: ${one.packed}`);
+    await warmHelper(two);
+    assert(two.packedStats!.helperItems > 0, "the helper thread never ran");
+    let worst = 0, cases = 0;
+    const helped = two.packedStats!.helperItems;
+    let seed = 100;
+    for (const rows of ROWS) {
+      for (const inF of SIZES) {
+        for (const outF of SIZES) {
+          // the largest products only with a few row counts
+          if (rows * inF * outF > 4e7 && rows !== 130 && rows !== 3) continue;
+          const x = uniform(rows * inF, seed++);
+          const w = uniform(outF * inF, seed++);
+          const b = (rows + inF + outF) % 2 ? uniform(outF, seed++) : undefined;
+          const shape = `${rows}×${inF}→${outF}${b ? " +bias" : ""}`;
+          const y1 = one.backend!.gemm(x, rows, inF, w, outF, b);
+          const y2 = two.backend!.gemm(x, rows, inF, w, outF, b);
+          worst = Math.max(worst, check(y1, x, w, b, rows, inF, outF, shape));
+          assertEquals(y2, y1, `${shape}: 2 threads differ from 1`);
+          cases++;
+        }
+      }
+    }
+    console.log(`${cases} shapes, worst error ${worst.toFixed(2)} ε·Σ|x·w|`);
+    assert(one.packedStats!.products >= cases);
+    assertEquals(one.packedStats!.helperItems, 0);
+    const share = two.packedStats!.helperItems - helped;
+    console.log(`helper thread ran ${share} of the items`);
+    assert(share > 0, "the helper thread ran no items of the products");
+  } finally {
+    one.close();
+    two.close();
+  }
+});
+
+Deno.test("packed GEMM: the first layer's ReLU in the threads equals ReLU after the product", async () => {
+  const blas = packedBlas(2);
+  if (!blas) return;
+  try {
+    await warmHelper(blas);
+    const rows = 17, inF = 1000, outF = 1000;
+    const x = uniform(rows * inF, 1), w = uniform(outF * inF, 2);
+    const b = uniform(outF, 3);
+    const y = blas.backend!.gemm(x, rows, inF, w, outF, b);
+    check(y, x, w, b, rows, inF, outF, "before ReLU");
+    const r = blas.backend!.gemmRelu!(x, rows, inF, w, outF, b);
+    assert(r, "no packed gemmRelu");
+    assertEquals(r, y.map((v) => (v < 0 ? 0 : v)));
+  } finally {
+    blas.close();
+  }
+});
+
+Deno.test("packed GEMM: a weight inside a larger buffer, changed in place, is packed again after forgetWeight", () => {
+  const blas = packedBlas(1);
+  if (!blas) return;
+  const before = setF32GemmBackend(blas.backend);
+  try {
+    const rows = 5, inF = 33, outF = 7;
+    const store = uniform(3 + outF * inF * 2, 4);
+    const w = store.subarray(3, 3 + outF * inF); // 12 bytes into the buffer
+    const x = uniform(rows * inF, 5);
+    const y0 = blas.backend!.gemm(x, rows, inF, w, outF);
+    check(y0, x, w, undefined, rows, inF, outF, "offset weight");
+    w.set(uniform(outF * inF, 6));
+    // the packed copy is kept: the old weight's product
+    assertEquals(blas.backend!.gemm(x, rows, inF, w, outF), y0);
+    forgetWeight(w);
+    const y1 = blas.backend!.gemm(x, rows, inF, w, outF);
+    check(y1, x, w, undefined, rows, inF, outF, "after forgetWeight");
+    assert(y1.some((v, i) => v !== y0[i]));
+  } finally {
+    setF32GemmBackend(before);
+    blas.close();
+  }
+});
+
+Deno.test("packed GEMM: past the copy budget the weight is used as stored", () => {
+  const blas = packedBlas(1, { transposeBytes: 1000 * 4 });
+  if (!blas) return;
+  try {
+    const rows = 4, inF = 33, outF = 33; // 4356 bytes: no room
+    const x = uniform(rows * inF, 7), w = uniform(outF * inF, 8);
+    const y = blas.backend!.gemm(x, rows, inF, w, outF);
+    check(y, x, w, undefined, rows, inF, outF, "over budget");
+    assertEquals(blas.packedStats!.products, 0);
+    const small = uniform(7 * 33, 9);
+    check(
+      blas.backend!.gemm(x, rows, inF, small, 7),
+      x,
+      small,
+      undefined,
+      rows,
+      inF,
+      7,
+      "within budget",
+    );
+    assertEquals(blas.packedStats!.products, 1);
+  } finally {
+    blas.close();
+  }
+});
+
+Deno.test("packed GEMM: falls back where the routines are missing or the family is unknown", () => {
+  const blas = openSystemBlas({ threads: 1, packedWeights: true });
+  if (!blas.backend || !blas.library) {
+    console.log(`skipped: ${blas.note}`);
+    return blas.close();
+  }
+  try {
+    const budget = { bytes: 0, limit: 2 ** 20 };
+    const libc = PackedGemm.open("libc.so.6", budget, "Haswell");
+    assertEquals(libc.packed, null);
+    assertMatch(
+      libc.note,
+      /does not export sgemm_kernel\/incopy\/oncopy_HASWELL/,
+    );
+    const old = PackedGemm.open(blas.library, budget, "Nehalem");
+    assertEquals(old.packed, null);
+    assertMatch(old.note, /no packed kernels for core Nehalem/);
+    const off = openSystemBlas({ threads: 1, libraries: [blas.library] });
+    assertMatch(off.packed!, /off/);
+    assertEquals(off.packedStats, undefined);
+    const x = uniform(4 * 7, 1), w = uniform(33 * 7, 2);
+    check(off.backend!.gemm(x, 4, 7, w, 33), x, w, undefined, 4, 7, 33, "off");
+    off.close();
+  } finally {
+    blas.close();
+  }
+});
+
+Deno.test("packed GEMM: the plan covers every output and row once, on unroll boundaries", () => {
+  for (const fam of Object.values(PACKED_FAMILIES)) {
+    for (const rows of [1, 3, 17, 64, 130, 4096]) {
+      for (const outF of [1, 7, 33, 384, 1000, 4096]) {
+        {
+          const p = planPacked(fam, rows, outF);
+          const what = `${fam.suffix} ${rows}×${outF}`;
+          assertEquals(p.gm % fam.unrollM, 0, what);
+          assertEquals(p.gn % fam.unrollN, 0, what);
+          assert(p.mItems * p.gm >= outF && (p.mItems - 1) * p.gm < outF, what);
+          const nItems = p.count / p.mItems;
+          assert(nItems * p.gn >= rows && (nItems - 1) * p.gn < rows, what);
+        }
+      }
+    }
+  }
+});
