@@ -118,16 +118,12 @@ type CopyFn = (
   b: ArrayBufferView,
 ) => number;
 
-/** Values of a packed job's descriptor (see {@link runPackedItems}). */
-export const PACKED_FIELDS = 14;
-
 /**
  * Runs the items of a packed product that `next` hands out. The
  * descriptor `d` holds: [0] packed W's address, [1] packed x's address,
  * [2] y's address, [3] out, [4] rows, [5] in, [6] kc, [7] mc, [8] outputs
  * per item (a multiple of unrollM), [9] rows per item (a multiple of
- * unrollN), [10] items across the outputs, [11] items in all, [12] 1 to
- * apply ReLU to each item's block after its last k-block. Item `i` covers
+ * unrollN), [10] items across the outputs, [11] items in all. Item `i` covers
  * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`.
  *
  * @param kernel The family's kernel.
@@ -140,7 +136,7 @@ export function runPackedItems(
   d: Float64Array,
   next: () => number,
 ): void {
-  const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count, relu] = d;
+  const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count] = d;
   for (let i = next(); i < count; i = next()) {
     const m0 = (i % mItems) * gm, m1 = Math.min(outF, m0 + gm);
     const n0 = Math.floor(i / mItems) * gn, n = Math.min(gn, rows - n0);
@@ -152,19 +148,6 @@ export function runPackedItems(
       for (let ms = m0; ms < m1; ms += mc) {
         const m = Math.min(mc, m1 - ms);
         kernel(m, n, kl, 1, aBlock + kl * ms * 4, bAt, cAt + ms * 4, outF);
-      }
-    }
-    if (relu === 1) {
-      const y = new Float32Array(
-        Deno.UnsafePointerView.getArrayBuffer(
-          Deno.UnsafePointer.create(BigInt(cAt))!,
-          ((n - 1) * outF + m1) * 4,
-        ),
-      );
-      for (let r = 0; r < n; r++) {
-        for (let j = r * outF + m0, e = r * outF + m1; j < e; j++) {
-          if (y[j] < 0) y[j] = 0;
-        }
       }
     }
   }

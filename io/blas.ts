@@ -411,7 +411,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const packer = packed ? new SgemmHelper(path, packed.family.suffix) : null;
     const packedRows = opts.packedRows ?? Infinity;
     const stats = { products: 0, items: 0, helperItems: 0 };
-    /** `y = x·Wᵀ + b` (ReLU'd) on packed W, or null (no room for W). */
+    /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
     const packedProduct = (
       x: Float32Array,
       rows: number,
@@ -419,7 +419,6 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       w: Float32Array,
       outF: number,
       bias: Float32Array | undefined,
-      relu: boolean,
     ): Float32Array | null => {
       if (
         !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
@@ -446,7 +445,6 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         plan.gn,
         plan.mItems,
         plan.count,
-        relu ? 1 : 0,
       ]);
       const shared = two
         ? packer.start(null, 0, plan.count, true)
@@ -536,7 +534,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       minRows: opts.minRows ?? 4,
       minWork: opts.minWork ?? 1 << 20,
       gemm(x, rows, inF, w, outF, bias) {
-        const p = packedProduct(x, rows, inF, w, outF, bias, false);
+        const p = packedProduct(x, rows, inF, w, outF, bias);
         if (p) return p;
         const y = biasRows(rows, outF, bias);
         use(threads);
@@ -585,8 +583,6 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         return y;
       },
       gemmRelu(x, rows, inF, w, outF, bias) {
-        const p = packedProduct(x, rows, inF, w, outF, bias, true);
-        if (p) return p;
         if (
           !split || splitter.broken || outF < 16 * parts ||
           rows >= transposeRows

@@ -124,24 +124,6 @@ Deno.test("packed GEMM: odd shapes against the F64 product, with and without bia
   }
 });
 
-Deno.test("packed GEMM: the first layer's ReLU in the threads equals ReLU after the product", async () => {
-  const blas = packedBlas(2);
-  if (!blas) return;
-  try {
-    await warmHelper(blas);
-    const rows = 17, inF = 1000, outF = 1000;
-    const x = uniform(rows * inF, 1), w = uniform(outF * inF, 2);
-    const b = uniform(outF, 3);
-    const y = blas.backend!.gemm(x, rows, inF, w, outF, b);
-    check(y, x, w, b, rows, inF, outF, "before ReLU");
-    const r = blas.backend!.gemmRelu!(x, rows, inF, w, outF, b);
-    assert(r, "no packed gemmRelu");
-    assertEquals(r, y.map((v) => (v < 0 ? 0 : v)));
-  } finally {
-    blas.close();
-  }
-});
-
 Deno.test("packed GEMM: a weight inside a larger buffer, changed in place, is packed again after forgetWeight", () => {
   const blas = packedBlas(1);
   if (!blas) return;
