@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,packed,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,packed,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -17,7 +17,9 @@
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy); `packed` multiplies by weights
- * packed once (`packedWeights`, io/_blas_packed.ts), `packed1`
+ * packed once (`packedWeights`, io/_blas_packed.ts), `packed-spinN` the
+ * same with its helper thread polling N ms for the next product
+ * (`packedSpin`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
  * as N column blocks (each also as a row with the first layer's ReLU
@@ -124,6 +126,17 @@ for (const v of VARIANTS as Set<string>) {
 if (VARIANTS.has("packed")) {
   open("packed", { threads: THREADS, packedWeights: true });
   console.log(`packed: ${opened.at(-1)!.packed}`);
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-spinN: the helper polls N ms for the next product
+  const m = /^packed-spin([\d.]+)$/.exec(v);
+  if (m) {
+    open(v, {
+      threads: THREADS,
+      packedWeights: true,
+      packedSpin: Number(m[1]),
+    });
+  }
 }
 if (VARIANTS.has("packed1")) {
   open("packed1", { threads: 1, packedWeights: true });

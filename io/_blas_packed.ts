@@ -121,7 +121,8 @@ type CopyFn = (
 /**
  * Runs the items of a packed product that `next` hands out. The
  * descriptor `d` holds: [0] packed W's address, [1] packed x's address,
- * [2] y's address, [3] out, [4] rows, [5] in, [6] kc, [7] mc, [8] outputs
+ * [2] y's address, [3] out, [4] rows, [5] in, [6] inputs per k-block
+ * (`blockK`), [7] mc, [8] outputs
  * per item (a multiple of unrollM), [9] rows per item (a multiple of
  * unrollN), [10] items across the outputs, [11] items in all. Item `i` covers
  * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`.
@@ -177,6 +178,14 @@ interface Packed {
   at: number;
 }
 
+/**
+ * Inputs per k-block for `inF` inputs: the family's `kc` or less, the
+ * blocks as even as possible (1024 inputs: 4 × 256, not 3 × 320 + 64).
+ */
+export function blockK(fam: PackedFamily, inF: number): number {
+  return Math.ceil(inF / Math.ceil(inF / fam.kc));
+}
+
 /** How a packed product is cut into items (see {@link runPackedItems}). */
 export interface PackedPlan {
   /** Outputs per item. */
@@ -189,10 +198,15 @@ export interface PackedPlan {
   count: number;
 }
 
+/** Most outputs per item (each item reads all of packed x again). */
+const GROUP = 256;
+
 /**
  * The items of a `rows × in → out` product: an even number of output
- * groups of at most 512 (a multiple of the unroll; two threads take half
- * each), rows in groups whose part of y stays near 256 KiB. The plan does
+ * groups of at most {@link GROUP} (a multiple of the unroll), rows in
+ * groups whose part of y stays near 256 KiB. Items are taken from one
+ * counter, so a helper that wakes late leaves more of them to the
+ * calling thread: the smaller the items, the less it waits at the end. The plan does
  * not depend on the thread count: OpenBLAS's kernel computes an output
  * with different instruction sequences depending on the call's m and n
  * (the Haswell kernel's 12-column and 16-row paths), so the same bits on
@@ -203,7 +217,7 @@ export function planPacked(
   rows: number,
   outF: number,
 ): PackedPlan {
-  const per = 2 * Math.ceil(outF / 1024);
+  const per = 2 * Math.ceil(outF / (2 * GROUP));
   const um = fam.unrollM, un = fam.unrollN;
   const gm = Math.max(um, Math.ceil(outF / per / um) * um);
   const mItems = Math.ceil(outF / gm);
@@ -309,7 +323,7 @@ export class PackedGemm {
     const size = outF * inF * 4 + 64;
     if (this.#budget.bytes + size > this.#budget.limit) return null;
     const p = aligned(outF * inF);
-    const kc = this.family.kc;
+    const kc = blockK(this.family, inF);
     for (let ls = 0; ls < inF; ls += kc) {
       const kl = Math.min(kc, inF - ls);
       this.#incopy(
@@ -346,7 +360,7 @@ export class PackedGemm {
   packX(x: Float32Array, rows: number, inF: number): number {
     const n = rows * inF;
     if (!this.#x || this.#x.a.length < n) this.#x = aligned(n);
-    const dst = this.#x.a, kc = this.family.kc;
+    const dst = this.#x.a, kc = blockK(this.family, inF);
     for (let ls = 0; ls < inF; ls += kc) {
       const kl = Math.min(kc, inF - ls);
       this.#oncopy(

@@ -31,6 +31,7 @@ export const ADDRESS_CALLS = 8;
 export class SgemmHelper {
   #library: string;
   #packed: string | undefined;
+  #spin: number;
   #worker: Worker | undefined;
   #memory: WebAssembly.Memory | null | undefined;
   /**
@@ -52,10 +53,13 @@ export class SgemmHelper {
    * @param library The BLAS library path the helper opens.
    * @param packed The kernel family suffix of packed jobs
    * (io/_blas_packed.ts), for a helper that runs them.
+   * @param spin Milliseconds the helper polls for the next list after
+   * each one before it sleeps.
    */
-  constructor(library: string, packed?: string) {
+  constructor(library: string, packed?: string, spin = 0) {
     this.#library = library;
     this.#packed = packed;
+    this.#spin = spin;
   }
 
   /** Whether the helper thread is running and takes lists. */
@@ -167,6 +171,7 @@ export class SgemmHelper {
       ctrl: this.#ctrl,
       addrs: this.addresses,
       packed: this.#packed,
+      spin: this.#spin,
     });
     this.#last = performance.now();
     this.#arm();

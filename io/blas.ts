@@ -13,6 +13,7 @@ import {
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
 import {
+  blockK,
   type CopyBudget,
   outputRows,
   PackedGemm,
@@ -129,6 +130,11 @@ export interface SystemBlasOptions {
   packedWeights?: boolean;
   /** Products with this many rows or more skip the packed weights (default: none do). */
   packedRows?: number;
+  /**
+   * Milliseconds the packed path's helper thread polls for the next
+   * product before it sleeps (default 0).
+   */
+  packedSpin?: number;
   /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
@@ -408,7 +414,9 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       ? PackedGemm.open(path, budget)
       : { packed: null, note: "off (packedWeights: false)" };
     const packed = opened.packed;
-    const packer = packed ? new SgemmHelper(path, packed.family.suffix) : null;
+    const packer = packed
+      ? new SgemmHelper(path, packed.family.suffix, opts.packedSpin ?? 0)
+      : null;
     const packedRows = opts.packedRows ?? Infinity;
     const stats = { products: 0, items: 0, helperItems: 0 };
     /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
@@ -439,7 +447,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         outF,
         rows,
         inF,
-        fam.kc,
+        blockK(fam, inF),
         fam.mc,
         plan.gm,
         plan.gn,
