@@ -124,7 +124,9 @@ type CopyFn = (
  * [2] y's address, [3] out, [4] rows, [5] in, [6] inputs per k-block
  * (`blockK`), [7] mc, [8] outputs
  * per item (a multiple of unrollM), [9] rows per item (a multiple of
- * unrollN), [10] items across the outputs, [11] items in all. Item `i` covers
+ * unrollN), [10] items across the outputs, [11] items in all, [12] the
+ * bias's address (0: none), [13] that of at least [9] ones. y starts
+ * zeroed; each item adds the bias first, then its k-blocks. Item `i` covers
  * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`.
  *
  * @param kernel The family's kernel.
@@ -138,11 +140,20 @@ export function runPackedItems(
   next: () => number,
 ): void {
   const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count] = d;
+  const bias = d[12], ones = d[13];
   for (let i = next(); i < count; i = next()) {
     const m0 = (i % mItems) * gm, m1 = Math.min(outF, m0 + gm);
     const n0 = Math.floor(i / mItems) * gn, n = Math.min(gn, rows - n0);
     if (m1 <= m0 || n <= 0) continue;
     const cAt = c + (n0 * outF) * 4;
+    if (bias !== 0) {
+      // the bias as a product over one input: A = b (k = 1 packs as the
+      // plain vector), B = ones
+      for (let ms = m0; ms < m1; ms += mc) {
+        const m = Math.min(mc, m1 - ms);
+        kernel(m, n, 1, 1, bias + ms * 4, ones, cAt + ms * 4, outF);
+      }
+    }
     for (let ls = 0; ls < inF; ls += kc) {
       const kl = Math.min(kc, inF - ls);
       const aBlock = sa + ls * outF * 4, bAt = sb + (ls * rows + kl * n0) * 4;
@@ -243,6 +254,8 @@ export class PackedGemm {
   #budget: CopyBudget;
   #weights = new WeakMap<ArrayBufferLike, Map<string, Packed>>();
   #x: { a: Float32Array; at: number } | null = null;
+  #bias: { a: Float32Array; at: number } | null = null;
+  #ones: { a: Float32Array; at: number } | null = null;
 
   private constructor(
     lib: Deno.DynamicLibrary<ReturnType<typeof packedSymbols>>,
@@ -374,6 +387,25 @@ export class PackedGemm {
     return this.#x.at;
   }
 
+  /**
+   * The bias copied to a reused buffer and a vector of `rows` ones, for
+   * the kernel (addresses; 0 and 0 without a bias).
+   */
+  biasOnes(
+    bias: Float32Array | undefined,
+    outF: number,
+    rows: number,
+  ): [number, number] {
+    if (!bias) return [0, 0];
+    if (!this.#bias || this.#bias.a.length < outF) this.#bias = aligned(outF);
+    this.#bias.a.set(bias.subarray(0, outF));
+    if (!this.#ones || this.#ones.a.length < rows) {
+      this.#ones = aligned(rows);
+      this.#ones.a.fill(1);
+    }
+    return [this.#bias.at, this.#ones.at];
+  }
+
   /** Closes this handle on the library. */
   close(): void {
     this.#lib.close();
@@ -381,21 +413,16 @@ export class PackedGemm {
 }
 
 /**
- * A `rows × outF` array on its own off-heap buffer (its address stays put
- * while other threads write it), with `bias` in every row (zeros without).
+ * A zeroed `rows × outF` array on its own off-heap buffer (its address
+ * stays put while other threads write it), and its address. Its pages are
+ * first touched by the threads' items (the bias goes in with the product),
+ * not all on the calling thread.
  */
 export function outputRows(
   rows: number,
   outF: number,
-  bias: Float32Array | undefined,
 ): { y: Float32Array; at: number } {
   const y = new Float32Array(new ArrayBuffer(rows * outF * 4));
-  if (bias && rows > 0) {
-    y.set(bias);
-    for (let n = outF; n < y.length; n *= 2) {
-      y.copyWithin(n, 0, Math.min(n, y.length - n));
-    }
-  }
   const at = y.length === 0
     ? 0
     : Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(y)));

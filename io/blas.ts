@@ -434,7 +434,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       ) return null;
       const pw = packed.weight(w, outF, inF);
       if (!pw) return null;
-      const { y, at } = outputRows(rows, outF, bias);
+      const { y, at } = outputRows(rows, outF);
       const sb = packed.packX(x, rows, inF);
       const two = threads > 1 && !packer.broken;
       const fam = packed.family;
@@ -453,6 +453,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         plan.gn,
         plan.mItems,
         plan.count,
+        ...packed.biasOnes(bias, outF, rows),
       ]);
       const shared = two
         ? packer.start(null, 0, plan.count, true)
