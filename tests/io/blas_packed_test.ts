@@ -7,7 +7,7 @@
  * packed routines or --allow-ffi are missing.
  */
 
-import { assert, assertEquals, assertMatch } from "@std/assert";
+import { assert, assertEquals, assertMatch, assertThrows } from "@std/assert";
 import { openSystemBlas, type SystemBlas } from "../../io/blas.ts";
 import {
   PACKED_FAMILIES,
@@ -218,4 +218,13 @@ Deno.test("packed GEMM: the plan covers every output and row once, on unroll bou
       }
     }
   }
+});
+
+Deno.test("packed GEMM: options out of range are refused", () => {
+  assertThrows(() => openSystemBlas({ packedSpin: -1 }), RangeError, "0..100");
+  assertThrows(
+    () => openSystemBlas({ packedRows: 1.5 }),
+    RangeError,
+    "packedRows",
+  );
 });
