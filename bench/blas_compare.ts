@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,packed,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -16,14 +16,17 @@
  * Rows: `default` is what `useSystemBlas()` installs (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
- * by W as stored (no transposed copy); `packed` multiplies by weights
- * packed once (`packedWeights`, io/_blas_packed.ts), `packed-spinN` the
+ * by W as stored (no transposed copy, no packed weights); `unpacked` is
+ * the default without the weights packed once (`packedWeights: false`,
+ * io/_blas_packed.ts: `cblas_sgemm` on the transposed copies), `packed`
+ * the default with `packedWeights: true` stated, `packed-spinN` the
  * same with its helper thread polling N ms for the next product
  * (`packedSpin`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
  * as N column blocks (each also as a row with the first layer's ReLU
- * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread;
+ * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread
+ * without packed weights;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
@@ -141,8 +144,11 @@ for (const v of VARIANTS as Set<string>) {
 if (VARIANTS.has("packed1")) {
   open("packed1", { threads: 1, packedWeights: true });
 }
+if (VARIANTS.has("unpacked")) {
+  open("unpacked", { threads: THREADS, packedWeights: false });
+}
 if (VARIANTS.has("stored")) {
-  open("stored", { threads: THREADS, transposeRows: 0 });
+  open("stored", { threads: THREADS, transposeRows: 0, packedWeights: false });
 }
 // Backends opened from one library share its thread count: the
 // one-thread row and each kernel family get their own copy of the file.
@@ -151,7 +157,7 @@ const base = backends.size > 0 ? opened[0] : undefined;
 if (VARIANTS.has("one-thread") && base) {
   const copy = `${tmp}/one-thread.so`;
   Deno.copyFileSync(args["core-lib"], copy);
-  open("one-thread", { threads: 1, libraries: [copy] });
+  open("one-thread", { threads: 1, libraries: [copy], packedWeights: false });
 }
 for (const core of args.cores.split(",").filter((c: string) => c !== "")) {
   const lib = args["core-lib"];

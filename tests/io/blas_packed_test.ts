@@ -62,7 +62,8 @@ function check(
 
 /** Opens a packed backend, or says why the test is skipped. */
 function packedBlas(threads: number, extra = {}): SystemBlas | null {
-  const blas = openSystemBlas({ threads, packedWeights: true, ...extra });
+  // on by default
+  const blas = openSystemBlas({ threads, ...extra });
   if (!blas.backend || !blas.packedStats) {
     console.log(`skipped: ${blas.note ?? blas.packed}`);
     blas.close();
@@ -191,7 +192,11 @@ Deno.test("packed GEMM: falls back where the routines are missing or the family 
     const old = PackedGemm.open(blas.library, budget, "Nehalem");
     assertEquals(old.packed, null);
     assertMatch(old.note, /no packed kernels for core Nehalem/);
-    const off = openSystemBlas({ threads: 1, libraries: [blas.library] });
+    const off = openSystemBlas({
+      threads: 1,
+      libraries: [blas.library],
+      packedWeights: false,
+    });
     assertMatch(off.packed!, /off/);
     assertEquals(off.packedStats, undefined);
     const x = uniform(4 * 7, 1), w = uniform(33 * 7, 2);
