@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -19,7 +19,8 @@
  * by W as stored (no transposed copy, no packed weights); `unpacked` is
  * the default without the weights packed once (`packedWeights: false`,
  * io/_blas_packed.ts: `cblas_sgemm` on the transposed copies), `packed`
- * the default with `packedWeights: true` stated, `packed-spinN` the
+ * the default with `packedWeights: true` stated, `packed-all` packed
+ * weights at any row count (`packedRows: 2 ** 31`), `packed-spinN` the
  * same with its helper thread polling N ms for the next product
  * (`packedSpin`), `packed1`
  * the same on one thread; `split` runs each product as two
@@ -143,6 +144,10 @@ for (const v of VARIANTS as Set<string>) {
 }
 if (VARIANTS.has("packed1")) {
   open("packed1", { threads: 1, packedWeights: true });
+}
+if (VARIANTS.has("packed-all")) {
+  // packed weights at any row count
+  open("packed-all", { threads: THREADS, packedRows: 2 ** 31 });
 }
 if (VARIANTS.has("unpacked")) {
   open("unpacked", { threads: THREADS, packedWeights: false });
