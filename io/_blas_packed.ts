@@ -175,6 +175,20 @@ function aligned(n: number): { a: Float32Array; at: number } {
   return { a: new Float32Array(buf, skip, n), at: base + skip };
 }
 
+/**
+ * Throws when `a` holds fewer than `r·c` values: the copy routines read
+ * native memory and would read past the array.
+ */
+function short(what: string, a: Float32Array, r: number, c: number): void {
+  if (a.length < r * c) {
+    throw new RangeError(
+      `Cannot multiply by a packed weight: the ${what} has ${a.length} values, ${r}×${c} = ${
+        r * c
+      } expected`,
+    );
+  }
+}
+
 /** A byte budget shared with the transposed copies (io/_blas_transpose.ts). */
 export interface CopyBudget {
   /** Bytes held now. */
@@ -217,8 +231,8 @@ const GROUP = 256;
  * groups of at most {@link GROUP} (a multiple of the unroll), rows in
  * groups whose part of y stays near 256 KiB. Items are taken from one
  * counter, so a helper that wakes late leaves more of them to the
- * calling thread: the smaller the items, the less it waits at the end. The plan does
- * not depend on the thread count: OpenBLAS's kernel computes an output
+ * calling thread: the smaller the items, the less it waits at the end.
+ * The plan does not depend on the thread count: OpenBLAS's kernel computes an output
  * with different instruction sequences depending on the call's m and n
  * (the Haswell kernel's 12-column and 16-row paths), so the same bits on
  * one and two threads need the same cuts.
@@ -327,8 +341,11 @@ export class PackedGemm {
   /**
    * W (`outF × inF`) packed, made on first use; null when the budget has
    * no room for it.
+   *
+   * @throws {RangeError} When `w` holds fewer than `outF·inF` values.
    */
   weight(w: Float32Array, outF: number, inF: number): Packed | null {
+    short("weight", w, outF, inF);
     let byKey = this.#weights.get(w.buffer);
     const key = `${w.byteOffset}:${outF}:${inF}`;
     const have = byKey?.get(key);
@@ -369,8 +386,11 @@ export class PackedGemm {
   /**
    * x (`rows × inF`) packed into the reused buffer, k-block by k-block;
    * returns the buffer's address.
+   *
+   * @throws {RangeError} When `x` holds fewer than `rows·inF` values.
    */
   packX(x: Float32Array, rows: number, inF: number): number {
+    short("input", x, rows, inF);
     const n = rows * inF;
     if (!this.#x || this.#x.a.length < n) this.#x = aligned(n);
     const dst = this.#x.a, kc = blockK(this.family, inF);
@@ -390,6 +410,8 @@ export class PackedGemm {
   /**
    * The bias copied to a reused buffer and a vector of `rows` ones, for
    * the kernel (addresses; 0 and 0 without a bias).
+   *
+   * @throws {RangeError} When `bias` holds fewer than `outF` values.
    */
   biasOnes(
     bias: Float32Array | undefined,
@@ -397,6 +419,7 @@ export class PackedGemm {
     rows: number,
   ): [number, number] {
     if (!bias) return [0, 0];
+    short("bias", bias, 1, outF);
     if (!this.#bias || this.#bias.a.length < outF) this.#bias = aligned(outF);
     this.#bias.a.set(bias.subarray(0, outF));
     if (!this.#ones || this.#ones.a.length < rows) {

@@ -233,3 +233,28 @@ Deno.test("packed GEMM: options out of range are refused", () => {
     "packedRows",
   );
 });
+
+Deno.test("packed GEMM: arrays shorter than their shapes are refused before native code reads them", () => {
+  const blas = packedBlas(1);
+  if (!blas) return;
+  try {
+    const w = uniform(33 * 7, 1), x = uniform(4 * 33, 2);
+    assertThrows(
+      () => blas.backend!.gemm(x.subarray(1), 4, 33, w, 7),
+      RangeError,
+      "the input has 131 values, 4×33 = 132 expected",
+    );
+    assertThrows(
+      () => blas.backend!.gemm(x, 4, 33, w.subarray(5), 7),
+      RangeError,
+      "the weight has 226 values",
+    );
+    assertThrows(
+      () => blas.backend!.gemm(x, 4, 33, w, 7, uniform(6, 3)),
+      RangeError,
+      "the bias has 6 values",
+    );
+  } finally {
+    blas.close();
+  }
+});
