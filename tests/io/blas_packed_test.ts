@@ -10,9 +10,12 @@
 import { assert, assertEquals, assertMatch, assertThrows } from "@std/assert";
 import { openSystemBlas, type SystemBlas } from "../../io/blas.ts";
 import {
+  blockK,
+  outputRows,
   PACKED_FAMILIES,
   PackedGemm,
   planPacked,
+  runPackedItems,
 } from "../../io/_blas_packed.ts";
 import { forgetWeight, setF32GemmBackend } from "../../kernels/fast/mod.ts";
 import { createRng } from "../../core/rng.ts";
@@ -254,6 +257,98 @@ Deno.test("packed GEMM: arrays shorter than their shapes are refused before nati
       RangeError,
       "the bias has 6 values",
     );
+  } finally {
+    blas.close();
+  }
+});
+
+/** CPU flags each family's kernels need (x86-64 Linux only). */
+const FAMILY_FLAGS: Record<string, string[]> = {
+  Haswell: ["avx2", "fma"],
+  Zen: ["avx2", "fma"],
+  SkylakeX: ["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd"],
+  Cooperlake: [
+    "avx512f",
+    "avx512bw",
+    "avx512dq",
+    "avx512vl",
+    "avx512cd",
+    "avx512_bf16",
+  ],
+};
+
+Deno.test("packed GEMM: every family table entry this CPU can run matches its library routines' layout", () => {
+  const blas = openSystemBlas({ threads: 1, packedWeights: false });
+  let flags: Set<string>;
+  try {
+    const head = Deno.readTextFileSync("/proc/cpuinfo").split("\n\n")[0];
+    flags = new Set(/^flags\s*:(.*)$/m.exec(head)?.[1].trim().split(/\s+/));
+  } catch {
+    flags = new Set();
+  }
+  if (!blas.library || flags.size === 0) {
+    console.log(`skipped: ${blas.note ?? "no /proc/cpuinfo"}`);
+    return blas.close();
+  }
+  try {
+    // 130 × 1000 → 33 and 17 × 7 → 1000: outputs cut at 24 and 256, rows
+    // in one or two groups, k-blocks of 334, 7
+    for (const [name, fam] of Object.entries(PACKED_FAMILIES)) {
+      if (!FAMILY_FLAGS[name].every((f) => flags.has(f))) {
+        console.log(`${name}: skipped, the CPU lacks ${FAMILY_FLAGS[name]}`);
+        continue;
+      }
+      const budget = { bytes: 0, limit: 2 ** 26 };
+      const { packed, note } = PackedGemm.open(blas.library, budget, name);
+      if (!packed) {
+        console.log(`${name}: skipped, ${note}`);
+        continue;
+      }
+      try {
+        for (const [rows, inF, outF] of [[130, 1000, 33], [17, 7, 1000]]) {
+          const x = uniform(rows * inF, rows), w = uniform(outF * inF, inF);
+          const b = uniform(outF, outF);
+          const pw = packed.weight(w, outF, inF)!;
+          const { y, at } = outputRows(rows, outF);
+          const plan = planPacked(fam, rows, outF);
+          const d = new Float64Array([
+            pw.at,
+            packed.packX(x, rows, inF),
+            at,
+            outF,
+            rows,
+            inF,
+            blockK(fam, inF),
+            fam.mc,
+            plan.gm,
+            plan.gn,
+            plan.mItems,
+            plan.count,
+            ...packed.biasOnes(b, outF, rows),
+          ]);
+          // items in reverse order: the result does not depend on it
+          let k = plan.count;
+          runPackedItems(packed.kernel, d, () => (k > 0 ? --k : plan.count));
+          const worst = check(
+            y,
+            x,
+            w,
+            b,
+            rows,
+            inF,
+            outF,
+            `${name} ${rows}×${inF}→${outF}`,
+          );
+          console.log(
+            `${name} ${rows}×${inF}→${outF}: worst ${
+              worst.toFixed(2)
+            } ε·Σ|x·w|`,
+          );
+        }
+      } finally {
+        packed.close();
+      }
+    }
   } finally {
     blas.close();
   }
