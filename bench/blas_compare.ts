@@ -8,17 +8,26 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,split,stored,one-thread,wasm] [--mmap-threshold N|off] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
+ *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
  *
  * Rows: `default` is what `useSystemBlas()` installs (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
- * by W as stored (no transposed copy); `split` runs each product as two
+ * by W as stored (no transposed copy, no packed weights); `unpacked` is
+ * the default without the weights packed once (`packedWeights: false`,
+ * io/_blas_packed.ts: `cblas_sgemm` on the transposed copies), `packed`
+ * the default with `packedWeights: true` stated, `packed-all` packed
+ * weights at any row count (`packedRows: 2 ** 31`), `packed-spinN` the
+ * same with its helper thread polling N ms for the next product
+ * (`packedSpin`), `packed1`
+ * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
  * as N column blocks (each also as a row with the first layer's ReLU
- * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread;
+ * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread
+ * without packed weights;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
  * temporary folder, since the variable is read once per loaded library),
@@ -118,8 +127,33 @@ for (const v of VARIANTS as Set<string>) {
   const m = /^split(\d*)$/.exec(v);
   if (m) open(v, { threads: THREADS, splitColumns: Number(m[1] || 2) });
 }
+if (VARIANTS.has("packed")) {
+  open("packed", { threads: THREADS, packedWeights: true });
+  console.log(`packed: ${opened.at(-1)!.packed}`);
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-spinN: the helper polls N ms for the next product
+  const m = /^packed-spin([\d.]+)$/.exec(v);
+  if (m) {
+    open(v, {
+      threads: THREADS,
+      packedWeights: true,
+      packedSpin: Number(m[1]),
+    });
+  }
+}
+if (VARIANTS.has("packed1")) {
+  open("packed1", { threads: 1, packedWeights: true });
+}
+if (VARIANTS.has("packed-all")) {
+  // packed weights at any row count
+  open("packed-all", { threads: THREADS, packedRows: 2 ** 31 });
+}
+if (VARIANTS.has("unpacked")) {
+  open("unpacked", { threads: THREADS, packedWeights: false });
+}
 if (VARIANTS.has("stored")) {
-  open("stored", { threads: THREADS, transposeRows: 0 });
+  open("stored", { threads: THREADS, transposeRows: 0, packedWeights: false });
 }
 // Backends opened from one library share its thread count: the
 // one-thread row and each kernel family get their own copy of the file.
@@ -128,7 +162,7 @@ const base = backends.size > 0 ? opened[0] : undefined;
 if (VARIANTS.has("one-thread") && base) {
   const copy = `${tmp}/one-thread.so`;
   Deno.copyFileSync(args["core-lib"], copy);
-  open("one-thread", { threads: 1, libraries: [copy] });
+  open("one-thread", { threads: 1, libraries: [copy], packedWeights: false });
 }
 for (const core of args.cores.split(",").filter((c: string) => c !== "")) {
   const lib = args["core-lib"];
@@ -283,7 +317,7 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
-    if (b?.gemmRelu && name.startsWith("split")) {
+    if (b?.gemmRelu && /^split/.test(name)) {
       // the first layer's ReLU applied by the threads of its blocks
       const fused = () =>
         withBackend(b, () => {

@@ -12,6 +12,10 @@
 //   NODE_PATH=/work/nlc/node_modules deno run -A bench/llama_sweep.ts \
 //     [--types Q8_0,Q4_0,Q4_K_M] [--widths 576,1024,2048] [--tokens 128] \
 //     [--decode 32] [--rounds 5] [--threads 1] [--json FILE]
+//     [--state gemmGrab=false,...]
+//
+// `--state` sets benchmark knobs of kernels/fast/_dispatch.ts (`state`),
+// values read as JSON, for A/B runs of a change against llama.cpp.
 //
 // `--json FILE` also writes the rows as JSON (bench/_json.ts) for
 // tools/perf_table.ts.
@@ -25,6 +29,7 @@ import process from "node:process";
 import { memorySource } from "../core/sources.ts";
 import { readGguf, writeGgufBytes } from "../formats/gguf/mod.ts";
 import { transformerFromGguf } from "../models/transformer.ts";
+import { state } from "../kernels/fast/_dispatch.ts";
 import {
   configureKernels,
   kernelInfo,
@@ -77,6 +82,11 @@ const selfCpu = () => {
 };
 
 await configureKernels({ threads });
+for (const kv of (args.state ?? "").split(",").filter((t) => t)) {
+  const [k, v] = kv.split("=");
+  if (!(k in state)) throw new RangeError(`--state: no knob ${k}`);
+  Object.assign(state, { [k]: JSON.parse(v) });
+}
 console.log(cpuLine());
 console.log(`kernels: ${JSON.stringify(kernelInfo())}`);
 const peer = await NlcPeer.start();

@@ -9,11 +9,17 @@
  * offset, [3] the next call to take, [4] calls in the list, [5] 1 once the
  * helper is ready, [6] 1 + the index of a call that failed here (0: none),
  * [7] 1 when the job's list is the address list `addrs` (absolute
- * addresses, see `sgemmFromAddresses`) rather than one in `memory`.
+ * addresses, see `sgemmFromAddresses`) rather than one in `memory`, 2
+ * when `addrs` holds a packed job (`runPackedItems`, io/_blas_packed.ts).
  *
  * @module
  */
 
+import {
+  kernelSymbol,
+  type PackedKernelFn,
+  runPackedItems,
+} from "./_blas_packed.ts";
 import {
   SGEMM_POINTER_SYMBOL,
   sgemmFromAddresses,
@@ -25,15 +31,27 @@ interface Init {
   memory: WebAssembly.Memory | undefined;
   ctrl: Int32Array;
   addrs: Float64Array;
+  packed: string | undefined;
+  spin: number;
 }
 
 self.addEventListener("message", (ev: Event) => {
-  const { library, memory, ctrl, addrs } = (ev as MessageEvent<Init>).data;
-  const lib = Deno.dlopen(library, { cblas_sgemm: SGEMM_POINTER_SYMBOL });
+  const { library, memory, ctrl, addrs, packed, spin } =
+    (ev as MessageEvent<Init>).data;
+  const lib = Deno.dlopen(library, {
+    cblas_sgemm: SGEMM_POINTER_SYMBOL,
+    kernel: kernelSymbol(packed ?? "HASWELL"),
+  });
   Atomics.store(ctrl, 5, 1);
   Atomics.notify(ctrl, 5);
   let seen = Atomics.load(ctrl, 0);
   for (;;) {
+    // poll for the next job for `spin` ms before sleeping (a wake-up
+    // from Atomics.wait took 70-120 µs on the 2-core VM)
+    const until = performance.now() + spin;
+    while (Atomics.load(ctrl, 0) === seen && performance.now() < until) {
+      // spin
+    }
     Atomics.wait(ctrl, 0, seen);
     const job = Atomics.load(ctrl, 0);
     if (job < 0) break;
@@ -41,7 +59,13 @@ self.addEventListener("message", (ev: Event) => {
     let taken = -1;
     try {
       const next = () => (taken = Atomics.add(ctrl, 3, 1));
-      if (ctrl[7] === 1 || !memory) {
+      if (ctrl[7] === 2) {
+        runPackedItems(
+          lib.symbols.kernel as unknown as PackedKernelFn,
+          addrs,
+          next,
+        );
+      } else if (ctrl[7] === 1 || !memory) {
         sgemmFromAddresses(lib.symbols.cblas_sgemm, addrs, ctrl[4], next);
       } else {
         sgemmFromList(lib.symbols.cblas_sgemm, memory, ctrl[2], ctrl[4], next);

@@ -30,6 +30,8 @@ export const ADDRESS_CALLS = 8;
 /** A helper thread for lists of independent `cblas_sgemm` calls. */
 export class SgemmHelper {
   #library: string;
+  #packed: string | undefined;
+  #spin: number;
   #worker: Worker | undefined;
   #memory: WebAssembly.Memory | null | undefined;
   /**
@@ -47,9 +49,17 @@ export class SgemmHelper {
   #last = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  /** @param library The BLAS library path the helper opens. */
-  constructor(library: string) {
+  /**
+   * @param library The BLAS library path the helper opens.
+   * @param packed The kernel family suffix of packed jobs
+   * (io/_blas_packed.ts), for a helper that runs them.
+   * @param spin Milliseconds the helper polls for the next list after
+   * each one before it sleeps.
+   */
+  constructor(library: string, packed?: string, spin = 0) {
     this.#library = library;
+    this.#packed = packed;
+    this.#spin = spin;
   }
 
   /** Whether the helper thread is running and takes lists. */
@@ -68,12 +78,15 @@ export class SgemmHelper {
    * @param memory The memory holding the list, or null for the address
    * list {@link addresses} (a helper serves one of the two kinds: with
    * the other kind it restarts).
+   * @param packed With a null memory: the address list holds a packed
+   * job's descriptor (`runPackedItems`), not calls.
    * @returns The counter the main thread takes its calls from.
    */
   start(
     memory: WebAssembly.Memory | null,
     list: number,
     count: number,
+    packed = false,
   ): () => number {
     let k = 0;
     const alone = () => k++;
@@ -90,7 +103,7 @@ export class SgemmHelper {
     if (Atomics.load(ctrl, READY) !== 1) return alone;
     ctrl[LIST] = list;
     ctrl[COUNT] = count;
-    ctrl[ADDRESSES] = memory === null ? 1 : 0;
+    ctrl[ADDRESSES] = memory === null ? (packed ? 2 : 1) : 0;
     Atomics.store(ctrl, NEXT, 0);
     Atomics.store(ctrl, JOB, ++this.#job);
     Atomics.notify(ctrl, JOB);
@@ -99,14 +112,26 @@ export class SgemmHelper {
   }
 
   /**
-   * Waits for the helper's calls of the list given to {@link start}.
+   * Waits for the helper's calls of the list given to {@link start},
+   * polling for up to `spin` ms before sleeping (the calling thread waits
+   * either way; a wake-up from `Atomics.wait` took 70-120 µs on the 2-core
+   * VM).
    *
+   * @param spin Milliseconds to poll before sleeping.
    * @returns The call that failed on the helper (the caller runs it), or −1.
    */
-  finish(): number {
+  finish(spin = 0): number {
     if (!this.#pending) return -1;
     this.#pending = false;
     const ctrl = this.#ctrl;
+    if (spin > 0) {
+      const until = performance.now() + spin;
+      while (
+        Atomics.load(ctrl, DONE) !== this.#job && performance.now() < until
+      ) {
+        // poll
+      }
+    }
     for (;;) {
       const done = Atomics.load(ctrl, DONE);
       if (done === this.#job) break;
@@ -157,6 +182,8 @@ export class SgemmHelper {
       memory: memory ?? undefined,
       ctrl: this.#ctrl,
       addrs: this.addresses,
+      packed: this.#packed,
+      spin: this.#spin,
     });
     this.#last = performance.now();
     this.#arm();

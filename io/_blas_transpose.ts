@@ -13,6 +13,8 @@
  * @module
  */
 
+import type { CopyBudget } from "./_blas_packed.ts";
+
 /** Sizes of one transposed copy's key: byte offset, out and in features. */
 function keyOf(w: Float32Array, outF: number, inF: number): string {
   return `${w.byteOffset}:${outF}:${inF}`;
@@ -53,13 +55,21 @@ export function transposeF32(
  */
 export class TransposedWeights {
   #copies = new WeakMap<ArrayBufferLike, Map<string, Float32Array>>();
-  #budget: number;
-  /** Bytes held by copies made so far (not lowered when a buffer is collected). */
-  bytes = 0;
+  #budget: CopyBudget;
 
-  /** @param budget Most bytes of copies to make. */
-  constructor(budget: number) {
-    this.#budget = budget;
+  /**
+   * @param budget Most bytes of copies to make, or a budget shared with
+   * the packed weights (io/_blas_packed.ts).
+   */
+  constructor(budget: number | CopyBudget) {
+    this.#budget = typeof budget === "number"
+      ? { bytes: 0, limit: budget }
+      : budget;
+  }
+
+  /** Bytes held by copies made so far (not lowered when a buffer is collected). */
+  get bytes(): number {
+    return this.#budget.bytes;
   }
 
   /**
@@ -72,12 +82,12 @@ export class TransposedWeights {
     const have = byKey?.get(key);
     if (have) return have;
     const size = outF * inF * 4;
-    if (this.bytes + size > this.#budget) return null;
+    if (this.#budget.bytes + size > this.#budget.limit) return null;
     const t = new Float32Array(outF * inF);
     transposeF32(w, outF, inF, t);
     if (!byKey) this.#copies.set(w.buffer, byKey = new Map());
     byKey.set(key, t);
-    this.bytes += size;
+    this.#budget.bytes += size;
     return t;
   }
 
@@ -89,7 +99,7 @@ export class TransposedWeights {
     for (const [k, t] of byKey) {
       if (k.startsWith(prefix)) {
         byKey.delete(k);
-        this.bytes -= t.byteLength;
+        this.#budget.bytes -= t.byteLength;
       }
     }
   }

@@ -12,6 +12,14 @@ import {
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
 import { TransposedWeights } from "./_blas_transpose.ts";
+import {
+  blockK,
+  type CopyBudget,
+  outputRows,
+  PackedGemm,
+  planPacked,
+  runPackedItems,
+} from "./_blas_packed.ts";
 import { setMmapThreshold } from "./_heap.ts";
 import {
   ADDRESS_FIELDS,
@@ -100,8 +108,42 @@ export interface SystemBlasOptions {
    * threads, not faster (docs/performance.md).
    */
   splitColumns?: boolean | number;
-  /** Most bytes of transposed copies (default 256 MiB); past it W is used as stored. */
+  /**
+   * Most bytes of transposed and packed copies together (default 256
+   * MiB); past it W is used as stored.
+   */
   transposeBytes?: number;
+  /**
+   * Multiply by weights packed once into the kernel's own layout
+   * (io/_blas_packed.ts): on the first product with a weight, OpenBLAS's
+   * copy routine packs it (kept while the weight's buffer lives, within
+   * {@link transposeBytes}, dropped by `forgetWeight`); each product then
+   * packs only x and calls the kernel directly, on the calling thread and,
+   * with more than one BLAS thread, a helper thread (disjoint output
+   * columns, the same bits on one or two threads). Needs an OpenBLAS that
+   * exports its per-family routines (DYNAMIC_ARCH builds such as
+   * Debian's) for the family it runs (Haswell, Zen, SkylakeX,
+   * Cooperlake); elsewhere the other paths run, and `packed` says why.
+   * Products with at least {@link packedRows} rows use the other paths.
+   * Default true, unless {@link splitColumns} is set: on the batch-64 MLP
+   * (2 threads, quiet AMD EPYC) 0.98× and 0.92× of ONNX Runtime where
+   * the transposed copies gave 0.94× and 0.88× (docs/performance.md).
+   */
+  packedWeights?: boolean;
+  /**
+   * Products with this many rows or more skip the packed weights
+   * (default: {@link transposeRows}; with thousands of rows OpenBLAS's own
+   * packing is a small share of the work).
+   */
+  packedRows?: number;
+  /**
+   * Milliseconds the packed path's threads poll before they sleep: the
+   * helper for the next product, the calling thread for the helper's last
+   * items (default 0: both sleep at once, as a wake-up takes 70-120 µs on
+   * a 2-vCPU VM; polling gained 1-2% on the MLP when the machine was
+   * quiet and lost 10% when another process held one of the two cores).
+   */
+  packedSpin?: number;
   /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
@@ -127,6 +169,13 @@ export interface SystemBlas {
   note?: string;
   /** What was done to malloc (see {@link SystemBlasOptions.mmapThreshold}). */
   heap?: string;
+  /** Whether products use packed weights, or why not (see {@link SystemBlasOptions.packedWeights}). */
+  packed?: string;
+  /**
+   * Counts of the packed path so far: products, their work items, and
+   * the items the helper thread ran (the rest ran on the calling thread).
+   */
+  packedStats?: { products: number; items: number; helperItems: number };
   /** Closes the library (after removing the backend, if installed). */
   close(): void;
 }
@@ -243,7 +292,7 @@ const SYMBOLS = {
  *
  * @param opts Libraries to try, threads, thresholds.
  * @returns The backend, or a note saying why there is none.
- * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `splitColumns` a number outside 2..8, `mmapThreshold` outside 0..2^25, or `transposeRows` / `transposeBytes` negative or fractional.
+ * @throws {RangeError} When `threads` is not a positive integer, `threadTimeout` is outside 4..30, `splitColumns` a number outside 2..8, `mmapThreshold` outside 0..2^25, `packedSpin` outside 0..100, or `transposeRows` / `transposeBytes` / `packedRows` negative or fractional.
  *
  * @example
  * ```ts
@@ -280,11 +329,17 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       `Cannot split products into ${sc} column blocks: expected an integer 2..8`,
     );
   }
-  for (const k of ["transposeRows", "transposeBytes"] as const) {
+  for (const k of ["transposeRows", "transposeBytes", "packedRows"] as const) {
     const v = opts[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
       throw new RangeError(`Cannot use ${k} ${v}: expected an integer ≥ 0`);
     }
+  }
+  const ps = opts.packedSpin;
+  if (ps !== undefined && !(ps >= 0 && ps <= 100)) {
+    throw new RangeError(
+      `Cannot poll ${ps} ms for the packed path's threads: expected 0..100`,
+    );
   }
   const timeout = opts.threadTimeout ?? 4;
   if (!Number.isInteger(timeout) || timeout < 4 || timeout > 30) {
@@ -325,7 +380,11 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
   }
   const tried: string[] = [];
   const transposeRows = opts.transposeRows ?? 256;
-  const transposed = new TransposedWeights(opts.transposeBytes ?? 2 ** 28);
+  const budget: CopyBudget = {
+    bytes: 0,
+    limit: opts.transposeBytes ?? 2 ** 28,
+  };
+  const transposed = new TransposedWeights(budget);
   for (const path of opts.libraries ?? librariesToTry()) {
     let lib: Deno.DynamicLibrary<typeof SYMBOLS>;
     try {
@@ -366,6 +425,79 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       : () => {};
     const helper = new SgemmHelper(path);
     const splitter = new SgemmHelper(path);
+    const opened = (opts.packedWeights ?? !opts.splitColumns)
+      ? PackedGemm.open(path, budget)
+      : { packed: null, note: "off" };
+    const packed = opened.packed;
+    const spin = opts.packedSpin ?? 0;
+    const packer = packed
+      ? new SgemmHelper(path, packed.family.suffix, spin)
+      : null;
+    const packedRows = opts.packedRows ?? transposeRows;
+    const stats = { products: 0, items: 0, helperItems: 0 };
+    /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
+    const packedProduct = (
+      x: Float32Array,
+      rows: number,
+      inF: number,
+      w: Float32Array,
+      outF: number,
+      bias: Float32Array | undefined,
+    ): Float32Array | null => {
+      if (
+        !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
+        outF < 1
+      ) return null;
+      const pw = packed.weight(w, outF, inF);
+      if (!pw) return null;
+      const { y, at } = outputRows(rows, outF);
+      const sb = packed.packX(x, rows, inF);
+      const two = threads > 1 && !packer.broken;
+      const fam = packed.family;
+      const plan = planPacked(fam, rows, outF);
+      const d = packer.addresses;
+      d.set([
+        pw.at,
+        sb,
+        at,
+        outF,
+        rows,
+        inF,
+        blockK(fam, inF),
+        fam.mc,
+        plan.gm,
+        plan.gn,
+        plan.mItems,
+        plan.count,
+        ...packed.biasOnes(bias, outF, rows),
+      ]);
+      const shared = two
+        ? packer.start(null, 0, plan.count, true)
+        : ((k) => () => k++)(0);
+      let mine = 0;
+      const next = () => {
+        const i = shared();
+        if (i < plan.count) mine++;
+        return i;
+      };
+      stats.products++;
+      stats.items += plan.count;
+      try {
+        runPackedItems(packed.kernel, d, next);
+      } finally {
+        const failed = two ? packer.finish(spin) : -1;
+        stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
+        if (failed >= 0) {
+          let once = failed;
+          runPackedItems(packed.kernel, d, () => {
+            const i = once;
+            once = plan.count;
+            return i;
+          });
+        }
+      }
+      return y;
+    };
     const parts = opts.splitColumns === true ? 2 : opts.splitColumns || 0;
     const split = parts > 1 && threads > 1;
     const address = (v: Float32Array) =>
@@ -427,6 +559,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       minRows: opts.minRows ?? 4,
       minWork: opts.minWork ?? 1 << 20,
       gemm(x, rows, inF, w, outF, bias) {
+        const p = packedProduct(x, rows, inF, w, outF, bias);
+        if (p) return p;
         const y = biasRows(rows, outF, bias);
         use(threads);
         const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
@@ -486,6 +620,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       },
       forget(w) {
         transposed.forget(w);
+        packed?.forget(w);
       },
       sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
         use(m * n * k < SMALL_SGEMM ? 1 : threads);
@@ -533,9 +668,13 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       backend,
       library: path,
       heap: mmap === null ? "malloc left alone" : setMmapThreshold(mmap),
+      packed: opened.note,
+      packedStats: packed ? stats : undefined,
       close() {
         helper.stop();
         splitter.stop();
+        packer?.stop();
+        packed?.close();
         const installed = setF32GemmBackend(null);
         // another backend was installed since: leave it
         if (installed !== backend) setF32GemmBackend(installed);

@@ -133,6 +133,23 @@ export const state = {
    * the worker's core.
    */
   stallBackoff: false,
+  /**
+   * Benchmarks only: whether the threads of a quantized GEMM job share its
+   * weight panels through an atomic counter, a few panels per grab (see
+   * {@link runGemm}), rather than each taking a fixed half.
+   */
+  gemmGrab: true,
+  /**
+   * Benchmarks only: about how many grabs of panels each thread makes in a
+   * quantized GEMM job (see {@link runGemm}).
+   */
+  gemmGrabsPerThread: 8,
+  /**
+   * Benchmarks only: chunks per thread of a job split by `runSplit` (its
+   * units in that many ranges, claimed one at a time by whichever thread
+   * is free; see {@link runSplit}); 1 gives each thread one fixed range.
+   */
+  splitChunks: 4,
   /** Benchmarks only: weight streams per chunk of a quantized job (0: the default, `WEIGHT_STREAMS`). */
   weightStreams: 0,
   note: undefined as string | undefined,
@@ -209,8 +226,10 @@ export function partsFor(e: Engine, work: number, units: number): number {
 }
 
 /**
- * Splits `units` into `parts` contiguous ranges and runs `name` on each,
- * with the range placed by `args(start, end)`.
+ * Splits `units` into contiguous ranges and runs `name` on each, with the
+ * range placed by `args(start, end)`: `state.splitChunks` ranges per
+ * thread (at most one per unit) that the threads claim one at a time, or
+ * one fixed range per thread when that comes to the same count.
  *
  * @param e The engine.
  * @param name Kernel export name.
@@ -230,13 +249,18 @@ export function runSplit(
     e.fn[name](...args(0, units));
     return;
   }
+  // a few ranges per thread, claimed one at a time, so that a worker that
+  // starts late (its core given to another process for a moment) runs
+  // fewer of them instead of keeping the caller waiting for its share
+  const n = Math.min(units, parts * Math.max(1, state.splitChunks));
   const list: number[][] = [];
-  for (let p = 0; p < parts; p++) {
-    const a = Math.floor((units * p) / parts);
-    const b = Math.floor((units * (p + 1)) / parts);
+  for (let p = 0; p < n; p++) {
+    const a = Math.floor((units * p) / n);
+    const b = Math.floor((units * (p + 1)) / n);
     list.push(args(a, b));
   }
-  e.run(name, list);
+  if (n === parts) e.run(name, list);
+  else e.runChunks(name, list);
 }
 
 /**
@@ -325,4 +349,62 @@ export function touchAfter(
     n,
     lim: Math.max(0, e.f32.buffer.byteLength - READ_MARGIN),
   };
+}
+
+/**
+ * Runs a quantized GEMM driver (`kernels/wasm/_kernels_quant_util.ts`,
+ * `quantGemmDriver`) over `panels` weight panels: on this thread alone
+ * when the job is small, else on every thread with the panels shared out
+ * through an atomic counter, a few at a time. A fixed split (half the
+ * panels each) made a job wait for a worker that started late or lost its
+ * core to another process for a moment, and the pool then ran the
+ * worker's whole half after its own (docs/performance.md, "Where the
+ * second thread's time goes"); with grabs the late thread just takes
+ * fewer panels. Which thread runs a panel does not change its bits.
+ *
+ * @param e The engine.
+ * @param name The driver's export name.
+ * @param work Multiply-adds, for the parallel threshold.
+ * @param panels Weight panels of the job.
+ * @param head The driver's arguments before `p0, p1, scr, counter, grab`.
+ * @param scr Each thread's panel scratch: thread `t` at `scr + t · stride`.
+ * @param stride Bytes of one thread's scratch.
+ */
+export function runGemm(
+  e: Engine,
+  name: string,
+  work: number,
+  panels: number,
+  head: number[],
+  scr: number,
+  stride: number,
+): void {
+  const parts = partsFor(e, work, panels);
+  if (parts === 1) {
+    e.fn[name](...head, 0, panels, scr, 0, 0);
+    return;
+  }
+  if (!state.gemmGrab) {
+    const list: number[][] = [];
+    for (let p = 0; p < parts; p++) {
+      const a = Math.floor((panels * p) / parts);
+      const b = Math.floor((panels * (p + 1)) / parts);
+      list.push([...head, a, b, scr + p * stride, 0, 0]);
+    }
+    e.run(name, list);
+    return;
+  }
+  // an even count of panels per grab (two panels of 8 outputs are 64 bytes
+  // of each output row), about `gemmGrabsPerThread` grabs per thread
+  let grab = Math.ceil(panels / (parts * state.gemmGrabsPerThread));
+  grab = Math.max(2, grab + (grab & 1));
+  const counter = e.scratch("gemmcounter", 64);
+  new Int32Array(e.f32.buffer, counter, 1)[0] = 0;
+  e.run(
+    name,
+    Array.from(
+      { length: parts },
+      (_, p) => [...head, 0, panels, scr + p * stride, counter, grab],
+    ),
+  );
 }

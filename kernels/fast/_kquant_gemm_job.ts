@@ -15,7 +15,7 @@ import {
 } from "../wasm/_kernels_quant_kgemm.ts";
 import { q5IgemmScratchBytes } from "../wasm/_kernels_quant_q5gemm.ts";
 import { quantIgemmPackedXBytes } from "../wasm/_kernels_quant_igemm.ts";
-import { runSplit, state } from "./_dispatch.ts";
+import { runGemm, state } from "./_dispatch.ts";
 
 /** x rows per chunk of a K-quant GEMM job (keeps the packed x small). */
 const KGEMM_CHUNK_ROWS = 256;
@@ -87,26 +87,14 @@ export function kquantGemmJob(
       const bp = e.scratch("bias", padded * 4);
       e.f32.fill(0, bp >> 2, (bp >> 2) + padded);
       if (biases[i]) e.f32.set(biases[i]!, bp >> 2);
-      let part = 0;
-      runSplit(
+      runGemm(
         e,
         fnName(kind),
         n * inF * outF,
         Math.ceil(outF / QK_NR),
-        (p0, p1) => [
-          xp,
-          m,
-          w,
-          rowBytes,
-          y,
-          bp,
-          n,
-          inF,
-          outF,
-          p0,
-          p1,
-          scr + stride * part++,
-        ],
+        [xp, m, w, rowBytes, y, bp, n, inF, outF],
+        scr,
+        stride,
       );
       results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
     });

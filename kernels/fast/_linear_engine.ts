@@ -17,7 +17,13 @@ import {
   checkWeightBytes,
 } from "../_linear_checks.ts";
 import { type FastDType, roundToF16, rowBytes } from "../quant_ref.ts";
-import { runShared, runSplit, state, touchAfter } from "./_dispatch.ts";
+import {
+  runGemm,
+  runShared,
+  runSplit,
+  state,
+  touchAfter,
+} from "./_dispatch.ts";
 import { kquantGemmJob, useKquantGemm } from "./_kquant_gemm_job.ts";
 import {
   GEMM_MIN_IN,
@@ -535,26 +541,14 @@ function quantGemmJob(
       const outF = outs[i];
       const y = e.scratch("y", n * outF * 4 + 64);
       const bp = padBias(e, outF, QG_NR, biases[i]);
-      let part = 0;
-      runSplit(
+      runGemm(
         e,
         ints ? "q4_0_igemm" : way === "i16" ? `${kind}_hgemm` : `${kind}_gemm`,
         n * inF * outF,
         Math.ceil(outF / QG_NR),
-        (p0, p1) => [
-          xp,
-          meta,
-          w,
-          rb,
-          y,
-          bp,
-          n,
-          inF,
-          outF,
-          p0,
-          p1,
-          scr + stride * part++,
-        ],
+        [xp, meta, w, rb, y, bp, n, inF, outF],
+        scr,
+        stride,
       );
       results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
     });

@@ -485,6 +485,30 @@ export class Engine {
     this.pool.run(this.#ids.get(name)!, (a) => f(...a), parts, touch);
   }
 
+  /**
+   * Runs kernel `name` once per chunk (argument lists of one length), the
+   * caller and the workers claiming chunks one at a time (see
+   * `WorkerPool.runChunks`); all here when there is no pool.
+   */
+  runChunks(name: string, chunks: JobArgs[]): void {
+    const f = this.fn[name];
+    if (chunks.length === 1 || !this.pool) {
+      for (const c of chunks) f(...c);
+      return;
+    }
+    const nargs = chunks[0].length;
+    const table = this.scratch("chunks", chunks.length * nargs * 8 + 64);
+    const counter = this.scratch("chunkcounter", 64);
+    this.pool.runChunks(
+      this.#ids.get(name)!,
+      (a) => f(...a),
+      chunks,
+      this.memory,
+      table,
+      counter,
+    );
+  }
+
   /** Starts `n` workers (replacing a running pool). */
   async startPool(n: number, spin: number): Promise<void> {
     this.stopPool();

@@ -9,6 +9,10 @@
  */
 
 import {
+  atomicAdd,
+  block,
+  br,
+  brIf,
   call,
   type Code,
   f32,
@@ -22,6 +26,7 @@ import {
   i8x16,
   if_,
   type Local,
+  loop,
   type ModuleBuilder,
   select,
   seq,
@@ -469,10 +474,15 @@ export interface GemmDriverSpec {
 
 /**
  * Emits the driver every quantized GEMM shares: `name(xp, meta, w,
- * rowBytes, y, bp, rows, inF, outF, p0, p1, scr)` unpacks the weight panels
- * `[p0, p1)` (8 outputs each) one at a time into `scr` and runs the
- * micro-kernels over the x rows in tiles of `mr`; the format decides the
- * sizes and the panel step.
+ * rowBytes, y, bp, rows, inF, outF, p0, p1, scr, counter, grab)` unpacks
+ * the weight panels `[p0, p1)` (8 outputs each) one at a time into `scr`
+ * and runs the micro-kernels over the x rows in tiles of `mr`; the format
+ * decides the sizes and the panel step. With `counter` 0 it runs the whole
+ * range; otherwise the threads of a job share the range through the i32 at
+ * `counter` (zero at the start), each taking `grab` panels at a time from
+ * `p0 + counter` until the range is done, so a thread that starts late or
+ * loses its core for a while takes fewer panels instead of holding up the
+ * job (which thread runs a panel does not change its bits).
  */
 export function quantGemmDriver(m: ModuleBuilder, o: GemmDriverSpec): void {
   const f = m.func(o.name, [
@@ -488,9 +498,12 @@ export function quantGemmDriver(m: ModuleBuilder, o: GemmDriverSpec): void {
     ["p0", T.i32],
     ["p1", T.i32],
     ["scr", T.i32],
+    ["counter", T.i32],
+    ["grab", T.i32],
   ]);
   const P = f.params;
   const [nb, p, q, nr, ncols, ystride, dsc, sp, mstride] = f.locals(T.i32, 9);
+  const [g0, g1] = f.locals(T.i32, 2);
   const xRow = i32.mul(get(q), get(P.inF));
   const callR = (r: number): Code =>
     call(
@@ -510,38 +523,56 @@ export function quantGemmDriver(m: ModuleBuilder, o: GemmDriverSpec): void {
       get(ncols),
       get(sp),
     );
+  // the panels [g0, g1): the whole range, or one grab of it
+  const panels = forLoop(
+    "p",
+    p,
+    get(g0),
+    get(g1),
+    c(1),
+    set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
+    set(ncols, select(c(o.nr), get(ncols), i32.gt_s(get(ncols), c(o.nr)))),
+    o.panel({
+      w: i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
+      rowBytes: get(P.rowBytes),
+      ncols: get(ncols),
+      nb: get(nb),
+      scr: get(P.scr),
+      dsc: get(dsc),
+      sp: get(sp),
+    }),
+    forLoop(
+      "q",
+      q,
+      c(0),
+      get(P.rows),
+      c(o.mr),
+      set(nr, i32.sub(get(P.rows), get(q))),
+      set(nr, select(c(o.mr), get(nr), i32.gt_s(get(nr), c(o.mr)))),
+      byRows(nr, o.mr, callR),
+    ),
+  );
   f.body(
     set(nb, o.blocks(get(P.inF))),
     set(ystride, i32.shl(get(P.outF), c(2))),
     set(mstride, o.metaStride(get(nb), get(P.inF))),
     set(dsc, o.scales(get(P.scr), get(P.inF))),
     set(sp, o.scratch(get(dsc), get(nb))),
-    forLoop(
-      "p",
-      p,
-      get(P.p0),
-      get(P.p1),
-      c(1),
-      set(ncols, i32.sub(get(P.outF), i32.shl(get(p), c(3)))),
-      set(ncols, select(c(o.nr), get(ncols), i32.gt_s(get(ncols), c(o.nr)))),
-      o.panel({
-        w: i32.add(get(P.w), i32.mul(i32.shl(get(p), c(3)), get(P.rowBytes))),
-        rowBytes: get(P.rowBytes),
-        ncols: get(ncols),
-        nb: get(nb),
-        scr: get(P.scr),
-        dsc: get(dsc),
-        sp: get(sp),
-      }),
-      forLoop(
-        "q",
-        q,
-        c(0),
-        get(P.rows),
-        c(o.mr),
-        set(nr, i32.sub(get(P.rows), get(q))),
-        set(nr, select(c(o.mr), get(nr), i32.gt_s(get(nr), c(o.mr)))),
-        byRows(nr, o.mr, callR),
+    set(g0, get(P.p0)),
+    set(g1, get(P.p1)),
+    block(
+      "done",
+      loop(
+        "grab",
+        if_(get(P.counter), [
+          set(g0, i32.add(get(P.p0), atomicAdd(get(P.counter), get(P.grab)))),
+          set(g1, i32.add(get(g0), get(P.grab))),
+          set(g1, select(get(P.p1), get(g1), i32.gt_s(get(g1), get(P.p1)))),
+        ]),
+        brIf("done", i32.ge_s(get(g0), get(P.p1))),
+        panels,
+        brIf("done", i32.eqz(get(P.counter))),
+        br("grab"),
       ),
     ),
   );

@@ -40,6 +40,12 @@ const CLAIM = 60;
 const TOUCH_LIST = 61;
 const TOUCH_N = 62;
 const TOUCH_LIM = 63;
+/**
+ * 1 when the job is a list of chunks that the threads claim one at a time
+ * (Int32 index; see {@link WorkerPool.runChunks}): the arguments then hold
+ * the chunk table's address, the chunk count and the counter's address.
+ */
+const CHUNKED = 58;
 /** How long the caller waits for a worker before giving up (a dead worker). */
 const JOB_TIMEOUT_MS = 120_000;
 /**
@@ -187,6 +193,7 @@ export class WorkerPool {
     local: (args: JobArgs) => void,
     parts: JobArgs[],
     touch?: { list: number; n: number; lim: number },
+    chunked = false,
   ): void {
     if (this.#closed) throw new Error("Kernel worker pool is closed");
     if (parts.length - 1 > this.size) {
@@ -207,6 +214,7 @@ export class WorkerPool {
       this.#args[w].set(a);
       ctrl[FN] = fn;
       ctrl[NARGS] = a.length;
+      ctrl[CHUNKED] = chunked ? 1 : 0;
       ctrl[TOUCH_N] = touch?.n ?? 0;
       ctrl[TOUCH_LIST] = touch?.list ?? 0;
       ctrl[TOUCH_LIM] = touch?.lim ?? 0;
@@ -291,6 +299,54 @@ export class WorkerPool {
     time.wait += performance.now() - ownEnd - takenMs;
     if (stalled) this.#stalled();
     if (error !== undefined) throw error;
+  }
+
+  /**
+   * Runs the argument lists `chunks` of function `fn`, each once, on this
+   * thread and every worker at once, each thread claiming the next chunk
+   * through the i32 at `counter` until none is left: a worker that starts
+   * late, or loses its core for a while, runs fewer chunks, where a fixed
+   * part would keep the caller waiting (or be taken back whole). The
+   * chunks' arguments are written to `table` (`chunks.length × nargs`
+   * f64 in the shared memory, all lists of one length `nargs`).
+   *
+   * @param fn Function id (index into the pool's names).
+   * @param local Runs one chunk on this thread.
+   * @param chunks Argument lists, one per chunk, of one length.
+   * @param memory The shared memory holding `table` and `counter`.
+   * @param table Byte address of the chunk table (8-byte aligned).
+   * @param counter Byte address of an i32 the threads count with.
+   * @throws {Error} When a worker's kernel trapped or a worker stopped answering.
+   */
+  runChunks(
+    fn: number,
+    local: (args: JobArgs) => void,
+    chunks: JobArgs[],
+    memory: WebAssembly.Memory,
+    table: number,
+    counter: number,
+  ): void {
+    const n = chunks.length, nargs = chunks[0]?.length ?? 0;
+    const t = new Float64Array(memory.buffer, table, n * nargs);
+    chunks.forEach((a, i) => t.set(a, i * nargs));
+    // this thread runs the first chunk in any case (as it runs the first
+    // part of a fixed split), the workers start from the second
+    const c = new Int32Array(memory.buffer, counter, 1);
+    Atomics.store(c, 0, 1);
+    let first = true;
+    this.run(
+      fn,
+      () => {
+        if (first) local(chunks[0]);
+        first = false;
+        for (let i = Atomics.add(c, 0, 1); i < n; i = Atomics.add(c, 0, 1)) {
+          local(chunks[i]);
+        }
+      },
+      Array.from({ length: this.size + 1 }, () => [table, n, counter, nargs]),
+      undefined,
+      true,
+    );
   }
 
   /** Tells every worker to quit and terminates it. */

@@ -30,6 +30,12 @@ const ARGS = 16;
 const MAX_ARGS = 27;
 /** Int32 index of the polling flag: 1 while this worker polls for work, 0 asleep (see `_pool.ts`). */
 const AWAKE = 59;
+/**
+ * Int32 index of the chunked-job flag: 1 when the arguments are a chunk
+ * table's address, its chunk count, a counter's address and the arguments
+ * per chunk (see `WorkerPool.runChunks`).
+ */
+const CHUNKED = 58;
 /** Int32 index of the last claimed sequence number (see `_pool.ts`). */
 const CLAIM = 60;
 /** Int32 indices of the touch-after list: its address, its range count, the read limit. */
@@ -86,7 +92,22 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     for (let i = 0; i < n; i++) a[i] = args[i];
     let status = 0;
     try {
-      fns[fn].apply(null, a);
+      if (ctrl[CHUNKED] === 1) {
+        // claim chunks until none is left (views made per job: the
+        // memory may have grown since the last one)
+        const [table, count, counter, per] = a;
+        const c = new Int32Array(memory.buffer, counter, 1);
+        const t = new Float64Array(memory.buffer, table, count * per);
+        const b = lists[per] ??= new Array<number>(per).fill(0);
+        for (
+          let i = Atomics.add(c, 0, 1);
+          i < count;
+          i = Atomics.add(c, 0, 1)
+        ) {
+          for (let k = 0; k < per; k++) b[k] = t[i * per + k];
+          fns[fn].apply(null, b);
+        }
+      } else fns[fn].apply(null, a);
     } catch {
       status = -1;
     }

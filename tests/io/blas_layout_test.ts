@@ -78,13 +78,22 @@ Deno.test("transposeF32 moves value (r, c) to (c, r), ragged tiles included", ()
 });
 
 Deno.test("transposed and stored weight layouts both give the exact product; forgetWeight renews the copy", () => {
-  const copy = openSystemBlas({ threads: 1 });
+  // the cblas_sgemm paths (no packed weights, io/_blas_packed.ts)
+  const copy = openSystemBlas({ threads: 1, packedWeights: false });
   if (!copy.backend) {
     console.log(`skipped: ${copy.note}`);
     return;
   }
-  const stored = openSystemBlas({ threads: 1, transposeRows: 0 });
-  const tiny = openSystemBlas({ threads: 1, transposeBytes: 1024 });
+  const stored = openSystemBlas({
+    threads: 1,
+    transposeRows: 0,
+    packedWeights: false,
+  });
+  const tiny = openSystemBlas({
+    threads: 1,
+    transposeBytes: 1024,
+    packedWeights: false,
+  });
   try {
     const rows = 40, inF = 300, outF = 200;
     // the weight at an offset inside a larger buffer, as in a model file
@@ -254,7 +263,7 @@ Deno.test("malloc's mmap threshold: left alone by default, set once per process 
 });
 
 Deno.test("two backends on one loaded OpenBLAS each run on their own thread count", () => {
-  const two = openSystemBlas({ threads: 2 });
+  const two = openSystemBlas({ threads: 2, packedWeights: false });
   if (!two.backend?.name.startsWith("OpenBLAS") || !two.library) {
     console.log(`skipped: ${two.backend?.name ?? two.note}`);
     two.close();
@@ -266,7 +275,11 @@ Deno.test("two backends on one loaded OpenBLAS each run on their own thread coun
   });
   const now = () => lib.symbols.openblas_get_num_threads();
   const capable = now() >= 2;
-  const one = openSystemBlas({ threads: 1, libraries: [two.library] });
+  const one = openSystemBlas({
+    threads: 1,
+    libraries: [two.library],
+    packedWeights: false,
+  });
   try {
     if (!capable) {
       console.log("skipped: OpenBLAS runs one thread at most here");

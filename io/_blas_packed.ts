@@ -1,0 +1,453 @@
+/**
+ * F32 GEMM on weights packed once, for the system BLAS backend (io/blas.ts).
+ *
+ * `cblas_sgemm` copies W into its kernel's panel layout on every call;
+ * ONNX Runtime packs constant weights once per session. OpenBLAS builds
+ * with DYNAMIC_ARCH export the pieces of their level-3 driver per kernel
+ * family (`sgemm_kernel_HASWELL`, `sgemm_incopy_HASWELL`,
+ * `sgemm_oncopy_HASWELL`, …), so W can go through the library's own copy
+ * routine once, at its first product, and each later product packs only
+ * x and calls the kernel.
+ *
+ * The product `y = x·Wᵀ + b` (x `rows × in`, W `out × in`, y `rows × out`,
+ * all row-major) is, read column-major, `C = Aᵀ·B` with A = W (`in × out`,
+ * each output's weights contiguous), B = x (`in × rows`) and C = y
+ * (`out × rows`, leading dimension `out`): OpenBLAS's "TN" case, whose
+ * driver packs A with the `incopy` routine and B with `oncopy`. The
+ * weight is cut into k-blocks of {@link PackedFamily.kc} inputs, each
+ * packed over all outputs (panels of `unrollM` outputs, so the block of
+ * outputs `m0..` starts `kl·m0` floats into it when `m0` is a multiple
+ * of `unrollM`); x likewise, in panels of `unrollN` rows. Work is cut
+ * into items of whole output columns groups (and row groups when rows are
+ * many); each item runs its k-blocks in order, so every output sums its
+ * inputs in the same order whichever thread runs it.
+ *
+ * @module
+ */
+
+/** A kernel family's sizes (OpenBLAS 0.3.21 param.h, x86_64). */
+export interface PackedFamily {
+  /** Symbol suffix (`sgemm_kernel_<suffix>`). */
+  suffix: string;
+  /** Outputs per A panel (SGEMM_DEFAULT_UNROLL_M). */
+  unrollM: number;
+  /** Rows per B panel (SGEMM_DEFAULT_UNROLL_N). */
+  unrollN: number;
+  /** Inputs per k-block (our choice, from SGEMM_DEFAULT_Q). */
+  kc: number;
+  /** Outputs per kernel call (our choice, A sub-block kept in L2). */
+  mc: number;
+}
+
+/**
+ * The kernel families used, by the name `openblas_get_corename` gives.
+ * Only these: their sizes were read from OpenBLAS 0.3.21's param.h and
+ * KERNEL.* files (8×4 AVX2 kernel with 8-wide A copies for Haswell and
+ * Zen; 16×4 AVX-512 kernel with 16-wide A copies for SkylakeX and
+ * Cooperlake).
+ */
+export const PACKED_FAMILIES: Readonly<Record<string, PackedFamily>> = {
+  Haswell: { suffix: "HASWELL", unrollM: 8, unrollN: 4, kc: 320, mc: 128 },
+  Zen: { suffix: "ZEN", unrollM: 8, unrollN: 4, kc: 320, mc: 128 },
+  SkylakeX: { suffix: "SKYLAKEX", unrollM: 16, unrollN: 4, kc: 320, mc: 128 },
+  Cooperlake: {
+    suffix: "COOPERLAKE",
+    unrollM: 16,
+    unrollN: 4,
+    kc: 320,
+    mc: 128,
+  },
+};
+
+/** The kernel: C += alpha·A·B on packed A and B (pointers as addresses). */
+export function kernelSymbol(suffix: string) {
+  return {
+    name: `sgemm_kernel_${suffix}`,
+    parameters: ["i64", "i64", "i64", "f32", "usize", "usize", "usize", "i64"],
+    result: "i32",
+    optional: true,
+  } as const;
+}
+
+/** A copy routine: (m, n, a, lda, b). */
+function copySymbol(name: string) {
+  return {
+    name,
+    parameters: ["i64", "i64", "buffer", "i64", "buffer"],
+    result: "i32",
+    optional: true,
+  } as const;
+}
+
+function packedSymbols(suffix: string) {
+  return {
+    kernel: kernelSymbol(suffix),
+    incopy: copySymbol(`sgemm_incopy_${suffix}`),
+    oncopy: copySymbol(`sgemm_oncopy_${suffix}`),
+    corename: {
+      name: "openblas_get_corename",
+      parameters: [],
+      result: "pointer",
+      optional: true,
+    },
+  } as const;
+}
+
+/**
+ * The kernel's function type (as the helper thread opens it too). Deno's
+ * FFI takes numbers for its 64-bit integer parameters; its types say
+ * bigint, so the symbols are cast to these types.
+ */
+export type PackedKernelFn = (
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+  a: number,
+  b: number,
+  c: number,
+  ldc: number,
+) => number;
+
+/** A copy routine's function type (see {@link PackedKernelFn}). */
+type CopyFn = (
+  m: number,
+  n: number,
+  a: ArrayBufferView,
+  lda: number,
+  b: ArrayBufferView,
+) => number;
+
+/**
+ * Runs the items of a packed product that `next` hands out. The
+ * descriptor `d` holds: [0] packed W's address, [1] packed x's address,
+ * [2] y's address, [3] out, [4] rows, [5] in, [6] inputs per k-block
+ * (`blockK`), [7] mc, [8] outputs
+ * per item (a multiple of unrollM), [9] rows per item (a multiple of
+ * unrollN), [10] items across the outputs, [11] items in all, [12] the
+ * bias's address (0: none), [13] that of at least [9] ones. y starts
+ * zeroed; each item adds the bias first, then its k-blocks. Item `i` covers
+ * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`.
+ *
+ * @param kernel The family's kernel.
+ * @param d The descriptor.
+ * @param next The next item (each index once across the threads; one ≥
+ * the count ends the loop).
+ */
+export function runPackedItems(
+  kernel: PackedKernelFn,
+  d: Float64Array,
+  next: () => number,
+): void {
+  const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count] = d;
+  const bias = d[12], ones = d[13];
+  for (let i = next(); i < count; i = next()) {
+    const m0 = (i % mItems) * gm, m1 = Math.min(outF, m0 + gm);
+    const n0 = Math.floor(i / mItems) * gn, n = Math.min(gn, rows - n0);
+    if (m1 <= m0 || n <= 0) continue;
+    const cAt = c + (n0 * outF) * 4;
+    if (bias !== 0) {
+      // the bias as a product over one input: A = b (k = 1 packs as the
+      // plain vector), B = ones
+      for (let ms = m0; ms < m1; ms += mc) {
+        const m = Math.min(mc, m1 - ms);
+        kernel(m, n, 1, 1, bias + ms * 4, ones, cAt + ms * 4, outF);
+      }
+    }
+    for (let ls = 0; ls < inF; ls += kc) {
+      const kl = Math.min(kc, inF - ls);
+      const aBlock = sa + ls * outF * 4, bAt = sb + (ls * rows + kl * n0) * 4;
+      for (let ms = m0; ms < m1; ms += mc) {
+        const m = Math.min(mc, m1 - ms);
+        kernel(m, n, kl, 1, aBlock + kl * ms * 4, bAt, cAt + ms * 4, outF);
+      }
+    }
+  }
+}
+
+/** A float array on its own off-heap buffer, 64-byte aligned, and its address. */
+function aligned(n: number): { a: Float32Array; at: number } {
+  const buf = new ArrayBuffer(n * 4 + 64);
+  const base = Number(
+    Deno.UnsafePointer.value(Deno.UnsafePointer.of(new Uint8Array(buf))),
+  );
+  const skip = (64 - (base % 64)) % 64;
+  return { a: new Float32Array(buf, skip, n), at: base + skip };
+}
+
+/**
+ * Throws when `a` holds fewer than `r·c` values: the copy routines read
+ * native memory and would read past the array.
+ */
+function short(what: string, a: Float32Array, r: number, c: number): void {
+  if (a.length < r * c) {
+    throw new RangeError(
+      `Cannot multiply by a packed weight: the ${what} has ${a.length} values, ${r}×${c} = ${
+        r * c
+      } expected`,
+    );
+  }
+}
+
+/** A byte budget shared with the transposed copies (io/_blas_transpose.ts). */
+export interface CopyBudget {
+  /** Bytes held now. */
+  bytes: number;
+  /** Most bytes. */
+  readonly limit: number;
+}
+
+/** One weight packed for the kernel. */
+interface Packed {
+  a: Float32Array;
+  at: number;
+}
+
+/**
+ * Inputs per k-block for `inF` inputs: the family's `kc` or less, the
+ * blocks as even as possible (1024 inputs: 4 × 256, not 3 × 320 + 64).
+ */
+export function blockK(fam: PackedFamily, inF: number): number {
+  return Math.ceil(inF / Math.ceil(inF / fam.kc));
+}
+
+/** How a packed product is cut into items (see {@link runPackedItems}). */
+export interface PackedPlan {
+  /** Outputs per item. */
+  gm: number;
+  /** Rows per item. */
+  gn: number;
+  /** Items across the outputs. */
+  mItems: number;
+  /** Items in all. */
+  count: number;
+}
+
+/** Most outputs per item (each item reads all of packed x again). */
+const GROUP = 256;
+
+/**
+ * The items of a `rows × in → out` product: an even number of output
+ * groups of at most {@link GROUP} (a multiple of the unroll), rows in
+ * groups whose part of y stays near 256 KiB. Items are taken from one
+ * counter, so a helper that wakes late leaves more of them to the
+ * calling thread: the smaller the items, the less it waits at the end.
+ * The plan does not depend on the thread count: OpenBLAS's kernel computes an output
+ * with different instruction sequences depending on the call's m and n
+ * (the Haswell kernel's 12-column and 16-row paths), so the same bits on
+ * one and two threads need the same cuts.
+ */
+export function planPacked(
+  fam: PackedFamily,
+  rows: number,
+  outF: number,
+): PackedPlan {
+  const per = 2 * Math.ceil(outF / (2 * GROUP));
+  const um = fam.unrollM, un = fam.unrollN;
+  const gm = Math.max(um, Math.ceil(outF / per / um) * um);
+  const mItems = Math.ceil(outF / gm);
+  const fit = Math.max(un, Math.floor((1 << 16) / gm / un) * un);
+  const nGroups = Math.ceil(rows / fit);
+  const gn = Math.ceil(rows / nGroups / un) * un;
+  return { gm, gn, mItems, count: mItems * Math.ceil(rows / gn) };
+}
+
+/**
+ * The packed GEMM of one loaded OpenBLAS: its copy routines and kernel,
+ * the weights packed so far (weakly by buffer, within the shared budget)
+ * and the buffer x is packed into.
+ */
+export class PackedGemm {
+  /** The kernel family's sizes. */
+  readonly family: PackedFamily;
+  /** The kernel, for the calling thread. */
+  readonly kernel: PackedKernelFn;
+  #incopy: CopyFn;
+  #oncopy: CopyFn;
+  #lib: Deno.DynamicLibrary<ReturnType<typeof packedSymbols>>;
+  #budget: CopyBudget;
+  #weights = new WeakMap<ArrayBufferLike, Map<string, Packed>>();
+  #x: { a: Float32Array; at: number } | null = null;
+  #bias: { a: Float32Array; at: number } | null = null;
+  #ones: { a: Float32Array; at: number } | null = null;
+
+  private constructor(
+    lib: Deno.DynamicLibrary<ReturnType<typeof packedSymbols>>,
+    family: PackedFamily,
+    budget: CopyBudget,
+  ) {
+    this.#lib = lib;
+    this.family = family;
+    this.kernel = lib.symbols.kernel as unknown as PackedKernelFn;
+    this.#incopy = lib.symbols.incopy as unknown as CopyFn;
+    this.#oncopy = lib.symbols.oncopy as unknown as CopyFn;
+    this.#budget = budget;
+  }
+
+  /**
+   * Opens the packed routines of `library` for the kernel family that
+   * `openblas_get_corename` names (or `core`, when given).
+   *
+   * @returns The packed GEMM, or a note saying why there is none.
+   */
+  static open(
+    library: string,
+    budget: CopyBudget,
+    core?: string,
+  ): { packed: PackedGemm | null; note: string } {
+    let name = core;
+    if (name === undefined) {
+      let lib;
+      try {
+        lib = Deno.dlopen(library, packedSymbols("HASWELL"));
+      } catch (e) {
+        return { packed: null, note: `cannot open ${library}: ${e}` };
+      }
+      const p = lib.symbols.corename?.();
+      name = p ? Deno.UnsafePointerView.getCString(p) : "";
+      lib.close();
+      if (!name) {
+        return {
+          packed: null,
+          note: `${library} has no openblas_get_corename`,
+        };
+      }
+    }
+    const family = PACKED_FAMILIES[name.trim()];
+    if (!family) {
+      return { packed: null, note: `no packed kernels for core ${name}` };
+    }
+    let lib;
+    try {
+      lib = Deno.dlopen(library, packedSymbols(family.suffix));
+    } catch (e) {
+      return { packed: null, note: `cannot open ${library}: ${e}` };
+    }
+    const s = lib.symbols;
+    if (!s.kernel || !s.incopy || !s.oncopy) {
+      lib.close();
+      return {
+        packed: null,
+        note:
+          `${library} does not export sgemm_kernel/incopy/oncopy_${family.suffix}`,
+      };
+    }
+    return {
+      packed: new PackedGemm(lib, family, budget),
+      note: `${name} kernels, weights packed once`,
+    };
+  }
+
+  /**
+   * W (`outF × inF`) packed, made on first use; null when the budget has
+   * no room for it.
+   *
+   * @throws {RangeError} When `w` holds fewer than `outF·inF` values.
+   */
+  weight(w: Float32Array, outF: number, inF: number): Packed | null {
+    short("weight", w, outF, inF);
+    let byKey = this.#weights.get(w.buffer);
+    const key = `${w.byteOffset}:${outF}:${inF}`;
+    const have = byKey?.get(key);
+    if (have) return have;
+    const size = outF * inF * 4 + 64;
+    if (this.#budget.bytes + size > this.#budget.limit) return null;
+    const p = aligned(outF * inF);
+    const kc = blockK(this.family, inF);
+    for (let ls = 0; ls < inF; ls += kc) {
+      const kl = Math.min(kc, inF - ls);
+      this.#incopy(
+        kl,
+        outF,
+        w.subarray(ls),
+        inF,
+        p.a.subarray(ls * outF),
+      );
+    }
+    if (!byKey) this.#weights.set(w.buffer, byKey = new Map());
+    byKey.set(key, p);
+    this.#budget.bytes += size;
+    return p;
+  }
+
+  /** Drops the packed copies of `w`'s buffer at its offset. */
+  forget(w: Float32Array): void {
+    const byKey = this.#weights.get(w.buffer);
+    if (!byKey) return;
+    const prefix = `${w.byteOffset}:`;
+    for (const [k, p] of byKey) {
+      if (k.startsWith(prefix)) {
+        byKey.delete(k);
+        this.#budget.bytes -= p.a.byteLength + 64;
+      }
+    }
+  }
+
+  /**
+   * x (`rows × inF`) packed into the reused buffer, k-block by k-block;
+   * returns the buffer's address.
+   *
+   * @throws {RangeError} When `x` holds fewer than `rows·inF` values.
+   */
+  packX(x: Float32Array, rows: number, inF: number): number {
+    short("input", x, rows, inF);
+    const n = rows * inF;
+    if (!this.#x || this.#x.a.length < n) this.#x = aligned(n);
+    const dst = this.#x.a, kc = blockK(this.family, inF);
+    for (let ls = 0; ls < inF; ls += kc) {
+      const kl = Math.min(kc, inF - ls);
+      this.#oncopy(
+        kl,
+        rows,
+        x.subarray(ls),
+        inF,
+        dst.subarray(ls * rows),
+      );
+    }
+    return this.#x.at;
+  }
+
+  /**
+   * The bias copied to a reused buffer and a vector of `rows` ones, for
+   * the kernel (addresses; 0 and 0 without a bias).
+   *
+   * @throws {RangeError} When `bias` holds fewer than `outF` values.
+   */
+  biasOnes(
+    bias: Float32Array | undefined,
+    outF: number,
+    rows: number,
+  ): [number, number] {
+    if (!bias) return [0, 0];
+    short("bias", bias, 1, outF);
+    if (!this.#bias || this.#bias.a.length < outF) this.#bias = aligned(outF);
+    this.#bias.a.set(bias.subarray(0, outF));
+    if (!this.#ones || this.#ones.a.length < rows) {
+      this.#ones = aligned(rows);
+      this.#ones.a.fill(1);
+    }
+    return [this.#bias.at, this.#ones.at];
+  }
+
+  /** Closes this handle on the library. */
+  close(): void {
+    this.#lib.close();
+  }
+}
+
+/**
+ * A zeroed `rows × outF` array on its own off-heap buffer (its address
+ * stays put while other threads write it), and its address. Its pages are
+ * first touched by the threads' items (the bias goes in with the product),
+ * not all on the calling thread.
+ */
+export function outputRows(
+  rows: number,
+  outF: number,
+): { y: Float32Array; at: number } {
+  const y = new Float32Array(new ArrayBuffer(rows * outF * 4));
+  const at = y.length === 0
+    ? 0
+    : Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(y)));
+  return { y, at };
+}
