@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-all,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -22,11 +22,13 @@
  * the default with `packedWeights: true` stated, `packed-all` packed
  * weights at any row count (`packedRows: 2 ** 31`), `packed-spinN` the
  * same with its helper thread polling N ms for the next product
- * (`packedSpin`), `packed1`
+ * (`packedSpin`: both threads), `packed-hspinN` with the helper alone
+ * polling (`packedHelperSpin`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
- * as N column blocks (each also as a row with the first layer's ReLU
- * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread
+ * as N column blocks; each `split*`, `packed*` and `default` row also
+ * comes as a row with the first layer's ReLU applied by the threads
+ * (`gemmRelu`: by each column block or work item); `one-thread` is one BLAS thread
  * without packed weights;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
@@ -132,7 +134,18 @@ if (VARIANTS.has("packed")) {
   console.log(`packed: ${opened.at(-1)!.packed}`);
 }
 for (const v of VARIANTS as Set<string>) {
-  // packed-spinN: the helper polls N ms for the next product
+  // packed-hspinN: the helper alone polls N ms for the next product
+  const m = /^packed-hspin([\d.]+)$/.exec(v);
+  if (m) {
+    open(v, {
+      threads: THREADS,
+      packedWeights: true,
+      packedHelperSpin: Number(m[1]),
+    });
+  }
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-spinN: both threads poll N ms (the helper for the next product)
   const m = /^packed-spin([\d.]+)$/.exec(v);
   if (m) {
     open(v, {
@@ -317,7 +330,7 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
-    if (b?.gemmRelu && /^split/.test(name)) {
+    if (b?.gemmRelu && /^(split|packed|default)/.test(name)) {
       // the first layer's ReLU applied by the threads of its blocks
       const fused = () =>
         withBackend(b, () => {

@@ -17,6 +17,7 @@
 
 import {
   kernelSymbol,
+  OutputView,
   type PackedKernelFn,
   runPackedItems,
 } from "./_blas_packed.ts";
@@ -45,6 +46,7 @@ self.addEventListener("message", (ev: Event) => {
   Atomics.store(ctrl, 5, 1);
   Atomics.notify(ctrl, 5);
   let seen = Atomics.load(ctrl, 0);
+  const output = new OutputView();
   for (;;) {
     // poll for the next job for `spin` ms before sleeping (a wake-up
     // from Atomics.wait took 70-120 µs on the 2-core VM)
@@ -64,6 +66,9 @@ self.addEventListener("message", (ev: Event) => {
           lib.symbols.kernel as unknown as PackedKernelFn,
           addrs,
           next,
+          addrs[14] === 1
+            ? output.get(addrs[2], addrs[3] * addrs[4])
+            : undefined,
         );
       } else if (ctrl[7] === 1 || !memory) {
         sgemmFromAddresses(lib.symbols.cblas_sgemm, addrs, ctrl[4], next);

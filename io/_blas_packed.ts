@@ -127,20 +127,25 @@ type CopyFn = (
  * unrollN), [10] items across the outputs, [11] items in all, [12] the
  * bias's address (0: none), [13] that of at least [9] ones. y starts
  * zeroed; each item adds the bias first, then its k-blocks. Item `i` covers
- * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`.
+ * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`. [14] 1: each
+ * item then sets its negative outputs to 0 (ReLU) through `y`, while they
+ * are still in cache.
  *
  * @param kernel The family's kernel.
  * @param d The descriptor.
  * @param next The next item (each index once across the threads; one ≥
  * the count ends the loop).
+ * @param y A view of the output [2] (`rows × out` values), for the ReLU.
  */
 export function runPackedItems(
   kernel: PackedKernelFn,
   d: Float64Array,
   next: () => number,
+  y?: Float32Array,
 ): void {
   const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count] = d;
   const bias = d[12], ones = d[13];
+  const relu = d[14] === 1 ? y : undefined;
   for (let i = next(); i < count; i = next()) {
     const m0 = (i % mItems) * gm, m1 = Math.min(outF, m0 + gm);
     const n0 = Math.floor(i / mItems) * gn, n = Math.min(gn, rows - n0);
@@ -162,6 +167,48 @@ export function runPackedItems(
         kernel(m, n, kl, 1, aBlock + kl * ms * 4, bAt, cAt + ms * 4, outF);
       }
     }
+    if (relu) reluBlock(relu, outF, n0, n0 + n, m0, m1);
+  }
+}
+
+/** Sets the negative values of rows `r0..r1`, columns `c0..c1` of y to 0. */
+function reluBlock(
+  y: Float32Array,
+  cols: number,
+  r0: number,
+  r1: number,
+  c0: number,
+  c1: number,
+): void {
+  for (let r = r0; r < r1; r++) {
+    const o = r * cols;
+    for (let i = o + c0, e = o + c1; i < e; i++) if (y[i] < 0) y[i] = 0;
+  }
+}
+
+/**
+ * A thread's view of the output at an address, kept while the next job's
+ * output has the same address and size (freed and reallocated arrays
+ * often come back at the same place), so a view is made per new buffer,
+ * not per job.
+ */
+export class OutputView {
+  #at = -1;
+  #n = -1;
+  #view: Float32Array | undefined;
+
+  /** A view of `n` floats at address `at`. */
+  get(at: number, n: number): Float32Array {
+    if (at !== this.#at || n !== this.#n || !this.#view) {
+      const p = Deno.UnsafePointer.create(BigInt(at));
+      if (p === null) throw new RangeError(`Cannot view output at ${at}`);
+      this.#view = new Float32Array(
+        Deno.UnsafePointerView.getArrayBuffer(p, n * 4),
+      );
+      this.#at = at;
+      this.#n = n;
+    }
+    return this.#view;
   }
 }
 

@@ -145,6 +145,13 @@ export interface SystemBlasOptions {
    */
   packedSpin?: number;
   /**
+   * Milliseconds the packed path's helper thread alone polls for the next
+   * product after its last item before it sleeps (the calling thread
+   * sleeps at once unless {@link packedSpin} says otherwise), so the next
+   * layer's product finds it awake. Default 0.
+   */
+  packedHelperSpin?: number;
+  /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
    * malloc alone. Below it, freed output arrays return to the heap and the
@@ -335,11 +342,13 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       throw new RangeError(`Cannot use ${k} ${v}: expected an integer ≥ 0`);
     }
   }
-  const ps = opts.packedSpin;
-  if (ps !== undefined && !(ps >= 0 && ps <= 100)) {
-    throw new RangeError(
-      `Cannot poll ${ps} ms for the packed path's threads: expected 0..100`,
-    );
+  for (const k of ["packedSpin", "packedHelperSpin"] as const) {
+    const ps = opts[k];
+    if (ps !== undefined && !(ps >= 0 && ps <= 100)) {
+      throw new RangeError(
+        `Cannot poll ${ps} ms for the packed path's threads (${k}): expected 0..100`,
+      );
+    }
   }
   const timeout = opts.threadTimeout ?? 4;
   if (!Number.isInteger(timeout) || timeout < 4 || timeout > 30) {
@@ -431,7 +440,11 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const packed = opened.packed;
     const spin = opts.packedSpin ?? 0;
     const packer = packed
-      ? new SgemmHelper(path, packed.family.suffix, spin)
+      ? new SgemmHelper(
+        path,
+        packed.family.suffix,
+        Math.max(spin, opts.packedHelperSpin ?? 0),
+      )
       : null;
     const packedRows = opts.packedRows ?? transposeRows;
     const stats = { products: 0, items: 0, helperItems: 0 };
@@ -443,6 +456,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       w: Float32Array,
       outF: number,
       bias: Float32Array | undefined,
+      relu = false,
     ): Float32Array | null => {
       if (
         !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
@@ -470,6 +484,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         plan.mItems,
         plan.count,
         ...packed.biasOnes(bias, outF, rows),
+        relu ? 1 : 0,
       ]);
       const shared = two
         ? packer.start(null, 0, plan.count, true)
@@ -483,7 +498,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       stats.products++;
       stats.items += plan.count;
       try {
-        runPackedItems(packed.kernel, d, next);
+        runPackedItems(packed.kernel, d, next, y);
       } finally {
         const failed = two ? packer.finish(spin) : -1;
         stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
@@ -493,7 +508,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
             const i = once;
             once = plan.count;
             return i;
-          });
+          }, y);
         }
       }
       return y;
@@ -608,6 +623,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         return y;
       },
       gemmRelu(x, rows, inF, w, outF, bias) {
+        const p = packedProduct(x, rows, inF, w, outF, bias, true);
+        if (p) return p;
         if (
           !split || splitter.broken || outF < 16 * parts ||
           rows >= transposeRows

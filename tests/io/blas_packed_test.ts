@@ -128,6 +128,57 @@ Deno.test("packed GEMM: odd shapes against the F64 product, with and without bia
   }
 });
 
+Deno.test("packed GEMM: ReLU in the work items equals the product then ReLU, 1 and 2 threads, and held outputs stay intact", async () => {
+  const one = packedBlas(1);
+  if (!one) return;
+  const two = packedBlas(2, { packedHelperSpin: 0.3 });
+  if (!two) return one.close();
+  try {
+    await warmHelper(two);
+    const helped = two.packedStats!.helperItems;
+    const held: [Float32Array, Float32Array, string][] = [];
+    let seed = 500, zeros = 0, positive = 0;
+    // the same size twice in a row (the helper's cached view of y) and
+    // sizes that change (a new view)
+    for (
+      const [rows, inF, outF] of [
+        [64, 384, 1000],
+        [64, 384, 1000],
+        [17, 1000, 33],
+        [130, 33, 384],
+        [64, 384, 1000],
+        [3, 7, 1000],
+      ]
+    ) {
+      const x = uniform(rows * inF, seed++), w = uniform(outF * inF, seed++);
+      const b = uniform(outF, seed++);
+      const shape = `${rows}×${inF}→${outF}`;
+      const y = one.backend!.gemm(x, rows, inF, w, outF, b);
+      check(y, x, w, b, rows, inF, outF, shape);
+      const want = y.map((v) => v < 0 ? 0 : v);
+      const r1 = one.backend!.gemmRelu!(x, rows, inF, w, outF, b);
+      const r2 = two.backend!.gemmRelu!(x, rows, inF, w, outF, b);
+      if (!r1 || !r2) throw new Error(`${shape}: no packed gemmRelu`);
+      assertEquals(r1, want, `${shape}: 1 thread`);
+      assertEquals(r2, want, `${shape}: 2 threads`);
+      for (const v of want) v === 0 ? zeros++ : positive++;
+      held.push([r2, want.slice(), shape]);
+    }
+    assert(zeros > 1000 && positive > 1000, `${zeros} zeros, ${positive} > 0`);
+    // every output the caller still holds is its own array, unchanged
+    for (const [r, want, shape] of held) {
+      assertEquals(r, want, `${shape}: a later product changed a held output`);
+    }
+    assert(
+      two.packedStats!.helperItems > helped,
+      "the helper thread ran no ReLU items",
+    );
+  } finally {
+    one.close();
+    two.close();
+  }
+});
+
 Deno.test("packed GEMM: a weight inside a larger buffer, changed in place, is packed again after forgetWeight", () => {
   const blas = packedBlas(1);
   if (!blas) return;
@@ -230,6 +281,11 @@ Deno.test("packed GEMM: the plan covers every output and row once, on unroll bou
 
 Deno.test("packed GEMM: options out of range are refused", () => {
   assertThrows(() => openSystemBlas({ packedSpin: -1 }), RangeError, "0..100");
+  assertThrows(
+    () => openSystemBlas({ packedHelperSpin: 101 }),
+    RangeError,
+    "packedHelperSpin",
+  );
   assertThrows(
     () => openSystemBlas({ packedRows: 1.5 }),
     RangeError,
