@@ -10,7 +10,9 @@
  * helper is ready, [6] 1 + the index of a call that failed here (0: none),
  * [7] 1 when the job's list is the address list `addrs` (absolute
  * addresses, see `sgemmFromAddresses`) rather than one in `memory`, 2
- * when `addrs` holds a packed job (`runPackedItems`, io/_blas_packed.ts).
+ * when `addrs` holds a packed job (`runPackedItems`, io/_blas_packed.ts),
+ * [8] the last job whose list may be read (the main thread may wake the
+ * helper before it has filled the list, so the wake-up overlaps that).
  *
  * @module
  */
@@ -58,6 +60,18 @@ self.addEventListener("message", (ev: Event) => {
     const job = Atomics.load(ctrl, 0);
     if (job < 0) break;
     seen = job;
+    // the list is ready once [8] says so: poll up to 1 ms, then sleep
+    const until2 = performance.now() + 1;
+    while (Atomics.load(ctrl, 8) !== job && performance.now() < until2) {
+      // spin
+    }
+    for (
+      let go = Atomics.load(ctrl, 8);
+      go !== job;
+      go = Atomics.load(ctrl, 8)
+    ) {
+      Atomics.wait(ctrl, 8, go);
+    }
     let taken = -1;
     try {
       const next = () => (taken = Atomics.add(ctrl, 3, 1));

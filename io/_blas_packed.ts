@@ -431,6 +431,23 @@ export class PackedGemm {
   }
 
   /**
+   * Throws what {@link packX} and {@link biasOnes} would throw, before
+   * any thread is told about the product.
+   *
+   * @throws {RangeError} When `x` or `bias` is shorter than its shape.
+   */
+  check(
+    x: Float32Array,
+    rows: number,
+    inF: number,
+    bias: Float32Array | undefined,
+    outF: number,
+  ): void {
+    short("input", x, rows, inF);
+    if (bias) short("bias", bias, 1, outF);
+  }
+
+  /**
    * x (`rows × inF`) packed into the reused buffer, k-block by k-block;
    * returns the buffer's address.
    *

@@ -152,6 +152,12 @@ export interface SystemBlasOptions {
    */
   packedHelperSpin?: number;
   /**
+   * Wake the packed path's helper thread before the output is allocated
+   * and x packed, so its wake-up (70-120 µs on a 2-vCPU VM) overlaps
+   * that work; it reads the product once it is ready. Default true.
+   */
+  packedEarlyWake?: boolean;
+  /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
    * malloc alone. Below it, freed output arrays return to the heap and the
@@ -447,6 +453,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       )
       : null;
     const packedRows = opts.packedRows ?? transposeRows;
+    const earlyWake = opts.packedEarlyWake ?? true;
     const stats = { products: 0, items: 0, helperItems: 0 };
     /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
     const packedProduct = (
@@ -464,44 +471,57 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       ) return null;
       const pw = packed.weight(w, outF, inF);
       if (!pw) return null;
-      const { y, at } = outputRows(rows, outF);
-      const sb = packed.packX(x, rows, inF);
+      packed.check(x, rows, inF, bias, outF);
       const two = threads > 1 && !packer.broken;
       const fam = packed.family;
       const plan = planPacked(fam, rows, outF);
       const d = packer.addresses;
-      d.set([
-        pw.at,
-        sb,
-        at,
-        outF,
-        rows,
-        inF,
-        blockK(fam, inF),
-        fam.mc,
-        plan.gm,
-        plan.gn,
-        plan.mItems,
-        plan.count,
-        ...packed.biasOnes(bias, outF, rows),
-        relu ? 1 : 0,
-      ]);
-      const shared = two
-        ? packer.start(null, 0, plan.count, true)
-        : ((k) => () => k++)(0);
-      let mine = 0;
-      const next = () => {
-        const i = shared();
-        if (i < plan.count) mine++;
-        return i;
-      };
-      stats.products++;
-      stats.items += plan.count;
+      // wake the helper first, so its wake-up overlaps y's allocation and
+      // x's packing; it reads the descriptor after `go`
+      let shared = two && earlyWake
+        ? packer.start(null, 0, plan.count, true, true)
+        : null;
+      let mine = 0, ready = false, y: Float32Array | undefined;
       try {
+        const out = outputRows(rows, outF);
+        y = out.y;
+        const sb = packed.packX(x, rows, inF);
+        d.set([
+          pw.at,
+          sb,
+          out.at,
+          outF,
+          rows,
+          inF,
+          blockK(fam, inF),
+          fam.mc,
+          plan.gm,
+          plan.gn,
+          plan.mItems,
+          plan.count,
+          ...packed.biasOnes(bias, outF, rows),
+          relu ? 1 : 0,
+        ]);
+        ready = true;
+        if (shared) packer.go();
+        else if (two) shared = packer.start(null, 0, plan.count, true);
+        const take = shared ?? ((k) => () => k++)(0);
+        const next = () => {
+          const i = take();
+          if (i < plan.count) mine++;
+          return i;
+        };
+        stats.products++;
+        stats.items += plan.count;
         runPackedItems(packed.kernel, d, next, y);
       } finally {
+        // on a throw before the descriptor was filled, the helper is let
+        // go on an empty job (the previous product's y may be gone)
+        if (!ready) d[11] = 0;
         const failed = two ? packer.finish(spin) : -1;
-        stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
+        if (ready) {
+          stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
+        }
         if (failed >= 0) {
           let once = failed;
           runPackedItems(packed.kernel, d, () => {

@@ -318,6 +318,32 @@ Deno.test("packed GEMM: arrays shorter than their shapes are refused before nati
   }
 });
 
+Deno.test("packed GEMM: on 2 threads a refused product leaves the helper working", async () => {
+  const two = packedBlas(2);
+  if (!two) return;
+  try {
+    await warmHelper(two);
+    const w = uniform(1000 * 64, 4), x = uniform(64 * 64, 5);
+    const b = uniform(1000, 6);
+    assertThrows(
+      () => two.backend!.gemm(x.subarray(1), 64, 64, w, 1000, b),
+      RangeError,
+      "the input has 4095 values",
+    );
+    assertThrows(
+      () => two.backend!.gemmRelu!(x, 64, 64, w, 1000, b.subarray(1)),
+      RangeError,
+      "the bias has 999 values",
+    );
+    const helped = two.packedStats!.helperItems;
+    const y = two.backend!.gemm(x, 64, 64, w, 1000, b);
+    check(y, x, w, b, 64, 64, 1000, "after the refused products");
+    assert(two.packedStats!.helperItems >= helped);
+  } finally {
+    two.close();
+  }
+});
+
 /** CPU flags each family's kernels need (x86-64 Linux only). */
 const FAMILY_FLAGS: Record<string, string[]> = {
   Haswell: ["avx2", "fma"],
