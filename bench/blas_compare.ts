@@ -27,7 +27,7 @@
  * once x is packed (`packedEarlyWake: false`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
- * as N column blocks; each `split*`, `packed*` and `default` row also
+ * as N column blocks; each `split*` and the `default` row also
  * comes as a row with the first layer's ReLU applied by the threads
  * (`gemmRelu`: by each column block or work item); `one-thread` is one BLAS thread
  * without packed weights;
@@ -335,7 +335,7 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
-    if (b?.gemmRelu && /^(split|packed|default)/.test(name)) {
+    if (b?.gemmRelu && /^(split|default)/.test(name)) {
       // the first layer's ReLU applied by the threads of its blocks
       const fused = () =>
         withBackend(b, () => {

@@ -167,7 +167,9 @@ export function runPackedItems(
         kernel(m, n, kl, 1, aBlock + kl * ms * 4, bAt, cAt + ms * 4, outF);
       }
     }
-    if (relu) reluBlock(relu, outF, n0, n0 + n, m0, m1);
+    // (int32 bounds: the descriptor's doubles as loop bounds made the
+    // loop 3× slower)
+    if (relu) reluBlock(relu, outF | 0, n0 | 0, (n0 + n) | 0, m0 | 0, m1 | 0);
   }
 }
 
