@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-late,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-late,packed-g128,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -24,7 +24,8 @@
  * same with its helper thread polling N ms for the next product
  * (`packedSpin`: both threads), `packed-hspinN` with the helper alone
  * polling (`packedHelperSpin`), `packed-late` with the helper woken only
- * once x is packed (`packedEarlyWake: false`), `packed1`
+ * once x is packed (`packedEarlyWake: false`), `packed-gN` with work
+ * items of at most N outputs (`packedGroup`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
  * as N column blocks; each `split*` and the `default` row also
@@ -137,6 +138,11 @@ if (VARIANTS.has("packed")) {
 if (VARIANTS.has("packed-late")) {
   // the helper woken only once the product is ready
   open("packed-late", { threads: THREADS, packedEarlyWake: false });
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-gN: work items of at most N outputs
+  const m = /^packed-g(\d+)$/.exec(v);
+  if (m) open(v, { threads: THREADS, packedGroup: Number(m[1]) });
 }
 for (const v of VARIANTS as Set<string>) {
   // packed-hspinN: the helper alone polls N ms for the next product

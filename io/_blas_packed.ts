@@ -273,7 +273,7 @@ export interface PackedPlan {
 }
 
 /** Most outputs per item (each item reads all of packed x again). */
-const GROUP = 256;
+export const GROUP = 256;
 
 /**
  * The items of a `rows × in → out` product: an even number of output
@@ -290,8 +290,9 @@ export function planPacked(
   fam: PackedFamily,
   rows: number,
   outF: number,
+  group: number = GROUP,
 ): PackedPlan {
-  const per = 2 * Math.ceil(outF / (2 * GROUP));
+  const per = 2 * Math.ceil(outF / (2 * group));
   const um = fam.unrollM, un = fam.unrollN;
   const gm = Math.max(um, Math.ceil(outF / per / um) * um);
   const mItems = Math.ceil(outF / gm);

@@ -15,6 +15,7 @@ import { TransposedWeights } from "./_blas_transpose.ts";
 import {
   blockK,
   type CopyBudget,
+  GROUP,
   outputRows,
   PackedGemm,
   planPacked,
@@ -157,6 +158,13 @@ export interface SystemBlasOptions {
    * that work; it reads the product once it is ready. Default true.
    */
   packedEarlyWake?: boolean;
+  /**
+   * Most outputs per work item of the packed path (rounded up to the
+   * kernel's unroll; default 256). Smaller items balance the two threads
+   * better when one is slowed; the plan, and so the bits, depend on it,
+   * never on the thread count.
+   */
+  packedGroup?: number;
   /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
@@ -342,6 +350,12 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       `Cannot split products into ${sc} column blocks: expected an integer 2..8`,
     );
   }
+  const pg = opts.packedGroup;
+  if (pg !== undefined && (!Number.isSafeInteger(pg) || pg < 1)) {
+    throw new RangeError(
+      `Cannot use packedGroup ${pg}: expected an integer ≥ 1`,
+    );
+  }
   for (const k of ["transposeRows", "transposeBytes", "packedRows"] as const) {
     const v = opts[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
@@ -454,6 +468,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       : null;
     const packedRows = opts.packedRows ?? transposeRows;
     const earlyWake = opts.packedEarlyWake ?? true;
+    const group = opts.packedGroup ?? GROUP;
     const stats = { products: 0, items: 0, helperItems: 0 };
     /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
     const packedProduct = (
@@ -474,7 +489,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       packed.check(x, rows, inF, bias, outF);
       const two = threads > 1 && !packer.broken;
       const fam = packed.family;
-      const plan = planPacked(fam, rows, outF);
+      const plan = planPacked(fam, rows, outF, group);
       const d = packer.addresses;
       // wake the helper first, so its wake-up overlaps y's allocation and
       // x's packing; it reads the descriptor after `go`

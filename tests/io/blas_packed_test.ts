@@ -282,6 +282,11 @@ Deno.test("packed GEMM: the plan covers every output and row once, on unroll bou
 Deno.test("packed GEMM: options out of range are refused", () => {
   assertThrows(() => openSystemBlas({ packedSpin: -1 }), RangeError, "0..100");
   assertThrows(
+    () => openSystemBlas({ packedGroup: 0 }),
+    RangeError,
+    "packedGroup",
+  );
+  assertThrows(
     () => openSystemBlas({ packedHelperSpin: 101 }),
     RangeError,
     "packedHelperSpin",
