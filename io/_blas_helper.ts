@@ -60,8 +60,9 @@ self.addEventListener("message", (ev: Event) => {
     const job = Atomics.load(ctrl, 0);
     if (job < 0) break;
     seen = job;
-    // the list is ready once [8] says so: poll up to 1 ms, then sleep
-    const until2 = performance.now() + 1;
+    // the list is ready once [8] says so: poll up to 0.3 ms (the main
+    // thread allocates y and packs x meanwhile), then sleep
+    const until2 = performance.now() + 0.3;
     while (Atomics.load(ctrl, 8) !== job && performance.now() < until2) {
       // spin
     }
