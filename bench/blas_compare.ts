@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-late,packed-g128,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-g128,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -23,8 +23,8 @@
  * weights at any row count (`packedRows: 2 ** 31`), `packed-spinN` the
  * same with its helper thread polling N ms for the next product
  * (`packedSpin`: both threads), `packed-hspinN` with the helper alone
- * polling (`packedHelperSpin`), `packed-late` with the helper woken only
- * once x is packed (`packedEarlyWake: false`), `packed-gN` with work
+ * polling (`packedHelperSpin`), `packed-early` with the helper woken
+ * before y is allocated and x packed (`packedEarlyWake`), `packed-gN` with work
  * items of at most N outputs (`packedGroup`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
@@ -135,9 +135,9 @@ if (VARIANTS.has("packed")) {
   open("packed", { threads: THREADS, packedWeights: true });
   console.log(`packed: ${opened.at(-1)!.packed}`);
 }
-if (VARIANTS.has("packed-late")) {
-  // the helper woken only once the product is ready
-  open("packed-late", { threads: THREADS, packedEarlyWake: false });
+if (VARIANTS.has("packed-early")) {
+  // the helper woken before y is allocated and x packed
+  open("packed-early", { threads: THREADS, packedEarlyWake: true });
 }
 for (const v of VARIANTS as Set<string>) {
   // packed-gN: work items of at most N outputs

@@ -149,13 +149,19 @@ export interface SystemBlasOptions {
    * Milliseconds the packed path's helper thread alone polls for the next
    * product after its last item before it sleeps (the calling thread
    * sleeps at once unless {@link packedSpin} says otherwise), so the next
-   * layer's product finds it awake. Default 0.
+   * layer's product finds it awake. Default 0: 0.3 ms measured no faster
+   * on the batch-64 MLP on a quiet machine and 7-10% slower with another
+   * process on one of the two cores (docs/performance.md).
    */
   packedHelperSpin?: number;
   /**
    * Wake the packed path's helper thread before the output is allocated
    * and x packed, so its wake-up (70-120 µs on a 2-vCPU VM) overlaps
-   * that work; it reads the product once it is ready. Default true.
+   * that work; it polls up to 0.3 ms for the product to be ready, then
+   * sleeps. Default false: on the batch-64 MLP it measured level with the
+   * late wake-up on a quiet machine and 1-4% slower with another process
+   * on one of the two cores (its polling takes the calling thread's core;
+   * docs/performance.md).
    */
   packedEarlyWake?: boolean;
   /**
@@ -467,7 +473,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       )
       : null;
     const packedRows = opts.packedRows ?? transposeRows;
-    const earlyWake = opts.packedEarlyWake ?? true;
+    const earlyWake = opts.packedEarlyWake ?? false;
     const group = opts.packedGroup ?? GROUP;
     const stats = { products: 0, items: 0, helperItems: 0 };
     /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */

@@ -131,7 +131,8 @@ Deno.test("packed GEMM: odd shapes against the F64 product, with and without bia
 Deno.test("packed GEMM: ReLU in the work items equals the product then ReLU, 1 and 2 threads, and held outputs stay intact", async () => {
   const one = packedBlas(1);
   if (!one) return;
-  const two = packedBlas(2, { packedHelperSpin: 0.3 });
+  // the helper woken early and polling between products
+  const two = packedBlas(2, { packedHelperSpin: 0.3, packedEarlyWake: true });
   if (!two) return one.close();
   try {
     await warmHelper(two);
@@ -324,7 +325,11 @@ Deno.test("packed GEMM: arrays shorter than their shapes are refused before nati
 });
 
 Deno.test("packed GEMM: on 2 threads a refused product leaves the helper working", async () => {
-  const two = packedBlas(2);
+  for (const early of [false, true]) await refusedCase(early);
+});
+
+async function refusedCase(early: boolean): Promise<void> {
+  const two = packedBlas(2, { packedEarlyWake: early });
   if (!two) return;
   try {
     await warmHelper(two);
@@ -342,12 +347,12 @@ Deno.test("packed GEMM: on 2 threads a refused product leaves the helper working
     );
     const helped = two.packedStats!.helperItems;
     const y = two.backend!.gemm(x, 64, 64, w, 1000, b);
-    check(y, x, w, b, 64, 64, 1000, "after the refused products");
+    check(y, x, w, b, 64, 64, 1000, `early ${early}: after refused products`);
     assert(two.packedStats!.helperItems >= helped);
   } finally {
     two.close();
   }
-});
+}
 
 /** CPU flags each family's kernels need (x86-64 Linux only). */
 const FAMILY_FLAGS: Record<string, string[]> = {
