@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-g128,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-pop,packed-g128,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -24,7 +24,8 @@
  * same with its helper thread polling N ms for the next product
  * (`packedSpin`: both threads), `packed-hspinN` with the helper alone
  * polling (`packedHelperSpin`), `packed-early` with the helper woken
- * before y is allocated and x packed (`packedEarlyWake`), `packed-gN` with work
+ * before y is allocated and x packed (`packedEarlyWake`), `packed-pop`
+ * with fresh outputs populated first (`packedPopulate`), `packed-gN` with work
  * items of at most N outputs (`packedGroup`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
@@ -134,6 +135,10 @@ for (const v of VARIANTS as Set<string>) {
 if (VARIANTS.has("packed")) {
   open("packed", { threads: THREADS, packedWeights: true });
   console.log(`packed: ${opened.at(-1)!.packed}`);
+}
+if (VARIANTS.has("packed-pop")) {
+  // fresh outputs populated (madvise) before the kernel calls write them
+  open("packed-pop", { threads: THREADS, packedPopulate: true });
 }
 if (VARIANTS.has("packed-early")) {
   // the helper woken before y is allocated and x packed

@@ -502,19 +502,54 @@ export class PackedGemm {
   }
 }
 
+/** `madvise` advice: fault the range in, writable (Linux 5.14+). */
+const MADV_POPULATE_WRITE = 23;
+/** Outputs at least this large are populated (smaller ones are heap memory). */
+const POPULATE_BYTES = 1 << 17;
+
+type Madvise = (p: Deno.PointerValue, len: bigint, advice: number) => number;
+/** libc's `madvise` (undefined: not looked up yet; null: none or refused). */
+let madvise: Madvise | null | undefined;
+
+function populator(): Madvise | null {
+  if (madvise !== undefined) return madvise;
+  madvise = null;
+  if (Deno.build.os !== "linux") return null;
+  try {
+    const lib = Deno.dlopen("libc.so.6", {
+      madvise: { parameters: ["pointer", "usize", "i32"], result: "i32" },
+    });
+    madvise = lib.symbols.madvise as Madvise;
+  } catch {
+    // no glibc: outputs are faulted in by the items
+  }
+  return madvise;
+}
+
 /**
  * A zeroed `rows × outF` array on its own off-heap buffer (its address
- * stays put while other threads write it), and its address. Its pages are
- * first touched by the threads' items (the bias goes in with the product),
- * not all on the calling thread.
+ * stays put while other threads write it), and its address. A fresh large
+ * buffer's pages are otherwise faulted in one by one by the threads'
+ * kernel calls; with `populate` they are mapped by one
+ * `madvise(MADV_POPULATE_WRITE)` first (where the kernel has it; one that
+ * refuses turns it off for the process).
  */
 export function outputRows(
   rows: number,
   outF: number,
+  populate = false,
 ): { y: Float32Array; at: number } {
   const y = new Float32Array(new ArrayBuffer(rows * outF * 4));
   const at = y.length === 0
     ? 0
     : Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(y)));
+  const f = populate && y.byteLength >= POPULATE_BYTES ? populator() : null;
+  if (f) {
+    // whole pages inside the buffer
+    const a0 = Math.ceil(at / 4096) * 4096;
+    const a1 = Math.floor((at + y.byteLength) / 4096) * 4096;
+    const p = a1 > a0 ? Deno.UnsafePointer.create(BigInt(a0)) : null;
+    if (p && f(p, BigInt(a1 - a0), MADV_POPULATE_WRITE) !== 0) madvise = null;
+  }
   return { y, at };
 }

@@ -131,8 +131,13 @@ Deno.test("packed GEMM: odd shapes against the F64 product, with and without bia
 Deno.test("packed GEMM: ReLU in the work items equals the product then ReLU, 1 and 2 threads, and held outputs stay intact", async () => {
   const one = packedBlas(1);
   if (!one) return;
-  // the helper woken early and polling between products
-  const two = packedBlas(2, { packedHelperSpin: 0.3, packedEarlyWake: true });
+  // the helper woken early and polling between products, outputs of 128
+  // KiB or more populated before the kernel writes them
+  const two = packedBlas(2, {
+    packedHelperSpin: 0.3,
+    packedEarlyWake: true,
+    packedPopulate: true,
+  });
   if (!two) return one.close();
   try {
     await warmHelper(two);
