@@ -176,7 +176,7 @@ export interface SystemBlasOptions {
    * (Linux 5.14+, outputs of 128 KiB or more) before the packed product
    * writes it, instead of a page fault per 4 KiB inside the kernel calls
    * of both threads. Default false: a probe of the MLP's pieces measured
-   * its kernel calls 3-10% faster this way, but the batch-64 MLP bench
+   * its kernel calls 4-15% faster this way, but the batch-64 MLP bench
    * showed no gain over six runs (docs/performance.md).
    */
   packedPopulate?: boolean;
