@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-all,packed-spin0.5,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-pop,packed-g128,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -22,11 +22,16 @@
  * the default with `packedWeights: true` stated, `packed-all` packed
  * weights at any row count (`packedRows: 2 ** 31`), `packed-spinN` the
  * same with its helper thread polling N ms for the next product
- * (`packedSpin`), `packed1`
+ * (`packedSpin`: both threads), `packed-hspinN` with the helper alone
+ * polling (`packedHelperSpin`), `packed-early` with the helper woken
+ * before y is allocated and x packed (`packedEarlyWake`), `packed-pop`
+ * with fresh outputs populated first (`packedPopulate`), `packed-gN` with work
+ * items of at most N outputs (`packedGroup`), `packed1`
  * the same on one thread; `split` runs each product as two
  * single-threaded column halves on two threads (`splitColumns`), `splitN`
- * as N column blocks (each also as a row with the first layer's ReLU
- * applied by the threads, `gemmRelu`); `one-thread` is one BLAS thread
+ * as N column blocks; each `split*` and the `default` row also
+ * comes as a row with the first layer's ReLU applied by the threads
+ * (`gemmRelu`: by each column block or work item); `one-thread` is one BLAS thread
  * without packed weights;
  * `wasm` the WebAssembly kernels. `--cores` adds one OpenBLAS instance
  * per kernel family (`OPENBLAS_CORETYPE`; a copy of the library in a
@@ -131,8 +136,32 @@ if (VARIANTS.has("packed")) {
   open("packed", { threads: THREADS, packedWeights: true });
   console.log(`packed: ${opened.at(-1)!.packed}`);
 }
+if (VARIANTS.has("packed-pop")) {
+  // fresh outputs populated (madvise) before the kernel calls write them
+  open("packed-pop", { threads: THREADS, packedPopulate: true });
+}
+if (VARIANTS.has("packed-early")) {
+  // the helper woken before y is allocated and x packed
+  open("packed-early", { threads: THREADS, packedEarlyWake: true });
+}
 for (const v of VARIANTS as Set<string>) {
-  // packed-spinN: the helper polls N ms for the next product
+  // packed-gN: work items of at most N outputs
+  const m = /^packed-g(\d+)$/.exec(v);
+  if (m) open(v, { threads: THREADS, packedGroup: Number(m[1]) });
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-hspinN: the helper alone polls N ms for the next product
+  const m = /^packed-hspin([\d.]+)$/.exec(v);
+  if (m) {
+    open(v, {
+      threads: THREADS,
+      packedWeights: true,
+      packedHelperSpin: Number(m[1]),
+    });
+  }
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-spinN: both threads poll N ms (the helper for the next product)
   const m = /^packed-spin([\d.]+)$/.exec(v);
   if (m) {
     open(v, {
@@ -317,7 +346,7 @@ if (args.shapes.includes("mlp")) {
     const f = () => withBackend(b, ours);
     console.log(`${name}: max |difference| to ORT ${maxDiff(f(), want)}`);
     rows.set(name, f);
-    if (b?.gemmRelu && /^split/.test(name)) {
+    if (b?.gemmRelu && /^(split|default)/.test(name)) {
       // the first layer's ReLU applied by the threads of its blocks
       const fused = () =>
         withBackend(b, () => {

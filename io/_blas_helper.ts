@@ -10,13 +10,16 @@
  * helper is ready, [6] 1 + the index of a call that failed here (0: none),
  * [7] 1 when the job's list is the address list `addrs` (absolute
  * addresses, see `sgemmFromAddresses`) rather than one in `memory`, 2
- * when `addrs` holds a packed job (`runPackedItems`, io/_blas_packed.ts).
+ * when `addrs` holds a packed job (`runPackedItems`, io/_blas_packed.ts),
+ * [8] the last job whose list may be read (the main thread may wake the
+ * helper before it has filled the list, so the wake-up overlaps that).
  *
  * @module
  */
 
 import {
   kernelSymbol,
+  OutputView,
   type PackedKernelFn,
   runPackedItems,
 } from "./_blas_packed.ts";
@@ -45,6 +48,7 @@ self.addEventListener("message", (ev: Event) => {
   Atomics.store(ctrl, 5, 1);
   Atomics.notify(ctrl, 5);
   let seen = Atomics.load(ctrl, 0);
+  const output = new OutputView();
   for (;;) {
     // poll for the next job for `spin` ms before sleeping (a wake-up
     // from Atomics.wait took 70-120 µs on the 2-core VM)
@@ -56,6 +60,19 @@ self.addEventListener("message", (ev: Event) => {
     const job = Atomics.load(ctrl, 0);
     if (job < 0) break;
     seen = job;
+    // the list is ready once [8] says so: poll up to 0.3 ms (the main
+    // thread allocates y and packs x meanwhile), then sleep
+    const until2 = performance.now() + 0.3;
+    while (Atomics.load(ctrl, 8) !== job && performance.now() < until2) {
+      // spin
+    }
+    for (
+      let go = Atomics.load(ctrl, 8);
+      go !== job;
+      go = Atomics.load(ctrl, 8)
+    ) {
+      Atomics.wait(ctrl, 8, go);
+    }
     let taken = -1;
     try {
       const next = () => (taken = Atomics.add(ctrl, 3, 1));
@@ -64,6 +81,9 @@ self.addEventListener("message", (ev: Event) => {
           lib.symbols.kernel as unknown as PackedKernelFn,
           addrs,
           next,
+          addrs[14] === 1
+            ? output.get(addrs[2], addrs[3] * addrs[4])
+            : undefined,
         );
       } else if (ctrl[7] === 1 || !memory) {
         sgemmFromAddresses(lib.symbols.cblas_sgemm, addrs, ctrl[4], next);

@@ -127,20 +127,25 @@ type CopyFn = (
  * unrollN), [10] items across the outputs, [11] items in all, [12] the
  * bias's address (0: none), [13] that of at least [9] ones. y starts
  * zeroed; each item adds the bias first, then its k-blocks. Item `i` covers
- * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`.
+ * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`. [14] 1: each
+ * item then sets its negative outputs to 0 (ReLU) through `y`, while they
+ * are still in cache.
  *
  * @param kernel The family's kernel.
  * @param d The descriptor.
  * @param next The next item (each index once across the threads; one ≥
  * the count ends the loop).
+ * @param y A view of the output [2] (`rows × out` values), for the ReLU.
  */
 export function runPackedItems(
   kernel: PackedKernelFn,
   d: Float64Array,
   next: () => number,
+  y?: Float32Array,
 ): void {
   const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count] = d;
   const bias = d[12], ones = d[13];
+  const relu = d[14] === 1 ? y : undefined;
   for (let i = next(); i < count; i = next()) {
     const m0 = (i % mItems) * gm, m1 = Math.min(outF, m0 + gm);
     const n0 = Math.floor(i / mItems) * gn, n = Math.min(gn, rows - n0);
@@ -162,6 +167,50 @@ export function runPackedItems(
         kernel(m, n, kl, 1, aBlock + kl * ms * 4, bAt, cAt + ms * 4, outF);
       }
     }
+    // (int32 bounds: the descriptor's doubles as loop bounds made the
+    // loop 3× slower)
+    if (relu) reluBlock(relu, outF | 0, n0 | 0, (n0 + n) | 0, m0 | 0, m1 | 0);
+  }
+}
+
+/** Sets the negative values of rows `r0..r1`, columns `c0..c1` of y to 0. */
+function reluBlock(
+  y: Float32Array,
+  cols: number,
+  r0: number,
+  r1: number,
+  c0: number,
+  c1: number,
+): void {
+  for (let r = r0; r < r1; r++) {
+    const o = r * cols;
+    for (let i = o + c0, e = o + c1; i < e; i++) if (y[i] < 0) y[i] = 0;
+  }
+}
+
+/**
+ * A thread's view of the output at an address, kept while the next job's
+ * output has the same address and size (freed and reallocated arrays
+ * often come back at the same place), so a view is made per new buffer,
+ * not per job.
+ */
+export class OutputView {
+  #at = -1;
+  #n = -1;
+  #view: Float32Array | undefined;
+
+  /** A view of `n` floats at address `at`. */
+  get(at: number, n: number): Float32Array {
+    if (at !== this.#at || n !== this.#n || !this.#view) {
+      const p = Deno.UnsafePointer.create(BigInt(at));
+      if (p === null) throw new RangeError(`Cannot view output at ${at}`);
+      this.#view = new Float32Array(
+        Deno.UnsafePointerView.getArrayBuffer(p, n * 4),
+      );
+      this.#at = at;
+      this.#n = n;
+    }
+    return this.#view;
   }
 }
 
@@ -224,7 +273,7 @@ export interface PackedPlan {
 }
 
 /** Most outputs per item (each item reads all of packed x again). */
-const GROUP = 256;
+export const GROUP = 256;
 
 /**
  * The items of a `rows × in → out` product: an even number of output
@@ -241,8 +290,9 @@ export function planPacked(
   fam: PackedFamily,
   rows: number,
   outF: number,
+  group: number = GROUP,
 ): PackedPlan {
-  const per = 2 * Math.ceil(outF / (2 * GROUP));
+  const per = 2 * Math.ceil(outF / (2 * group));
   const um = fam.unrollM, un = fam.unrollN;
   const gm = Math.max(um, Math.ceil(outF / per / um) * um);
   const mItems = Math.ceil(outF / gm);
@@ -384,6 +434,23 @@ export class PackedGemm {
   }
 
   /**
+   * Throws what {@link packX} and {@link biasOnes} would throw, before
+   * any thread is told about the product.
+   *
+   * @throws {RangeError} When `x` or `bias` is shorter than its shape.
+   */
+  check(
+    x: Float32Array,
+    rows: number,
+    inF: number,
+    bias: Float32Array | undefined,
+    outF: number,
+  ): void {
+    short("input", x, rows, inF);
+    if (bias) short("bias", bias, 1, outF);
+  }
+
+  /**
    * x (`rows × inF`) packed into the reused buffer, k-block by k-block;
    * returns the buffer's address.
    *
@@ -435,19 +502,54 @@ export class PackedGemm {
   }
 }
 
+/** `madvise` advice: fault the range in, writable (Linux 5.14+). */
+const MADV_POPULATE_WRITE = 23;
+/** Outputs at least this large are populated (smaller ones are heap memory). */
+const POPULATE_BYTES = 1 << 17;
+
+type Madvise = (p: Deno.PointerValue, len: bigint, advice: number) => number;
+/** libc's `madvise` (undefined: not looked up yet; null: none or refused). */
+let madvise: Madvise | null | undefined;
+
+function populator(): Madvise | null {
+  if (madvise !== undefined) return madvise;
+  madvise = null;
+  if (Deno.build.os !== "linux") return null;
+  try {
+    const lib = Deno.dlopen("libc.so.6", {
+      madvise: { parameters: ["pointer", "usize", "i32"], result: "i32" },
+    });
+    madvise = lib.symbols.madvise as Madvise;
+  } catch {
+    // no glibc: outputs are faulted in by the items
+  }
+  return madvise;
+}
+
 /**
  * A zeroed `rows × outF` array on its own off-heap buffer (its address
- * stays put while other threads write it), and its address. Its pages are
- * first touched by the threads' items (the bias goes in with the product),
- * not all on the calling thread.
+ * stays put while other threads write it), and its address. A fresh large
+ * buffer's pages are otherwise faulted in one by one by the threads'
+ * kernel calls; with `populate` they are mapped by one
+ * `madvise(MADV_POPULATE_WRITE)` first (where the kernel has it; one that
+ * refuses turns it off for the process).
  */
 export function outputRows(
   rows: number,
   outF: number,
+  populate = false,
 ): { y: Float32Array; at: number } {
   const y = new Float32Array(new ArrayBuffer(rows * outF * 4));
   const at = y.length === 0
     ? 0
     : Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(y)));
+  const f = populate && y.byteLength >= POPULATE_BYTES ? populator() : null;
+  if (f) {
+    // whole pages inside the buffer
+    const a0 = Math.ceil(at / 4096) * 4096;
+    const a1 = Math.floor((at + y.byteLength) / 4096) * 4096;
+    const p = a1 > a0 ? Deno.UnsafePointer.create(BigInt(a0)) : null;
+    if (p && f(p, BigInt(a1 - a0), MADV_POPULATE_WRITE) !== 0) madvise = null;
+  }
   return { y, at };
 }

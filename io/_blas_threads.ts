@@ -22,7 +22,8 @@ const JOB = 0,
   COUNT = 4,
   READY = 5,
   FAILED = 6,
-  ADDRESSES = 7;
+  ADDRESSES = 7,
+  GO = 8;
 
 /** Calls an address list holds (see {@link SgemmHelper.addresses}). */
 export const ADDRESS_CALLS = 8;
@@ -80,6 +81,9 @@ export class SgemmHelper {
    * the other kind it restarts).
    * @param packed With a null memory: the address list holds a packed
    * job's descriptor (`runPackedItems`), not calls.
+   * @param deferred Wake the helper now but let it read the list only
+   * after {@link go} (the caller fills the list while the helper wakes;
+   * `finish` calls `go` if the caller did not).
    * @returns The counter the main thread takes its calls from.
    */
   start(
@@ -87,6 +91,7 @@ export class SgemmHelper {
     list: number,
     count: number,
     packed = false,
+    deferred = false,
   ): () => number {
     let k = 0;
     const alone = () => k++;
@@ -105,10 +110,22 @@ export class SgemmHelper {
     ctrl[COUNT] = count;
     ctrl[ADDRESSES] = memory === null ? (packed ? 2 : 1) : 0;
     Atomics.store(ctrl, NEXT, 0);
-    Atomics.store(ctrl, JOB, ++this.#job);
+    ++this.#job;
+    if (!deferred) Atomics.store(ctrl, GO, this.#job);
+    Atomics.store(ctrl, JOB, this.#job);
     Atomics.notify(ctrl, JOB);
     this.#pending = true;
     return () => Atomics.add(ctrl, NEXT, 1);
+  }
+
+  /**
+   * Lets the helper read the list of a deferred {@link start} (no-op
+   * when none is pending or it was already let go).
+   */
+  go(): void {
+    if (!this.#pending || Atomics.load(this.#ctrl, GO) === this.#job) return;
+    Atomics.store(this.#ctrl, GO, this.#job);
+    Atomics.notify(this.#ctrl, GO);
   }
 
   /**
@@ -122,6 +139,7 @@ export class SgemmHelper {
    */
   finish(spin = 0): number {
     if (!this.#pending) return -1;
+    this.go();
     this.#pending = false;
     const ctrl = this.#ctrl;
     if (spin > 0) {

@@ -15,6 +15,7 @@ import { TransposedWeights } from "./_blas_transpose.ts";
 import {
   blockK,
   type CopyBudget,
+  GROUP,
   outputRows,
   PackedGemm,
   planPacked,
@@ -144,6 +145,41 @@ export interface SystemBlasOptions {
    * quiet and lost 10% when another process held one of the two cores).
    */
   packedSpin?: number;
+  /**
+   * Milliseconds the packed path's helper thread alone polls for the next
+   * product after its last item before it sleeps (the calling thread
+   * sleeps at once unless {@link packedSpin} says otherwise), so the next
+   * layer's product finds it awake. Default 0: 0.3 ms measured no faster
+   * on the batch-64 MLP on a quiet machine and 7-10% slower with another
+   * process on one of the two cores (docs/performance.md).
+   */
+  packedHelperSpin?: number;
+  /**
+   * Wake the packed path's helper thread before the output is allocated
+   * and x packed, so its wake-up (70-120 µs on a 2-vCPU VM) overlaps
+   * that work; it polls up to 0.3 ms for the product to be ready, then
+   * sleeps. Default false: on the batch-64 MLP it measured level with the
+   * late wake-up on a quiet machine and 1-4% slower with another process
+   * on one of the two cores (its polling takes the calling thread's core;
+   * docs/performance.md).
+   */
+  packedEarlyWake?: boolean;
+  /**
+   * Most outputs per work item of the packed path (rounded up to the
+   * kernel's unroll; default 256). Smaller items balance the two threads
+   * better when one is slowed; the plan, and so the bits, depend on it,
+   * never on the thread count.
+   */
+  packedGroup?: number;
+  /**
+   * Map a fresh output's pages in with one `madvise(MADV_POPULATE_WRITE)`
+   * (Linux 5.14+, outputs of 128 KiB or more) before the packed product
+   * writes it, instead of a page fault per 4 KiB inside the kernel calls
+   * of both threads. Default false: a probe of the MLP's pieces measured
+   * its kernel calls 4-15% faster this way, but the batch-64 MLP bench
+   * showed no gain over six runs (docs/performance.md).
+   */
+  packedPopulate?: boolean;
   /**
    * glibc's mmap threshold for this process (`mallopt(M_MMAP_THRESHOLD)`,
    * at most 32 MiB), set once when a library opens; default `null` leaves
@@ -329,17 +365,25 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       `Cannot split products into ${sc} column blocks: expected an integer 2..8`,
     );
   }
+  const pg = opts.packedGroup;
+  if (pg !== undefined && (!Number.isSafeInteger(pg) || pg < 1)) {
+    throw new RangeError(
+      `Cannot use packedGroup ${pg}: expected an integer ≥ 1`,
+    );
+  }
   for (const k of ["transposeRows", "transposeBytes", "packedRows"] as const) {
     const v = opts[k];
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) {
       throw new RangeError(`Cannot use ${k} ${v}: expected an integer ≥ 0`);
     }
   }
-  const ps = opts.packedSpin;
-  if (ps !== undefined && !(ps >= 0 && ps <= 100)) {
-    throw new RangeError(
-      `Cannot poll ${ps} ms for the packed path's threads: expected 0..100`,
-    );
+  for (const k of ["packedSpin", "packedHelperSpin"] as const) {
+    const ps = opts[k];
+    if (ps !== undefined && !(ps >= 0 && ps <= 100)) {
+      throw new RangeError(
+        `Cannot poll ${ps} ms for the packed path's threads (${k}): expected 0..100`,
+      );
+    }
   }
   const timeout = opts.threadTimeout ?? 4;
   if (!Number.isInteger(timeout) || timeout < 4 || timeout > 30) {
@@ -431,9 +475,16 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const packed = opened.packed;
     const spin = opts.packedSpin ?? 0;
     const packer = packed
-      ? new SgemmHelper(path, packed.family.suffix, spin)
+      ? new SgemmHelper(
+        path,
+        packed.family.suffix,
+        Math.max(spin, opts.packedHelperSpin ?? 0),
+      )
       : null;
     const packedRows = opts.packedRows ?? transposeRows;
+    const earlyWake = opts.packedEarlyWake ?? false;
+    const group = opts.packedGroup ?? GROUP;
+    const populate = opts.packedPopulate ?? false;
     const stats = { products: 0, items: 0, helperItems: 0 };
     /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
     const packedProduct = (
@@ -443,6 +494,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       w: Float32Array,
       outF: number,
       bias: Float32Array | undefined,
+      relu = false,
     ): Float32Array | null => {
       if (
         !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
@@ -450,50 +502,64 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       ) return null;
       const pw = packed.weight(w, outF, inF);
       if (!pw) return null;
-      const { y, at } = outputRows(rows, outF);
-      const sb = packed.packX(x, rows, inF);
+      packed.check(x, rows, inF, bias, outF);
       const two = threads > 1 && !packer.broken;
       const fam = packed.family;
-      const plan = planPacked(fam, rows, outF);
+      const plan = planPacked(fam, rows, outF, group);
       const d = packer.addresses;
-      d.set([
-        pw.at,
-        sb,
-        at,
-        outF,
-        rows,
-        inF,
-        blockK(fam, inF),
-        fam.mc,
-        plan.gm,
-        plan.gn,
-        plan.mItems,
-        plan.count,
-        ...packed.biasOnes(bias, outF, rows),
-      ]);
-      const shared = two
-        ? packer.start(null, 0, plan.count, true)
-        : ((k) => () => k++)(0);
-      let mine = 0;
-      const next = () => {
-        const i = shared();
-        if (i < plan.count) mine++;
-        return i;
-      };
-      stats.products++;
-      stats.items += plan.count;
+      // wake the helper first, so its wake-up overlaps y's allocation and
+      // x's packing; it reads the descriptor after `go`
+      let shared = two && earlyWake
+        ? packer.start(null, 0, plan.count, true, true)
+        : null;
+      let mine = 0, ready = false, y: Float32Array | undefined;
       try {
-        runPackedItems(packed.kernel, d, next);
+        const out = outputRows(rows, outF, populate);
+        y = out.y;
+        const sb = packed.packX(x, rows, inF);
+        d.set([
+          pw.at,
+          sb,
+          out.at,
+          outF,
+          rows,
+          inF,
+          blockK(fam, inF),
+          fam.mc,
+          plan.gm,
+          plan.gn,
+          plan.mItems,
+          plan.count,
+          ...packed.biasOnes(bias, outF, rows),
+          relu ? 1 : 0,
+        ]);
+        ready = true;
+        if (shared) packer.go();
+        else if (two) shared = packer.start(null, 0, plan.count, true);
+        const take = shared ?? ((k) => () => k++)(0);
+        const next = () => {
+          const i = take();
+          if (i < plan.count) mine++;
+          return i;
+        };
+        stats.products++;
+        stats.items += plan.count;
+        runPackedItems(packed.kernel, d, next, y);
       } finally {
+        // on a throw before the descriptor was filled, the helper is let
+        // go on an empty job (the previous product's y may be gone)
+        if (!ready) d[11] = 0;
         const failed = two ? packer.finish(spin) : -1;
-        stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
+        if (ready) {
+          stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
+        }
         if (failed >= 0) {
           let once = failed;
           runPackedItems(packed.kernel, d, () => {
             const i = once;
             once = plan.count;
             return i;
-          });
+          }, y);
         }
       }
       return y;
@@ -608,6 +674,8 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         return y;
       },
       gemmRelu(x, rows, inF, w, outF, bias) {
+        const p = packedProduct(x, rows, inF, w, outF, bias, true);
+        if (p) return p;
         if (
           !split || splitter.broken || outF < 16 * parts ||
           rows >= transposeRows

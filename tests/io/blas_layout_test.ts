@@ -314,6 +314,7 @@ async function splitCase(parts: true | number): Promise<void> {
     return;
   }
   const one = openSystemBlas({ threads: 1 });
+  const plain = openSystemBlas({ threads: 1, packedWeights: false });
   try {
     // 200 outputs: halves of 112 and 88 columns, or blocks of 80, 80, 40;
     // x at an offset in its buffer
@@ -346,12 +347,21 @@ async function splitCase(parts: true | number): Promise<void> {
       setF32GemmBackend(null);
       assertEquals(relu, withBias.map((v) => v < 0 ? 0 : v));
     }
-    // without column blocks there is no fused path
-    assertEquals(one.backend!.gemmRelu!(x, rows, inF, w, outF, b), null);
-    checkExact(run(one.backend!, b), x, w, b, rows, inF, outF, "one thread");
+    // without column blocks or packed weights there is no fused path
+    assertEquals(plain.backend!.gemmRelu!(x, rows, inF, w, outF, b), null);
+    const y1 = run(one.backend!, b);
+    checkExact(y1, x, w, b, rows, inF, outF, "one thread");
+    // packed weights (the default) apply the ReLU in their work items
+    if (one.packedStats) {
+      assertEquals(
+        one.backend!.gemmRelu!(x, rows, inF, w, outF, b),
+        y1.map((v) => v < 0 ? 0 : v),
+      );
+    }
   } finally {
     split.close();
     one.close();
+    plain.close();
     setF32GemmBackend(null);
   }
 }

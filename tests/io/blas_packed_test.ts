@@ -128,6 +128,63 @@ Deno.test("packed GEMM: odd shapes against the F64 product, with and without bia
   }
 });
 
+Deno.test("packed GEMM: ReLU in the work items equals the product then ReLU, 1 and 2 threads, and held outputs stay intact", async () => {
+  const one = packedBlas(1);
+  if (!one) return;
+  // the helper woken early and polling between products, outputs of 128
+  // KiB or more populated before the kernel writes them
+  const two = packedBlas(2, {
+    packedHelperSpin: 0.3,
+    packedEarlyWake: true,
+    packedPopulate: true,
+  });
+  if (!two) return one.close();
+  try {
+    await warmHelper(two);
+    const helped = two.packedStats!.helperItems;
+    const held: [Float32Array, Float32Array, string][] = [];
+    let seed = 500, zeros = 0, positive = 0;
+    // the same size twice in a row (the helper's cached view of y) and
+    // sizes that change (a new view)
+    for (
+      const [rows, inF, outF] of [
+        [64, 384, 1000],
+        [64, 384, 1000],
+        [17, 1000, 33],
+        [130, 33, 384],
+        [64, 384, 1000],
+        [3, 7, 1000],
+      ]
+    ) {
+      const x = uniform(rows * inF, seed++), w = uniform(outF * inF, seed++);
+      const b = uniform(outF, seed++);
+      const shape = `${rows}×${inF}→${outF}`;
+      const y = one.backend!.gemm(x, rows, inF, w, outF, b);
+      check(y, x, w, b, rows, inF, outF, shape);
+      const want = y.map((v) => v < 0 ? 0 : v);
+      const r1 = one.backend!.gemmRelu!(x, rows, inF, w, outF, b);
+      const r2 = two.backend!.gemmRelu!(x, rows, inF, w, outF, b);
+      if (!r1 || !r2) throw new Error(`${shape}: no packed gemmRelu`);
+      assertEquals(r1, want, `${shape}: 1 thread`);
+      assertEquals(r2, want, `${shape}: 2 threads`);
+      for (const v of want) v === 0 ? zeros++ : positive++;
+      held.push([r2, want.slice(), shape]);
+    }
+    assert(zeros > 1000 && positive > 1000, `${zeros} zeros, ${positive} > 0`);
+    // every output the caller still holds is its own array, unchanged
+    for (const [r, want, shape] of held) {
+      assertEquals(r, want, `${shape}: a later product changed a held output`);
+    }
+    assert(
+      two.packedStats!.helperItems > helped,
+      "the helper thread ran no ReLU items",
+    );
+  } finally {
+    one.close();
+    two.close();
+  }
+});
+
 Deno.test("packed GEMM: a weight inside a larger buffer, changed in place, is packed again after forgetWeight", () => {
   const blas = packedBlas(1);
   if (!blas) return;
@@ -231,6 +288,16 @@ Deno.test("packed GEMM: the plan covers every output and row once, on unroll bou
 Deno.test("packed GEMM: options out of range are refused", () => {
   assertThrows(() => openSystemBlas({ packedSpin: -1 }), RangeError, "0..100");
   assertThrows(
+    () => openSystemBlas({ packedGroup: 0 }),
+    RangeError,
+    "packedGroup",
+  );
+  assertThrows(
+    () => openSystemBlas({ packedHelperSpin: 101 }),
+    RangeError,
+    "packedHelperSpin",
+  );
+  assertThrows(
     () => openSystemBlas({ packedRows: 1.5 }),
     RangeError,
     "packedRows",
@@ -261,6 +328,36 @@ Deno.test("packed GEMM: arrays shorter than their shapes are refused before nati
     blas.close();
   }
 });
+
+Deno.test("packed GEMM: on 2 threads a refused product leaves the helper working", async () => {
+  for (const early of [false, true]) await refusedCase(early);
+});
+
+async function refusedCase(early: boolean): Promise<void> {
+  const two = packedBlas(2, { packedEarlyWake: early });
+  if (!two) return;
+  try {
+    await warmHelper(two);
+    const w = uniform(1000 * 64, 4), x = uniform(64 * 64, 5);
+    const b = uniform(1000, 6);
+    assertThrows(
+      () => two.backend!.gemm(x.subarray(1), 64, 64, w, 1000, b),
+      RangeError,
+      "the input has 4095 values",
+    );
+    assertThrows(
+      () => two.backend!.gemmRelu!(x, 64, 64, w, 1000, b.subarray(1)),
+      RangeError,
+      "the bias has 999 values",
+    );
+    const helped = two.packedStats!.helperItems;
+    const y = two.backend!.gemm(x, 64, 64, w, 1000, b);
+    check(y, x, w, b, 64, 64, 1000, `early ${early}: after refused products`);
+    assert(two.packedStats!.helperItems >= helped);
+  } finally {
+    two.close();
+  }
+}
 
 /** CPU flags each family's kernels need (x86-64 Linux only). */
 const FAMILY_FLAGS: Record<string, string[]> = {
