@@ -38,10 +38,15 @@ export const state = {
    */
   decodeSplitWork: Infinity,
   /**
-   * Benchmarks only: about how many grabs of rows each thread makes in a
-   * shared quantized job (see `chunkRows` in `_linear_engine.ts`).
+   * About how many grabs of rows each thread makes in a shared quantized
+   * job (see `chunkRows` in `_linear_engine.ts`). 4, not 16: with the
+   * one-token block step, 576-wide 2-thread decode measured 6–14% faster
+   * (Q4_0, Q8_0; Q4_K_M 1–10%) in three alternating runs on the AMD EPYC
+   * of docs/performance.md, also with another process busy on one core;
+   * wider models level or faster. Each grab restarts the thread's weight
+   * streams and is an atomic add on a line both cores write.
    */
-  grabsPerThread: 16,
+  grabsPerThread: 4,
   /**
    * Benchmarks only: least weight bytes per grab of a shared quantized job
    * (see `chunkRows` in `_linear_engine.ts`). Each grab restarts the
