@@ -11,7 +11,7 @@
 //
 //   NODE_PATH=/work/nlc/node_modules deno run -A bench/llama_sweep.ts \
 //     [--types Q8_0,Q4_0,Q4_K_M] [--widths 576,1024,2048] [--tokens 128] \
-//     [--decode 32] [--rounds 5] [--threads 1] [--json FILE]
+//     [--decode 32] [--rounds 5] [--threads 1] [--settle MS] [--json FILE]
 //     [--state gemmGrab=false,...]
 //
 // `--state` sets benchmark knobs of kernels/fast/_dispatch.ts (`state`),
@@ -46,6 +46,7 @@ const args: Record<string, string> = {
   decode: "32",
   rounds: "5",
   threads: "1",
+  settle: "0",
 };
 for (let i = 0; i < Deno.args.length; i += 2) {
   args[Deno.args[i].replace(/^--/, "")] = Deno.args[i + 1];
@@ -180,14 +181,17 @@ for (const width of args.widths.split(",").map(Number)) {
       }
     }
     for (const a of [pa, pb, pac, pbc, da, db, dac, dbc]) a.length = 0;
+    // `--settle MS`: a pause before each side's run, longer than our
+    // kernels' idle timer (1 s) to measure a start from stopped workers
+    const settle = () => new Promise((r) => setTimeout(r, Number(args.settle)));
     for (let r = 0; r < rounds; r++) {
       const first = r % 2 === 0;
-      if (first) ourPrefill();
-      if (peer) await theirPrefill();
-      if (!first) ourPrefill();
-      if (first) ourDecode(D, true);
-      if (peer) await theirDecode();
-      if (!first) ourDecode(D, true);
+      if (first) await settle(), ourPrefill();
+      if (peer) await settle(), await theirPrefill();
+      if (!first) await settle(), ourPrefill();
+      if (first) await settle(), ourDecode(D, true);
+      if (peer) await settle(), await theirDecode();
+      if (!first) await settle(), ourDecode(D, true);
     }
     // the greedy check: 16 ids after the whole prompt, both sides
     let check = "-";

@@ -218,7 +218,10 @@ export function partsFor(e: Engine, work: number, units: number): number {
   if (state.threads <= 1 || work < state.minParallelWork || units < 2) {
     return 1;
   }
-  if (!e.pool) {
+  // workers stopped by the idle timer restart in the background; a long
+  // synchronous pass (a prefill) adopts them as soon as they are ready
+  const pool = e.pollPool() ? e.pool : undefined;
+  if (!pool) {
     startWorkers(e);
     return 1;
   }
@@ -226,8 +229,8 @@ export function partsFor(e: Engine, work: number, units: number): number {
   state.lastParallel = now;
   armTimer();
   // after a worker stalled (its core taken by the host): one thread a while
-  if (state.stallBackoff && !e.pool.available(now)) return 1;
-  return Math.min(e.pool.size + 1, units);
+  if (state.stallBackoff && !pool.available(now)) return 1;
+  return Math.min(pool.size + 1, units);
 }
 
 /**

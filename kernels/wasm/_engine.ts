@@ -20,6 +20,7 @@ import { SIGN_DOT_PROBE } from "./_kernels_quant_prep.ts";
 import { kernelTableBytes, TABLES_AT } from "./_kernels_tables.ts";
 import {
   type JobArgs,
+  type PendingPool,
   SLOT_BYTES,
   startPool,
   type WorkerPool,
@@ -509,7 +510,14 @@ export class Engine {
     );
   }
 
-  /** Starts `n` workers (replacing a running pool). */
+  /** The pool being started, until it is adopted or stopped. */
+  #pending: PendingPool | undefined;
+
+  /**
+   * Starts `n` workers (replacing a running pool). Resolves once they
+   * are ready, or at once when {@link Engine.stopPool} cancels the start;
+   * {@link Engine.pollPool} may adopt the pool earlier.
+   */
   async startPool(n: number, spin: number): Promise<void> {
     this.stopPool();
     if (!this.shared) {
@@ -517,7 +525,7 @@ export class Engine {
         "Cannot start kernel workers: SharedArrayBuffer is unavailable (a browser page needs cross-origin isolation)",
       );
     }
-    this.pool = await startPool({
+    const p = startPool({
       module: this.module,
       memory: this.memory,
       ctrl: CTRL,
@@ -525,12 +533,42 @@ export class Engine {
       workers: Math.min(n, MAX_WORKERS),
       spin,
     });
+    this.#pending = p;
+    try {
+      const pool = await p.done;
+      if (this.#pending === p) {
+        this.pool = pool;
+        this.#pending = undefined;
+      }
+    } catch (e) {
+      if (this.#pending !== p) return; // cancelled by stopPool
+      this.#pending = undefined;
+      throw e;
+    }
   }
 
-  /** Stops the workers, if any. */
+  /**
+   * Adopts the pool being started if its workers are all ready (read
+   * from their control slots, no event-loop turn needed).
+   *
+   * @returns Whether a pool is running now.
+   */
+  pollPool(): boolean {
+    if (this.pool) return true;
+    const pool = this.#pending?.ready();
+    if (!pool) return false;
+    this.pool = pool;
+    this.#pending = undefined;
+    return true;
+  }
+
+  /** Stops the workers, if any, and any start under way. */
   stopPool(): void {
     this.pool?.close();
     this.pool = undefined;
+    const p = this.#pending;
+    this.#pending = undefined;
+    p?.cancel();
   }
 }
 

@@ -371,11 +371,47 @@ export class WorkerPool {
  * @returns The ready pool.
  * @throws {Error} When a worker cannot start (the workers started are terminated).
  */
-export function startPool(opts: PoolOptions): Promise<WorkerPool> {
+/** A pool being started (see {@link startPool}). */
+export interface PendingPool {
+  /**
+   * The pool once every worker has instantiated the module and announced
+   * itself through its control slot, else undefined. Synchronous: a
+   * caller that cannot yield to its event loop (a long forward pass)
+   * polls this between kernels instead of waiting for the messages.
+   */
+  ready(): WorkerPool | undefined;
+  /** The pool when every worker's "ready" message has arrived (the same object `ready()` returns). */
+  done: Promise<WorkerPool>;
+  /** Stops the start: terminates the workers; `done` rejects. */
+  cancel(): void;
+}
+
+/**
+ * Starts `opts.workers` workers on the shared memory.
+ *
+ * @param opts Module, memory, control slots, export names, workers, spin.
+ * @returns The pending pool.
+ */
+export function startPool(opts: PoolOptions): PendingPool {
   const workers: Worker[] = [];
-  return new Promise<WorkerPool>((resolve, reject) => {
+  const ctrls: Int32Array[] = [];
+  let pool: WorkerPool | undefined;
+  let failed = false;
+  let fail: (why: string) => void = () => {};
+  let settle: (p: WorkerPool) => void = () => {};
+  const make = (): WorkerPool => {
+    if (!pool) {
+      for (const x of workers) x.onerror = null;
+      pool = new WorkerPool(workers, opts.memory, opts.ctrl);
+    }
+    return pool;
+  };
+  const done = new Promise<WorkerPool>((resolve, reject) => {
     let ready = 0;
-    const fail = (why: string) => {
+    settle = resolve;
+    fail = (why: string) => {
+      if (failed) return;
+      failed = true;
       for (const w of workers) w.terminate();
       reject(new Error(`Cannot start kernel workers: ${why}`));
     };
@@ -386,20 +422,19 @@ export function startPool(opts: PoolOptions): Promise<WorkerPool> {
         });
         workers.push(w);
         // Zero the slot before the worker reads its first sequence number.
-        new Int32Array(
+        const c = new Int32Array(
           opts.memory.buffer,
           opts.ctrl + i * SLOT_BYTES,
           SLOT_BYTES / 4,
-        ).fill(0);
+        );
+        c.fill(0);
+        ctrls.push(c);
         w.onmessage = (e: MessageEvent<{ ready: boolean; error?: string }>) => {
           w.onmessage = null;
           if (!e.data.ready) {
             return fail(e.data.error ?? "instantiation failed");
           }
-          if (++ready === opts.workers) {
-            for (const x of workers) x.onerror = null;
-            resolve(new WorkerPool(workers, opts.memory, opts.ctrl));
-          }
+          if (++ready === opts.workers && !failed) resolve(make());
         };
         w.onerror = (e: ErrorEvent) => {
           e.preventDefault();
@@ -417,4 +452,18 @@ export function startPool(opts: PoolOptions): Promise<WorkerPool> {
       fail(String(e));
     }
   });
+  return {
+    done,
+    ready(): WorkerPool | undefined {
+      if (pool || failed || ctrls.length !== opts.workers) return pool;
+      for (const c of ctrls) if (Atomics.load(c, AWAKE) !== 1) return undefined;
+      // settled here too: once adopted, the pool may be closed (its
+      // workers terminated) before their messages arrive
+      settle(make());
+      return pool;
+    },
+    cancel(): void {
+      fail("the start was cancelled");
+    },
+  };
 }

@@ -61,7 +61,6 @@ scope.onmessage = (e: MessageEvent<Start>) => {
     return;
   }
   const ctrl = new Int32Array(memory.buffer, slot, TOUCH_LIM + 1);
-  Atomics.store(ctrl, AWAKE, 1);
   const touch = fns[names.indexOf("touch")];
   const args = new Float64Array(memory.buffer, slot + ARGS, MAX_ARGS);
   // Read the sequence number before announcing readiness: the caller may
@@ -69,6 +68,11 @@ scope.onmessage = (e: MessageEvent<Start>) => {
   // `last` after that job was posted would take it for an old one and
   // sleep through it (the caller then waited for ever).
   let last = Atomics.load(ctrl, SEQ);
+  // AWAKE set only now also says "ready" through the memory: a caller
+  // busy in a long synchronous forward pass (which never turns its event
+  // loop to hear the message) adopts the pool when it sees it
+  // (`PendingPool.ready`), and `last` is already read by then
+  Atomics.store(ctrl, AWAKE, 1);
   scope.postMessage({ ready: true });
   // one argument list per arity, reused: no allocation between jobs, so
   // no collection of this isolate's heap delays a job

@@ -1,0 +1,103 @@
+// Workers stopped by the idle timer restart on the next large kernel. A
+// synchronous pass (a prefill, which never yields to the event loop) used
+// to run on one thread to its end, since the workers' "ready" messages
+// wait for an event-loop turn; it now adopts them from their control
+// slots as soon as they are up (`Engine.pollPool`), where the runtime
+// lets a worker start while its parent is busy. The split job's
+// values must equal the one-thread kernel's (checked against the scalar
+// reference by tests/kernels/fast/ops_test.ts).
+
+import { assert, assertEquals } from "@std/assert";
+import { partsFor, runSplit, state } from "../../../kernels/fast/_dispatch.ts";
+import {
+  configureKernels,
+  shutdownKernels,
+} from "../../../kernels/fast/runtime.ts";
+import { getEngine } from "../../../kernels/wasm/_engine.ts";
+
+Deno.test("restarted workers: adopted from their slots during a synchronous pass, same values, a cancelled start leaves no pool", async () => {
+  const e = getEngine();
+  if (!e) return;
+  if (!e.shared) {
+    console.log("skipped: no SharedArrayBuffer, no workers");
+    return;
+  }
+  const n = 256 * 64;
+  const g0 = new Float32Array(n).map((_, i) => Math.sin(i * 0.37) * 4);
+  const u = new Float32Array(n).map((_, i) => Math.cos(i * 0.11));
+  const gp = e.scratch("adopt_g", n * 4 + 64);
+  const up = e.scratch("adopt_u", n * 4 + 64);
+  const op = e.scratch("adopt_o", n * 4 + 64);
+  e.f32.set(u, up >> 2);
+  e.f32.set(g0, gp >> 2);
+  e.fn.swiglu(gp, up, op, n);
+  const want = e.f32.slice(op >> 2, (op >> 2) + n);
+  try {
+    await configureKernels({ threads: 2, minParallelWork: 1 });
+    assert(e.pool, "configureKernels started the pool");
+    // what the idle timer does after `idleMs` without parallel work
+    await state.starting;
+    e.stopPool();
+    assertEquals(e.pool, undefined);
+    // the first large kernel starts the workers and runs on this thread
+    assertEquals(partsFor(e, 1 << 30, 64), 1);
+    // a synchronous loop, as in a forward pass: no await until adopted.
+    // Whether a worker can get ready while its parent never turns its
+    // event loop is the runtime's affair (Deno mostly lets it; a browser
+    // may not), so a pass that waits 3 s in vain goes on one thread and
+    // the pool arrives with the next turn, as before
+    const t0 = performance.now();
+    let parts = 1;
+    while (parts === 1 && performance.now() - t0 < 3000) {
+      parts = partsFor(e, 1 << 30, 64);
+    }
+    console.log(
+      parts === 2
+        ? `adopted without an event-loop turn after ${
+          (performance.now() - t0).toFixed(0)
+        } ms`
+        : "not ready within 3 s without an event-loop turn; waiting for the messages",
+    );
+    if (parts === 1) {
+      await state.starting;
+      assert(e.pollPool(), "the pool is there after the start settles");
+      parts = partsFor(e, 1 << 30, 64);
+    }
+    assertEquals(parts, 2);
+    assert(e.pool, "the pool was adopted");
+    assertEquals(e.pool?.size, 1);
+    // the adopted pool runs jobs: split SwiGLU equals the one-thread values
+    for (let round = 0; round < 20; round++) {
+      e.f32.fill(0, op >> 2, (op >> 2) + n);
+      runSplit(e, "swiglu", 1 << 30, 64, (a, b) => [
+        gp + a * 1024,
+        up + a * 1024,
+        op + a * 1024,
+        (b - a) * 256,
+      ]);
+      const got = e.f32.subarray(op >> 2, (op >> 2) + n);
+      for (let i = 0; i < n; i++) {
+        if (!Object.is(got[i], want[i])) {
+          throw new Error(
+            `round ${round}: value ${i} is ${got[i]}, expected ${want[i]}`,
+          );
+        }
+      }
+    }
+    // the start's own promise settles on the same pool (no second pool)
+    await state.starting;
+    assert(e.pool !== undefined);
+    // a start cancelled before its workers are ready leaves no pool and
+    // does not turn the threads off
+    e.stopPool();
+    partsFor(e, 1 << 30, 64);
+    const starting = state.starting;
+    e.stopPool();
+    await starting;
+    assertEquals(e.pool, undefined);
+    assertEquals(state.threads, 2);
+    assertEquals(state.note, undefined);
+  } finally {
+    await shutdownKernels();
+  }
+});
