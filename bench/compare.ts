@@ -411,7 +411,7 @@ const N = 4096;
  * memory serves several streams per core faster than one (cold, 2
  * threads: 16 GB/s with 1, 20 with 2, 25 with 4, 27 with 8), and the
  * quantized matvecs read 2 (`WEIGHT_STREAMS` in
- * kernels/fast/_linear_engine.ts).
+ * kernels/fast/_dispatch.ts).
  */
 const READ_STREAMS = 8;
 

@@ -17,11 +17,18 @@
 import type { Tensor } from "../../core/tensor.ts";
 import type { Engine } from "../wasm/_engine.ts";
 import { type FastDType, rowBytes } from "../quant_ref.ts";
-import { runShared, state, touchAfter } from "./_dispatch.ts";
+import {
+  quantGrabRows,
+  quantMmKernel,
+  quantReadAhead,
+  quantWeightStreams,
+  runShared,
+  state,
+  touchAfter,
+} from "./_dispatch.ts";
 import {
   activationRule,
   META_ARRAYS,
-  READ_MARGIN,
   SEGMENT_BYTES,
 } from "../wasm/_kernels_quant.ts";
 
@@ -44,8 +51,6 @@ const KIND: Partial<Record<string, string>> = {
 export interface DecodeGroup {
   /** Kernel family (`q8_0`, `q4_k`, …). */
   kind: string;
-  /** Its one-row kernel (`q4_0_mm`, …; Q8_0 chooses per call). */
-  mm: string;
   /** Its activation quantizer (`quantize_x` or `quantize_xk`). */
   quantize: string;
   /**
@@ -141,7 +146,6 @@ export function decodeGroups(
     const kind = KIND[dt]!;
     const g: DecodeGroup = {
       kind,
-      mm: `${kind}_mm`,
       quantize: activationRule(kind) === "q8_0" ? "quantize_x" : "quantize_xk",
       inPlace: list.every((w) => e.owns(w.bytes)),
       ws: list,
@@ -302,33 +306,15 @@ function runOne(
     xs.meta,
   );
   f[g.counter >> 2] = 0;
-  let fn = kind !== "q8_0"
-    ? g.mm
-    : e.u8Dot && state.u8Dot
-    ? "q8_0u_mm"
-    : e.signDot && state.signDot
-    ? "q8_0s_mm"
-    : "q8_0_mm";
+  let fn = quantMmKernel(e, kind);
   let q16 = xs.q16;
   if (fn === "q8_0s_mm" && state.split5 && e.fn.q8_split5) {
     q16 = xs.q5;
     e.fn.q8_split5(xs.q8, q16, inF);
     fn = "q8_0t_mm";
   }
-  const readAhead =
-    rb * total >= (state.readAheadMinBytes ?? (e.u8Dot ? 8 << 20 : Infinity))
-      ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
-      : 0;
-  const grab = (parts: number) =>
-    Math.max(
-      state.chunkRows || (parts === 1 ? total : Math.max(
-        Math.ceil(total / (parts * state.grabsPerThread)),
-        Math.ceil(state.minChunkBytes / rb),
-        1,
-      )),
-      Math.ceil(total / 32768),
-    );
-  const streams = state.weightStreams || 2;
+  const readAhead = quantReadAhead(e, rb * total);
+  const streams = quantWeightStreams();
   runShared(e, fn, inF * total, total, (parts, part) => [
     g.desc,
     g.ws.length,
@@ -338,7 +324,7 @@ function runOne(
     1,
     inF,
     g.counter,
-    grab(parts),
+    quantGrabRows(total, parts, rb),
     total,
     readAhead,
     part > 0 ? 1 : 0,

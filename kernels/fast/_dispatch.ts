@@ -39,7 +39,7 @@ export const state = {
   decodeSplitWork: Infinity,
   /**
    * About how many grabs of rows each thread makes in a shared quantized
-   * job (see `chunkRows` in `_linear_engine.ts`). 4, not 16: with the
+   * job (see {@link quantGrabRows}). 4, not 16: with the
    * one-token block step, 576-wide 2-thread decode measured 6–14% faster
    * (Q4_0, Q8_0; Q4_K_M 1–10%) in three alternating runs on the AMD EPYC
    * of docs/performance.md, also with another process busy on one core;
@@ -49,7 +49,7 @@ export const state = {
   grabsPerThread: 4,
   /**
    * Benchmarks only: least weight bytes per grab of a shared quantized job
-   * (see `chunkRows` in `_linear_engine.ts`). Each grab restarts the
+   * (see {@link quantGrabRows}). Each grab restarts the
    * thread's weight streams, yet 16, 32 and 64 KiB measured within the
    * noise of a shared 2-vCPU host on the 576-wide test models' 2-thread
    * decode (docs/performance.md, "Two threads on a shared host").
@@ -357,6 +357,83 @@ export function touchAfter(
     n,
     lim: Math.max(0, e.f32.buffer.byteLength - READ_MARGIN),
   };
+}
+
+/**
+ * Weight streams per chunk of a quantized job: a thread takes the rows of
+ * its chunk from this many evenly spaced places in turn, so the core's
+ * prefetchers follow several streams of weight bytes at once. On the Xeon
+ * of docs/performance.md SmolLM-135M Q8_0 decode on 2 threads (7
+ * alternating rounds in one process) measured 76 tok/s with 1, 83 with 2,
+ * 84 with 3 and 4, 78 with 8. On the AMD EPYC of the same page, one
+ * thread, per CPU second, without touch loads: 2048 × 4 Q8_0 24.6 ms per
+ * token with 2 against 27.9 with 4 (55 with 1, 39 with 8), 576 × 30 Q8_0
+ * and 1024 × 12 Q8_0 equal or better with 2.
+ */
+const WEIGHT_STREAMS = 2;
+
+/** Weight streams per chunk of a quantized job (`state.weightStreams`, else {@link WEIGHT_STREAMS}). */
+export function quantWeightStreams(): number {
+  return state.weightStreams || WEIGHT_STREAMS;
+}
+
+/**
+ * Output rows per grab of a shared quantized job on `parts` threads:
+ * about `state.grabsPerThread` grabs per thread (so a late or slow thread
+ * costs at most that fraction of its share), each of at least
+ * `state.minChunkBytes` of weights, so that the atomic grab and the
+ * restart of the weight streams cost little beside it; `state.chunkRows`
+ * overrides (tests), and no job takes more than 32768 grabs.
+ *
+ * @param total Output rows of the job.
+ * @param parts Threads taking part.
+ * @param rowBytes Weight bytes of one output row.
+ * @returns Rows per grab.
+ */
+export function quantGrabRows(
+  total: number,
+  parts: number,
+  rowBytes: number,
+): number {
+  const rows = parts === 1 ? total : Math.max(
+    Math.ceil(total / (parts * state.grabsPerThread)),
+    Math.ceil(state.minChunkBytes / rowBytes),
+    1,
+  );
+  return Math.max(state.chunkRows || rows, Math.ceil(total / 32768));
+}
+
+/**
+ * The one-row-and-more dot kernel of a quantized `kind` on this engine:
+ * `${kind}_mm`, and for Q8_0 the variant of the relaxed dot this CPU
+ * class has (`q8_0u_mm` with unsigned bytes, `q8_0s_mm` with its 7-bit
+ * operand read as unsigned, else `q8_0_mm`).
+ *
+ * @param e The engine.
+ * @param kind Kernel family (`q8_0`, `q4_k`, …).
+ * @returns The kernel's export name.
+ */
+export function quantMmKernel(e: Engine, kind: string): string {
+  if (kind !== "q8_0") return `${kind}_mm`;
+  if (e.u8Dot && state.u8Dot) return "q8_0u_mm";
+  return e.signDot && state.signDot ? "q8_0s_mm" : "q8_0_mm";
+}
+
+/**
+ * The read-ahead limit a quantized job passes its kernel: the end of
+ * kernel memory less the kernels' read margin for a job of at least
+ * `state.readAheadMinBytes` of weights (default 8 MiB where the engine has
+ * unsigned dots, else never), 0 (no read-ahead) below.
+ *
+ * @param e The engine.
+ * @param weightBytes The job's weight bytes.
+ * @returns The limit, or 0.
+ */
+export function quantReadAhead(e: Engine, weightBytes: number): number {
+  const min = state.readAheadMinBytes ?? (e.u8Dot ? 8 << 20 : Infinity);
+  return weightBytes >= min
+    ? Math.max(0, e.f32.buffer.byteLength - READ_MARGIN)
+    : 0;
 }
 
 /**

@@ -18,6 +18,10 @@ import {
 } from "../_linear_checks.ts";
 import { type FastDType, roundToF16, rowBytes } from "../quant_ref.ts";
 import {
+  quantGrabRows,
+  quantMmKernel,
+  quantReadAhead,
+  quantWeightStreams,
   runGemm,
   runShared,
   runSplit,
@@ -35,7 +39,6 @@ import {
   activationRule,
   META_ARRAYS,
   PREP_MIN_ROWS,
-  READ_MARGIN,
   SEGMENT_BYTES,
 } from "../wasm/_kernels_quant.ts";
 import { preparedBytes } from "../wasm/_kernels_quant_prep.ts";
@@ -287,32 +290,6 @@ function quantizeActs(
 }
 
 /**
- * Weight streams per chunk of a quantized job: a thread takes the rows of
- * its chunk from this many evenly spaced places in turn, so the core's
- * prefetchers follow several streams of weight bytes at once. On the Xeon
- * of docs/performance.md SmolLM-135M Q8_0 decode on 2 threads (7
- * alternating rounds in one process) measured 76 tok/s with 1, 83 with 2,
- * 84 with 3 and 4, 78 with 8. On the AMD EPYC of the same page, one
- * thread, per CPU second, without touch loads: 2048 × 4 Q8_0 24.6 ms per
- * token with 2 against 27.9 with 4 (55 with 1, 39 with 8), 576 × 30 Q8_0
- * and 1024 × 12 Q8_0 equal or better with 2.
- */
-const WEIGHT_STREAMS = 2;
-
-/**
- * Output rows per grab of a shared quantized job: about 16 grabs per
- * thread (so a late or slow thread costs at most a sixteenth of its
- * share), each of at least `state.minChunkBytes` (16 KiB) of weights, so
- * that the atomic grab and the restart of the weight streams cost little
- * beside it.
- */
-function chunkRows(total: number, parts: number, rowBytes: number): number {
-  if (parts === 1) return total;
-  const rows = Math.ceil(total / (parts * state.grabsPerThread));
-  return Math.max(rows, Math.ceil(state.minChunkBytes / rowBytes), 1);
-}
-
-/**
  * Most x rows for which Q8_0 jobs on the `q8_0s` path run the one-row
  * `q8_0t` kernels once per row instead (the same bits): a batched decode
  * step of SmolLM-135M's shape (AMD EPYC without AVX-VNNI, one thread)
@@ -416,13 +393,7 @@ function quantJob(
   new Int32Array(f.buffer, counter, 1)[0] = 0;
   const rb = rowBytes(dtype, inF);
   const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
-  let fn = kind !== "q8_0"
-    ? `${kind}_mm`
-    : e.u8Dot && state.u8Dot
-    ? "q8_0u_mm"
-    : e.signDot && state.signDot
-    ? "q8_0s_mm"
-    : "q8_0_mm";
+  let fn = quantMmKernel(e, kind);
   let q16 = xq.q16;
   if (fn === "q8_0s_mm" && rows === 1 && state.split5 && e.fn.q8_split5) {
     // one x row: the q8_0t kernels (kernels/wasm/_kernels_quant_q8t.ts)
@@ -439,16 +410,11 @@ function quantJob(
     rows,
     inF,
     counter,
-    Math.max(
-      state.chunkRows || chunkRows(total, parts, rb),
-      Math.ceil(total / 32768),
-    ),
+    quantGrabRows(total, parts, rb),
     total,
-    rb * total >= (state.readAheadMinBytes ?? (e.u8Dot ? 8 << 20 : Infinity))
-      ? Math.max(0, f.buffer.byteLength - READ_MARGIN)
-      : 0,
+    quantReadAhead(e, rb * total),
     part > 0 ? 1 : 0,
-    state.weightStreams || WEIGHT_STREAMS,
+    quantWeightStreams(),
     prep === 0 ? 0 : prep + part * prepStride,
   ], () => touchAfter(e, ptrs[0], ranges));
   off = 0;
