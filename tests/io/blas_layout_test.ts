@@ -19,14 +19,11 @@ import {
   setF32GemmBackend,
 } from "../../kernels/fast/mod.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
-import { createRng } from "../../core/rng.ts";
+import { checkF32Product, uniformF32 } from "../_helpers/f32_product.ts";
 
 const BLIS = "/usr/lib/x86_64-linux-gnu/blis-pthread/libblis.so.4";
 
-function uniform(n: number, seed: number): Float32Array {
-  const rng = createRng(seed);
-  return Float32Array.from({ length: n }, () => rng.u32() / 2 ** 31 - 1);
-}
+const uniform = uniformF32;
 
 /** Asserts `y` is within 2·in·ε·Σ|x·w| of the exact `x · Wᵀ + b`, per output. */
 function checkExact(
@@ -39,22 +36,7 @@ function checkExact(
   outF: number,
   what: string,
 ): void {
-  const eps = 2 ** -24;
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let exact = b[o], mag = Math.abs(b[o]);
-      for (let i = 0; i < inF; i++) {
-        const t = x[r * inF + i] * w[o * inF + i];
-        exact += t;
-        mag += Math.abs(t);
-      }
-      const err = Math.abs(y[r * outF + o] - exact);
-      assert(
-        err <= 2 * inF * eps * mag,
-        `${what}: row ${r} output ${o}: ${y[r * outF + o]} vs exact ${exact}`,
-      );
-    }
-  }
+  checkF32Product(y, x, w, b, rows, inF, outF, what, 2 * inF);
 }
 
 function blisInstalled(): boolean {

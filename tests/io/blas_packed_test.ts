@@ -18,17 +18,14 @@ import {
   runPackedItems,
 } from "../../io/_blas_packed.ts";
 import { forgetWeight, setF32GemmBackend } from "../../kernels/fast/mod.ts";
-import { createRng } from "../../core/rng.ts";
+import { checkF32Product, uniformF32 } from "../_helpers/f32_product.ts";
 
-function uniform(n: number, seed: number): Float32Array {
-  const rng = createRng(seed);
-  return Float32Array.from({ length: n }, () => rng.u32() / 2 ** 31 - 1);
-}
+const uniform = uniformF32;
 
 /**
- * Asserts `y` is within `in·ε_f32·Σ|terms|` of the F64 sum of each output
- * (any order of F32 additions stays within it); returns the worst error in
- * units of `ε·Σ|terms|`.
+ * Asserts `y` is within `in·ε_f32·Σ|terms|` (plus one ε for the bias) of
+ * the F64 sum of each output (any order of F32 additions stays within
+ * it); returns the worst error in units of `ε·Σ|terms|`.
  */
 function check(
   y: Float32Array,
@@ -40,27 +37,7 @@ function check(
   outF: number,
   what: string,
 ): number {
-  const eps = 2 ** -24;
-  let worst = 0;
-  assertEquals(y.length, rows * outF, what);
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let exact = b ? b[o] : 0, mag = Math.abs(exact);
-      for (let i = 0; i < inF; i++) {
-        const t = x[r * inF + i] * w[o * inF + i];
-        exact += t;
-        mag += Math.abs(t);
-      }
-      const err = Math.abs(y[r * outF + o] - exact);
-      worst = Math.max(worst, err / (mag * eps || 1));
-      if (!(err <= (inF + 1) * eps * mag)) {
-        throw new Error(
-          `${what}: row ${r} output ${o}: ${y[r * outF + o]} vs exact ${exact}`,
-        );
-      }
-    }
-  }
-  return worst;
+  return checkF32Product(y, x, w, b, rows, inF, outF, what, inF + 1);
 }
 
 /** Opens a packed backend, or says why the test is skipped. */

@@ -14,12 +14,9 @@ import {
   SGEMM_CALL_FIELDS,
 } from "../../kernels/fast/mod.ts";
 import { tensorFromF32 } from "../../core/tensor.ts";
-import { createRng } from "../../core/rng.ts";
+import { checkF32Product, uniformF32 } from "../_helpers/f32_product.ts";
 
-function uniform(n: number, seed: number): Float32Array {
-  const rng = createRng(seed);
-  return Float32Array.from({ length: n }, () => rng.u32() / 2 ** 31 - 1);
-}
+const uniform = uniformF32;
 
 /**
  * Tolerance per output: 2·in·ε_f32·Σ|x_i·w_i| (each side's F32 sums in any
@@ -35,24 +32,7 @@ function check(
   outF: number,
   what: string,
 ): void {
-  const eps = 2 ** -24;
-  let worst = 0;
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let exact = b[o], mag = Math.abs(b[o]);
-      for (let i = 0; i < inF; i++) {
-        const t = x[r * inF + i] * w[o * inF + i];
-        exact += t;
-        mag += Math.abs(t);
-      }
-      const err = Math.abs(y[r * outF + o] - exact);
-      worst = Math.max(worst, err / (mag * eps));
-      assert(
-        err <= 2 * inF * eps * mag,
-        `${what}: row ${r} output ${o}: ${y[r * outF + o]} vs exact ${exact}`,
-      );
-    }
-  }
+  const worst = checkF32Product(y, x, w, b, rows, inF, outF, what, 2 * inF);
   console.log(`${what}: worst error ${worst.toFixed(1)} ε·Σ|x·w|`);
 }
 
