@@ -25,6 +25,8 @@
  * @module
  */
 
+import { type CopyBudget, WeightCopies } from "./_blas_transpose.ts";
+
 /** A kernel family's sizes (OpenBLAS 0.3.21 param.h, x86_64). */
 export interface PackedFamily {
   /** Symbol suffix (`sgemm_kernel_<suffix>`). */
@@ -238,14 +240,6 @@ function short(what: string, a: Float32Array, r: number, c: number): void {
   }
 }
 
-/** A byte budget shared with the transposed copies (io/_blas_transpose.ts). */
-export interface CopyBudget {
-  /** Bytes held now. */
-  bytes: number;
-  /** Most bytes. */
-  readonly limit: number;
-}
-
 /** One weight packed for the kernel. */
 interface Packed {
   a: Float32Array;
@@ -315,8 +309,7 @@ export class PackedGemm {
   #incopy: CopyFn;
   #oncopy: CopyFn;
   #lib: Deno.DynamicLibrary<ReturnType<typeof packedSymbols>>;
-  #budget: CopyBudget;
-  #weights = new WeakMap<ArrayBufferLike, Map<string, Packed>>();
+  #weights: WeightCopies<Packed>;
   #x: { a: Float32Array; at: number } | null = null;
   #bias: { a: Float32Array; at: number } | null = null;
   #ones: { a: Float32Array; at: number } | null = null;
@@ -331,7 +324,7 @@ export class PackedGemm {
     this.kernel = lib.symbols.kernel as unknown as PackedKernelFn;
     this.#incopy = lib.symbols.incopy as unknown as CopyFn;
     this.#oncopy = lib.symbols.oncopy as unknown as CopyFn;
-    this.#budget = budget;
+    this.#weights = new WeightCopies(budget);
   }
 
   /**
@@ -396,41 +389,26 @@ export class PackedGemm {
    */
   weight(w: Float32Array, outF: number, inF: number): Packed | null {
     short("weight", w, outF, inF);
-    let byKey = this.#weights.get(w.buffer);
-    const key = `${w.byteOffset}:${outF}:${inF}`;
-    const have = byKey?.get(key);
-    if (have) return have;
-    const size = outF * inF * 4 + 64;
-    if (this.#budget.bytes + size > this.#budget.limit) return null;
-    const p = aligned(outF * inF);
-    const kc = blockK(this.family, inF);
-    for (let ls = 0; ls < inF; ls += kc) {
-      const kl = Math.min(kc, inF - ls);
-      this.#incopy(
-        kl,
-        outF,
-        w.subarray(ls),
-        inF,
-        p.a.subarray(ls * outF),
-      );
-    }
-    if (!byKey) this.#weights.set(w.buffer, byKey = new Map());
-    byKey.set(key, p);
-    this.#budget.bytes += size;
-    return p;
+    return this.#weights.get(w, outF, inF, outF * inF * 4 + 64, () => {
+      const p = aligned(outF * inF);
+      const kc = blockK(this.family, inF);
+      for (let ls = 0; ls < inF; ls += kc) {
+        const kl = Math.min(kc, inF - ls);
+        this.#incopy(
+          kl,
+          outF,
+          w.subarray(ls),
+          inF,
+          p.a.subarray(ls * outF),
+        );
+      }
+      return p;
+    });
   }
 
   /** Drops the packed copies of `w`'s buffer at its offset. */
   forget(w: Float32Array): void {
-    const byKey = this.#weights.get(w.buffer);
-    if (!byKey) return;
-    const prefix = `${w.byteOffset}:`;
-    for (const [k, p] of byKey) {
-      if (k.startsWith(prefix)) {
-        byKey.delete(k);
-        this.#budget.bytes -= p.a.byteLength + 64;
-      }
-    }
+    this.#weights.forget(w);
   }
 
   /**

@@ -13,11 +13,68 @@
  * @module
  */
 
-import type { CopyBudget } from "./_blas_packed.ts";
+/** A byte budget shared by a backend's weight copies (transposed, packed). */
+export interface CopyBudget {
+  /** Bytes held now. */
+  bytes: number;
+  /** Most bytes. */
+  readonly limit: number;
+}
 
-/** Sizes of one transposed copy's key: byte offset, out and in features. */
-function keyOf(w: Float32Array, outF: number, inF: number): string {
-  return `${w.byteOffset}:${outF}:${inF}`;
+/**
+ * Copies made from weights, each kept while its weight's buffer lives
+ * (keyed weakly by the buffer, then by byte offset and shape), within a
+ * byte budget: the transposed copies here and the packed ones
+ * (io/_blas_packed.ts) each keep one, over one shared budget.
+ */
+export class WeightCopies<T> {
+  #copies = new WeakMap<
+    ArrayBufferLike,
+    Map<string, { copy: T; bytes: number }>
+  >();
+  /** The budget the copies count against. */
+  readonly budget: CopyBudget;
+
+  /** @param budget The budget, shared or this cache's own. */
+  constructor(budget: CopyBudget) {
+    this.budget = budget;
+  }
+
+  /**
+   * The copy of W (`outF × inF`), made by `make` on first use; null when
+   * `bytes` more would pass the budget.
+   */
+  get(
+    w: Float32Array,
+    outF: number,
+    inF: number,
+    bytes: number,
+    make: () => T,
+  ): T | null {
+    let byKey = this.#copies.get(w.buffer);
+    const key = `${w.byteOffset}:${outF}:${inF}`;
+    const have = byKey?.get(key);
+    if (have) return have.copy;
+    if (this.budget.bytes + bytes > this.budget.limit) return null;
+    const copy = make();
+    if (!byKey) this.#copies.set(w.buffer, byKey = new Map());
+    byKey.set(key, { copy, bytes });
+    this.budget.bytes += bytes;
+    return copy;
+  }
+
+  /** Drops the copies made from `w`'s buffer at its offset. */
+  forget(w: Float32Array): void {
+    const byKey = this.#copies.get(w.buffer);
+    if (!byKey) return;
+    const prefix = `${w.byteOffset}:`;
+    for (const [k, c] of byKey) {
+      if (k.startsWith(prefix)) {
+        byKey.delete(k);
+        this.budget.bytes -= c.bytes;
+      }
+    }
+  }
 }
 
 /**
@@ -54,22 +111,21 @@ export function transposeF32(
  * use the weight as stored.
  */
 export class TransposedWeights {
-  #copies = new WeakMap<ArrayBufferLike, Map<string, Float32Array>>();
-  #budget: CopyBudget;
+  #copies: WeightCopies<Float32Array>;
 
   /**
    * @param budget Most bytes of copies to make, or a budget shared with
    * the packed weights (io/_blas_packed.ts).
    */
   constructor(budget: number | CopyBudget) {
-    this.#budget = typeof budget === "number"
-      ? { bytes: 0, limit: budget }
-      : budget;
+    this.#copies = new WeightCopies(
+      typeof budget === "number" ? { bytes: 0, limit: budget } : budget,
+    );
   }
 
   /** Bytes held by copies made so far (not lowered when a buffer is collected). */
   get bytes(): number {
-    return this.#budget.bytes;
+    return this.#copies.budget.bytes;
   }
 
   /**
@@ -77,30 +133,15 @@ export class TransposedWeights {
    * budget has no room for it.
    */
   get(w: Float32Array, outF: number, inF: number): Float32Array | null {
-    let byKey = this.#copies.get(w.buffer);
-    const key = keyOf(w, outF, inF);
-    const have = byKey?.get(key);
-    if (have) return have;
-    const size = outF * inF * 4;
-    if (this.#budget.bytes + size > this.#budget.limit) return null;
-    const t = new Float32Array(outF * inF);
-    transposeF32(w, outF, inF, t);
-    if (!byKey) this.#copies.set(w.buffer, byKey = new Map());
-    byKey.set(key, t);
-    this.#budget.bytes += size;
-    return t;
+    return this.#copies.get(w, outF, inF, outF * inF * 4, () => {
+      const t = new Float32Array(outF * inF);
+      transposeF32(w, outF, inF, t);
+      return t;
+    });
   }
 
   /** Drops the copies made from `w`'s buffer at its offset. */
   forget(w: Float32Array): void {
-    const byKey = this.#copies.get(w.buffer);
-    if (!byKey) return;
-    const prefix = `${w.byteOffset}:`;
-    for (const [k, t] of byKey) {
-      if (k.startsWith(prefix)) {
-        byKey.delete(k);
-        this.#budget.bytes -= t.byteLength;
-      }
-    }
+    this.#copies.forget(w);
   }
 }

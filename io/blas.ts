@@ -11,10 +11,9 @@ import {
   type F32GemmBackend,
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
-import { TransposedWeights } from "./_blas_transpose.ts";
+import { type CopyBudget, TransposedWeights } from "./_blas_transpose.ts";
 import {
   blockK,
-  type CopyBudget,
   GROUP,
   outputRows,
   PackedGemm,
