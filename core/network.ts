@@ -621,6 +621,22 @@ export function buildNetwork(
   const layers = spec.layers.map((l, i) =>
     l.plugin.build(l.cfg, scope.at(`layers.${i}`))
   );
+  // Layers whose output goes only to the next layer, both able to run
+  // into a buffer (e.g. dense → ReLU → dense on the native backend), keep
+  // that output in one of two buffers reused across calls (layer i writes
+  // buffer i mod 2, so a layer never writes the buffer it reads); the
+  // last layer's output is always the layer's own new array.
+  const inBuffer = layers.map((l, i) =>
+    l.forwardInto !== undefined && layers[i + 1]?.forwardInto !== undefined
+  );
+  const buffers = [new Float32Array(0), new Float32Array(0)];
+  const scratchOf = (slot: number) => (length: number): Float32Array => {
+    if (buffers[slot].length < length) {
+      buffers[slot] = new Float32Array(new ArrayBuffer(length * 4));
+    }
+    return buffers[slot].subarray(0, length);
+  };
+  const scratch = [scratchOf(0), scratchOf(1)];
   const net: Network = {
     config: spec.config,
     spec,
@@ -647,10 +663,12 @@ export function buildNetwork(
       let cur = x;
       let previous: FloatTensor | undefined;
       for (let i = 0; i < layers.length; i++) {
-        const out = layers[i].forward(cur, state?.layers[i], {
-          previousInput: previous,
-          ...(mask !== undefined ? { attentionMask: mask } : {}),
-        });
+        const out =
+          (inBuffer[i] ? layers[i].forwardInto!(cur, scratch[i & 1]) : null) ??
+            layers[i].forward(cur, state?.layers[i], {
+              previousInput: previous,
+              ...(mask !== undefined ? { attentionMask: mask } : {}),
+            });
         previous = cur;
         cur = out;
       }

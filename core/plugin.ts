@@ -167,6 +167,25 @@ export interface Layer {
     state?: LayerState,
     context?: ForwardContext,
   ): FloatTensor;
+  /**
+   * Optional: runs the layer as {@link Layer.forward} does (the same
+   * values) with its output written into `scratch(length)`, a buffer that
+   * a network reuses on the next call, or returns null where the layer
+   * has no such path for this input (the network then calls `forward`).
+   * A network calls it for a layer whose output goes only to the next
+   * layer, when that next layer has this method too. A layer that has it
+   * reads only `x` (no state, no previous input) and never returns `x`'s
+   * values or a view of them as its output.
+   *
+   * @param x The input.
+   * @param scratch Gives a buffer of the asked length, sharing no memory
+   * with `x`; call it once, only when the output is written there.
+   * @returns The output (its data what `scratch` gave), or null.
+   */
+  forwardInto?(
+    x: FloatTensor,
+    scratch: (length: number) => Float32Array,
+  ): FloatTensor | null;
 }
 
 /**

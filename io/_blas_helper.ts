@@ -81,7 +81,7 @@ self.addEventListener("message", (ev: Event) => {
           lib.symbols.kernel as unknown as PackedKernelFn,
           addrs,
           next,
-          addrs[14] === 1
+          addrs[14] === 1 || addrs[15] === 1
             ? output.get(addrs[2], addrs[3] * addrs[4])
             : undefined,
         );

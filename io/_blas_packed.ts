@@ -130,14 +130,17 @@ type CopyFn = (
  * bias's address (0: none), [13] that of at least [9] ones. y starts
  * zeroed; each item adds the bias first, then its k-blocks. Item `i` covers
  * outputs `(i mod [10])·[8]…` and rows `⌊i / [10]⌋·[9]…`. [14] 1: each
- * item then sets its negative outputs to 0 (ReLU) through `y`, while they
- * are still in cache.
+ * item then sets its outputs that are not above 0 to 0 (the dense layer's
+ * ReLU, `v > 0 ? v : 0`) through `y`, while they are still in cache. [15]
+ * 1: y is a reused buffer, not a zeroed new one: each item first zeroes
+ * its block through `y`.
  *
  * @param kernel The family's kernel.
  * @param d The descriptor.
  * @param next The next item (each index once across the threads; one ≥
  * the count ends the loop).
- * @param y A view of the output [2] (`rows × out` values), for the ReLU.
+ * @param y A view of the output [2] (`rows × out` values), for the ReLU
+ * and the zeroing.
  */
 export function runPackedItems(
   kernel: PackedKernelFn,
@@ -148,10 +151,12 @@ export function runPackedItems(
   const [sa, sb, c, outF, rows, inF, kc, mc, gm, gn, mItems, count] = d;
   const bias = d[12], ones = d[13];
   const relu = d[14] === 1 ? y : undefined;
+  const zero = d[15] === 1 ? y : undefined;
   for (let i = next(); i < count; i = next()) {
     const m0 = (i % mItems) * gm, m1 = Math.min(outF, m0 + gm);
     const n0 = Math.floor(i / mItems) * gn, n = Math.min(gn, rows - n0);
     if (m1 <= m0 || n <= 0) continue;
+    if (zero) zeroBlock(zero, outF | 0, n0 | 0, (n0 + n) | 0, m0 | 0, m1 | 0);
     const cAt = c + (n0 * outF) * 4;
     if (bias !== 0) {
       // the bias as a product over one input: A = b (k = 1 packs as the
@@ -175,7 +180,10 @@ export function runPackedItems(
   }
 }
 
-/** Sets the negative values of rows `r0..r1`, columns `c0..c1` of y to 0. */
+/**
+ * Sets the values of rows `r0..r1`, columns `c0..c1` of y that are not
+ * above 0 (negatives, −0, NaN) to 0, as the dense layer's ReLU does.
+ */
 function reluBlock(
   y: Float32Array,
   cols: number,
@@ -186,8 +194,20 @@ function reluBlock(
 ): void {
   for (let r = r0; r < r1; r++) {
     const o = r * cols;
-    for (let i = o + c0, e = o + c1; i < e; i++) if (y[i] < 0) y[i] = 0;
+    for (let i = o + c0, e = o + c1; i < e; i++) if (!(y[i] > 0)) y[i] = 0;
   }
+}
+
+/** Zeroes rows `r0..r1`, columns `c0..c1` of y (a memset per row). */
+function zeroBlock(
+  y: Float32Array,
+  cols: number,
+  r0: number,
+  r1: number,
+  c0: number,
+  c1: number,
+): void {
+  for (let r = r0; r < r1; r++) y.fill(0, r * cols + c0, r * cols + c1);
 }
 
 /**

@@ -241,15 +241,31 @@ function biasRows(
   outF: number,
   bias: Float32Array | undefined,
 ): Float32Array {
-  const y = new Float32Array(rows * outF);
-  if (bias && rows > 0) {
+  return fillBiasRows(new Float32Array(rows * outF), outF, bias);
+}
+
+/** Writes `bias` into every row of `y` (zeros without); returns y. */
+function fillBiasRows(
+  y: Float32Array,
+  outF: number,
+  bias: Float32Array | undefined,
+): Float32Array {
+  if (!bias) return y.fill(0);
+  if (y.length > 0) {
     // by doubling copies
-    y.set(bias);
+    y.set(bias.subarray(0, outF));
     for (let n = outF; n < y.length; n *= 2) {
       y.copyWithin(n, 0, Math.min(n, y.length - n));
     }
   }
   return y;
+}
+
+/** Whether the first `n` values of `out` share memory with `a`. */
+function overlaps(out: Float32Array, n: number, a: Float32Array): boolean {
+  if (out.buffer !== a.buffer) return false;
+  const o0 = out.byteOffset, o1 = o0 + n * 4;
+  return a.byteOffset < o1 && o0 < a.byteOffset + a.byteLength;
 }
 
 /** `sgemm` calls with fewer multiply-adds run on one OpenBLAS thread. */
@@ -485,7 +501,16 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const group = opts.packedGroup ?? GROUP;
     const populate = opts.packedPopulate ?? false;
     const stats = { products: 0, items: 0, helperItems: 0 };
-    /** `y = x·Wᵀ + b` on packed W, or null (no room for W). */
+    // (reading `buffer` first moves a small typed array's values off the
+    // V8 heap, where the garbage collector could move them mid-product)
+    const address = (v: Float32Array): number => {
+      if (!v.buffer) throw new TypeError("Cannot multiply: no buffer");
+      return Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
+    };
+    /**
+     * `y = x·Wᵀ + b` on packed W, into `into` (zeroed by the items) or a
+     * new zeroed array, or null (no room for W).
+     */
     const packedProduct = (
       x: Float32Array,
       rows: number,
@@ -494,6 +519,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       outF: number,
       bias: Float32Array | undefined,
       relu = false,
+      into?: Float32Array,
     ): Float32Array | null => {
       if (
         !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
@@ -513,7 +539,9 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         : null;
       let mine = 0, ready = false, y: Float32Array | undefined;
       try {
-        const out = outputRows(rows, outF, populate);
+        const out = into
+          ? { y: into, at: address(into) }
+          : outputRows(rows, outF, populate);
         y = out.y;
         const sb = packed.packX(x, rows, inF);
         d.set([
@@ -531,6 +559,7 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           plan.count,
           ...packed.biasOnes(bias, outF, rows),
           relu ? 1 : 0,
+          into ? 1 : 0,
         ]);
         ready = true;
         if (shared) packer.go();
@@ -565,8 +594,6 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     };
     const parts = opts.splitColumns === true ? 2 : opts.splitColumns || 0;
     const split = parts > 1 && threads > 1;
-    const address = (v: Float32Array) =>
-      Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
     /** `y += x·wt` as column blocks on two threads (see `splitColumns`). */
     const blocks = (
       x: Float32Array,
@@ -619,6 +646,61 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         }
       }
     };
+    /** `y += x·Wᵀ` through `cblas_sgemm` (y holds the bias rows or zeros). */
+    const unpacked = (
+      x: Float32Array,
+      rows: number,
+      inF: number,
+      w: Float32Array,
+      outF: number,
+      beta: number,
+      y: Float32Array,
+    ): Float32Array => {
+      use(threads);
+      const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
+      if (wt && split && outF >= 16 * parts && !splitter.broken) {
+        blocks(x, rows, inF, wt, outF, beta, y, false);
+        return y;
+      }
+      if (wt) {
+        // C = 1·A·B + β·C with B = Wᵀ (inF × outF)
+        s.cblas_sgemm(
+          CBLAS_ROW_MAJOR,
+          CBLAS_NO_TRANS,
+          CBLAS_NO_TRANS,
+          rows,
+          outF,
+          inF,
+          1,
+          x,
+          inF,
+          wt,
+          outF,
+          beta,
+          y,
+          outF,
+        );
+        return y;
+      }
+      // C = 1·A·Bᵀ + β·C with A = x (rows × inF), B = w (outF × inF)
+      s.cblas_sgemm(
+        CBLAS_ROW_MAJOR,
+        CBLAS_NO_TRANS,
+        CBLAS_TRANS,
+        rows,
+        outF,
+        inF,
+        1,
+        x,
+        inF,
+        w,
+        inF,
+        beta,
+        y,
+        outF,
+      );
+      return y;
+    };
     const backend: F32GemmBackend = {
       name,
       minRows: opts.minRows ?? 4,
@@ -627,50 +709,35 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         const p = packedProduct(x, rows, inF, w, outF, bias);
         if (p) return p;
         const y = biasRows(rows, outF, bias);
-        use(threads);
-        const wt = rows < transposeRows ? transposed.get(w, outF, inF) : null;
-        if (wt && split && outF >= 16 * parts && !splitter.broken) {
-          blocks(x, rows, inF, wt, outF, bias ? 1 : 0, y, false);
-          return y;
-        }
-        if (wt) {
-          // C = 1·A·B + β·C with B = Wᵀ (inF × outF)
-          s.cblas_sgemm(
-            CBLAS_ROW_MAJOR,
-            CBLAS_NO_TRANS,
-            CBLAS_NO_TRANS,
-            rows,
-            outF,
-            inF,
-            1,
-            x,
-            inF,
-            wt,
-            outF,
-            bias ? 1 : 0,
-            y,
-            outF,
+        return unpacked(x, rows, inF, w, outF, bias ? 1 : 0, y);
+      },
+      gemmInto(x, rows, inF, w, outF, bias, relu, out) {
+        const n = rows * outF;
+        if (out.length < n) {
+          throw new RangeError(
+            `Cannot write a ${rows}×${outF} product into ${out.length} values`,
           );
-          return y;
         }
-        // C = 1·A·Bᵀ + β·C with A = x (rows × inF), B = w (outF × inF)
-        s.cblas_sgemm(
-          CBLAS_ROW_MAJOR,
-          CBLAS_NO_TRANS,
-          CBLAS_TRANS,
-          rows,
-          outF,
-          inF,
-          1,
-          x,
-          inF,
-          w,
-          inF,
-          bias ? 1 : 0,
-          y,
-          outF,
-        );
-        return y;
+        for (
+          const [what, a] of [["input", x], ["weight", w], [
+            "bias",
+            bias,
+          ]] as const
+        ) {
+          if (a && overlaps(out, n, a)) {
+            throw new RangeError(
+              `Cannot write a product into memory that holds its ${what}`,
+            );
+          }
+        }
+        const y = out.subarray(0, n);
+        if (packedProduct(x, rows, inF, w, outF, bias, relu, y)) return true;
+        fillBiasRows(y, outF, bias);
+        unpacked(x, rows, inF, w, outF, bias ? 1 : 0, y);
+        if (relu) {
+          for (let i = 0; i < n; i++) if (!(y[i] > 0)) y[i] = 0;
+        }
+        return true;
       },
       gemmRelu(x, rows, inF, w, outF, bias) {
         const p = packedProduct(x, rows, inF, w, outF, bias, true);

@@ -30,6 +30,7 @@ import {
 } from "./quant_ref.ts";
 import { commonEngine, engineFor } from "./wasm/_shards.ts";
 import { f32GemmBackendFor } from "./fast/backend.ts";
+import { linearObserver, setLinearObserver } from "./_linear_observer.ts";
 
 /** Options of {@link linearRef}. */
 export interface LinearRefOptions {
@@ -166,8 +167,6 @@ export type LinearInputObserver = (
   rows: number,
 ) => void;
 
-let inputObserver: LinearInputObserver | undefined;
-
 /**
  * Installs a function that sees the input rows of every {@link linear} and
  * {@link linearMany} call with the weight they meet (what an importance
@@ -191,9 +190,7 @@ let inputObserver: LinearInputObserver | undefined;
 export function observeLinearInputs(
   fn: LinearInputObserver | undefined,
 ): LinearInputObserver | undefined {
-  const prev = inputObserver;
-  inputObserver = fn;
-  return prev;
+  return setLinearObserver(fn);
 }
 
 /**
@@ -243,7 +240,7 @@ export function linear(
       `Cannot apply "${w.name}" [${outF}, ${inF}]: input has ${x.length} values, expected ${rows} × ${inF}`,
     );
   }
-  inputObserver?.(w, x, rows);
+  linearObserver()?.(w, x, rows);
   if (isFastDType(w.dtype) && !w.quant) {
     checkLinearShapes(x, rows, w);
     checkLinearBias(w.name, outF, bias);
@@ -313,7 +310,8 @@ export function linearMany(
     const e = commonEngine(ws.map((w) => w.bytes));
     const shared = e && engineLinearMany(e, x, rows, ws, biases);
     if (shared) {
-      if (inputObserver) { for (const w of ws) inputObserver(w, x, rows); }
+      const seen = linearObserver();
+      if (seen) { for (const w of ws) seen(w, x, rows); }
       return shared;
     }
   }

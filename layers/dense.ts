@@ -32,6 +32,7 @@ import {
   applyActivation,
 } from "../kernels/activations.ts";
 import { linear } from "../kernels/linear.ts";
+import { linearInto } from "../kernels/_linear_into.ts";
 import { activationOnnx, linearOnnx, scalar } from "./_onnx.ts";
 import {
   boolField,
@@ -164,6 +165,20 @@ export const denseLayer: LayerPlugin<DenseConfig> = {
           for (let i = 0; i < y.length; i++) y[i] *= cfg.scale;
         }
         applyActivation(y, cfg.outputSize, cfg.activation, cfg.negativeSlope);
+        return floatTensor(y, withLastDim(x, cfg.outputSize));
+      },
+      forwardInto(x, scratch) {
+        checkFeatures(x, cfg.inputSize, cfg.path, "dense");
+        // the ReLU in the product's threads, where nothing comes between
+        const fused = cfg.activation === "relu" && cfg.scale === 1;
+        const y = linearInto(x.data, rowsOf(x), w, b, fused, scratch);
+        if (!y) return null;
+        if (cfg.scale !== 1) {
+          for (let i = 0; i < y.length; i++) y[i] *= cfg.scale;
+        }
+        if (!fused) {
+          applyActivation(y, cfg.outputSize, cfg.activation, cfg.negativeSlope);
+        }
         return floatTensor(y, withLastDim(x, cfg.outputSize));
       },
     };

@@ -54,6 +54,38 @@ export interface F32GemmBackend {
     bias?: Float32Array,
   ): Float32Array | null;
   /**
+   * Optional: `y = x · Wᵀ + b` (with `relu`, then `v > 0 ? v : 0`, the
+   * dense layer's ReLU) written into the caller's `out`, whose first
+   * `rows × outF` values are overwritten (the rest are left alone), so a
+   * caller that runs layer after layer can keep the activations between
+   * them in one reused buffer instead of a new array per layer. The same
+   * values as {@link F32GemmBackend.gemm} (then the ReLU). Returns false
+   * where the backend has no such path for this product (the caller then
+   * runs `gemm`).
+   *
+   * @param x Input rows, `rows × inF`, row-major.
+   * @param rows Number of rows.
+   * @param inF Input features.
+   * @param w Weights `outF × inF`, row-major.
+   * @param outF Output features.
+   * @param bias Optional bias of length `outF`, or undefined.
+   * @param relu Whether to apply the ReLU.
+   * @param out Where y goes; shares no memory with x, w or the bias.
+   * @returns Whether y was written.
+   * @throws {RangeError} When `out` holds fewer than `rows × outF` values
+   * or overlaps an input.
+   */
+  gemmInto?(
+    x: Float32Array,
+    rows: number,
+    inF: number,
+    w: Float32Array,
+    outF: number,
+    bias: Float32Array | undefined,
+    relu: boolean,
+    out: Float32Array,
+  ): boolean;
+  /**
    * Optional: drops whatever the backend keeps derived from this weight
    * (e.g. a transposed copy), after its values were changed in place;
    * `forgetWeight` calls it.

@@ -138,7 +138,7 @@ Deno.test("packed GEMM: ReLU in the work items equals the product then ReLU, 1 a
       const shape = `${rows}×${inF}→${outF}`;
       const y = one.backend!.gemm(x, rows, inF, w, outF, b);
       check(y, x, w, b, rows, inF, outF, shape);
-      const want = y.map((v) => v < 0 ? 0 : v);
+      const want = y.map((v) => v > 0 ? v : 0);
       const r1 = one.backend!.gemmRelu!(x, rows, inF, w, outF, b);
       const r2 = two.backend!.gemmRelu!(x, rows, inF, w, outF, b);
       if (!r1 || !r2) throw new Error(`${shape}: no packed gemmRelu`);
