@@ -8,12 +8,15 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-pop,packed-g128,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,network,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-pop,packed-g128,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
  *
- * Rows: `default` is what `useSystemBlas()` installs (with
+ * Rows: `default` is what `useSystemBlas()` installs, timed on `linear`
+ * calls with a JS ReLU between them, and `network` the same backend
+ * under the network's `forward` (the hidden layer in the network's
+ * reused buffer, the ReLU in the product's threads) (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy, no packed weights); `unpacked` is
@@ -49,7 +52,7 @@
 
 import { parseArgs } from "@std/cli";
 import { buildNetwork } from "../core/network.ts";
-import { tensorFromF32 } from "../core/tensor.ts";
+import { floatTensor, tensorFromF32 } from "../core/tensor.ts";
 import { exportOnnx } from "../formats/onnx/mod.ts";
 import { defaultRegistry } from "../mod.ts";
 import { linear } from "../kernels/linear.ts";
@@ -361,6 +364,16 @@ if (args.shapes.includes("mlp")) {
       );
       rows.set(`${name} ReLU in threads`, fused);
     }
+  }
+  if (VARIANTS.has("network")) {
+    // what users call: the network's forward, the hidden layer in its
+    // reused buffer with the ReLU in the product's threads
+    const b = backends.get("default") ?? backends.get("packed");
+    if (!b) throw new Error("network: needs the default or packed row");
+    const xt = floatTensor(x, [B, D]);
+    const f = () => withBackend(b, () => net.forward(xt).data);
+    console.log(`network: max |difference| to ORT ${maxDiff(f(), want)}`);
+    rows.set("network", f);
   }
   rows.set(`ORT ${THREADS} threads`, () => s2.run(feeds));
   if (THREADS !== 1) rows.set("ORT 1 thread", () => s1.run(feeds));
