@@ -8,7 +8,7 @@
  * ONNXRUNTIME_NODE_INSTALL=skip deno run -A bench/blas_compare.ts \
  *   [--rounds 15] [--threads 2] [--shapes mlp,encoder] \
  *   [--cores Haswell,Zen,SkylakeX,Cooperlake] [--libs name=path,...] \
- *   [--variants default,network,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-pop,packed-g128,packed1,split,stored,one-thread,wasm] \
+ *   [--variants default,network,network:ROW,packed-core-Haswell,unpacked,packed-all,packed-spin0.5,packed-hspin0.3,packed-early,packed-pop,packed-g128,packed1,split,stored,one-thread,wasm] \
  *   [--mmap-threshold N|off] \
  *   [--timeouts 4,20,28] [--ort-no-prepack]
  * ```
@@ -16,7 +16,9 @@
  * Rows: `default` is what `useSystemBlas()` installs, timed on `linear`
  * calls with a JS ReLU between them, and `network` the same backend
  * under the network's `forward` (the hidden layer in the network's
- * reused buffer, the ReLU in the product's threads) (with
+ * reused buffer, the ReLU in the product's threads; `network:ROW` the
+ * same on another row's backend); `packed-core-F` runs the packed path on
+ * OpenBLAS kernel family F (`packedCore`) (with
  * `--mmap-threshold N`, glibc's mmap threshold set to N bytes: it is set
  * once per process, so compare it across runs); `stored` multiplies
  * by W as stored (no transposed copy, no packed weights); `unpacked` is
@@ -173,6 +175,11 @@ for (const v of VARIANTS as Set<string>) {
       packedSpin: Number(m[1]),
     });
   }
+}
+for (const v of VARIANTS as Set<string>) {
+  // packed-core-F: the packed path on kernel family F (`packedCore`)
+  const m = /^packed-core-(\w+)$/.exec(v);
+  if (m) open(v, { threads: THREADS, packedCore: m[1] });
 }
 if (VARIANTS.has("packed1")) {
   open("packed1", { threads: 1, packedWeights: true });
@@ -365,15 +372,18 @@ if (args.shapes.includes("mlp")) {
       rows.set(`${name} ReLU in threads`, fused);
     }
   }
-  if (VARIANTS.has("network")) {
+  for (const v of VARIANTS as Set<string>) {
     // what users call: the network's forward, the hidden layer in its
-    // reused buffer with the ReLU in the product's threads
-    const b = backends.get("default") ?? backends.get("packed");
-    if (!b) throw new Error("network: needs the default or packed row");
+    // reused buffer with the ReLU in the product's threads (`network`:
+    // on the default backend, `network:ROW` on that row's)
+    const m = /^network(?::(.+))?$/.exec(v);
+    if (!m) continue;
+    const b = backends.get(m[1] ?? "default");
+    if (!b) throw new Error(`${v}: no row ${m[1] ?? "default"}`);
     const xt = floatTensor(x, [B, D]);
     const f = () => withBackend(b, () => net.forward(xt).data);
-    console.log(`network: max |difference| to ORT ${maxDiff(f(), want)}`);
-    rows.set("network", f);
+    console.log(`${v}: max |difference| to ORT ${maxDiff(f(), want)}`);
+    rows.set(v, f);
   }
   rows.set(`ORT ${THREADS} threads`, () => s2.run(feeds));
   if (THREADS !== 1) rows.set("ORT 1 thread", () => s1.run(feeds));

@@ -349,7 +349,11 @@ export class PackedGemm {
 
   /**
    * Opens the packed routines of `library` for the kernel family that
-   * `openblas_get_corename` names (or `core`, when given).
+   * `openblas_get_corename` names (or `core`, when given); with `avx512`,
+   * the AVX-512 family (SkylakeX) where that name is an AVX2 one (Haswell,
+   * Zen): io/blas.ts keeps `cblas_sgemm` on the AVX2 kernels on AMD
+   * processors with AVX-512, where they measured faster, but the packed
+   * path calls the kernel alone, which measured faster with AVX-512.
    *
    * @returns The packed GEMM, or a note saying why there is none.
    */
@@ -357,6 +361,7 @@ export class PackedGemm {
     library: string,
     budget: CopyBudget,
     core?: string,
+    avx512 = false,
   ): { packed: PackedGemm | null; note: string } {
     let name = core;
     if (name === undefined) {
@@ -375,6 +380,8 @@ export class PackedGemm {
           note: `${library} has no openblas_get_corename`,
         };
       }
+      name = name.trim();
+      if (avx512 && (name === "Haswell" || name === "Zen")) name = "SkylakeX";
     }
     const family = PACKED_FAMILIES[name.trim()];
     if (!family) {

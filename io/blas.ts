@@ -131,6 +131,17 @@ export interface SystemBlasOptions {
    */
   packedWeights?: boolean;
   /**
+   * The OpenBLAS kernel family of the packed path (see
+   * {@link packedWeights}; Haswell, Zen, SkylakeX or Cooperlake), or null
+   * for the library's own (`openblas_get_corename`). Default: SkylakeX on
+   * processors with AVX-512 (F, BW, DQ, VL) where the library runs an
+   * AVX2 family (as {@link coreType} asks on AMD), else the library's.
+   * On a Zen 4 EPYC the AVX-512 kernel on packed weights measured
+   * 2.5–5% faster than the AVX2 one on one thread (the batch-64 MLP),
+   * while `cblas_sgemm` with AVX-512 kernels measured 2× slower.
+   */
+  packedCore?: string | null;
+  /**
    * Products with this many rows or more skip the packed weights
    * (default: {@link transposeRows}; with thousands of rows OpenBLAS's own
    * packing is a small share of the work).
@@ -232,6 +243,26 @@ function defaultCoreType(): string | null {
     return amd && avx512 ? "Haswell" : null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * Whether /proc/cpuinfo lists AVX-512 F, BW, DQ and VL (what OpenBLAS's
+ * SkylakeX kernels use); false when unreadable.
+ */
+function avx512Cpu(): boolean {
+  try {
+    if (
+      Deno.permissions.querySync({ name: "read", path: "/proc/cpuinfo" })
+        .state !== "granted"
+    ) return false;
+    const head = Deno.readTextFileSync("/proc/cpuinfo").split("\n\n")[0];
+    const flags = /^flags\s*:(.*)$/m.exec(head)?.[1].split(/\s+/) ?? [];
+    return ["avx512f", "avx512bw", "avx512dq", "avx512vl"].every((f) =>
+      flags.includes(f)
+    );
+  } catch {
+    return false;
   }
 }
 
@@ -485,7 +516,12 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const helper = new SgemmHelper(path);
     const splitter = new SgemmHelper(path);
     const opened = (opts.packedWeights ?? !opts.splitColumns)
-      ? PackedGemm.open(path, budget)
+      ? PackedGemm.open(
+        path,
+        budget,
+        opts.packedCore ?? undefined,
+        opts.packedCore === undefined && avx512Cpu(),
+      )
       : { packed: null, note: "off" };
     const packed = opened.packed;
     const spin = opts.packedSpin ?? 0;
