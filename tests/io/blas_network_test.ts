@@ -63,6 +63,7 @@ Deno.test("gemmInto: into a used buffer, the bits of gemm (then the ReLU), packe
         [17, 1000, 33],
         [130, 33, 384],
         [64, 384, 1000],
+        [20, 2100, 70], // several k-blocks with every kernel family's kc
         [300, 64, 70], // past packedRows: cblas_sgemm on every backend
       ]
     ) {

@@ -379,7 +379,13 @@ Deno.test("packed GEMM: every family table entry this CPU can run matches its li
         continue;
       }
       try {
-        for (const [rows, inF, outF] of [[130, 1000, 33], [17, 7, 1000]]) {
+        for (
+          const [rows, inF, outF] of [
+            [130, 1000, 33],
+            [17, 7, 1000],
+            [9, 2500, 40], // several k-blocks with every family's kc
+          ]
+        ) {
           const x = uniform(rows * inF, rows), w = uniform(outF * inF, inF);
           const b = uniform(outF, outF);
           const pw = packed.weight(w, outF, inF)!;
