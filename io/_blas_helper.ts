@@ -18,10 +18,15 @@
  */
 
 import {
+  awaitPacked,
+  type CopyAtFn,
+  copyAtSymbol,
   kernelSymbol,
   OutputView,
   type PackedKernelFn,
+  packSync,
   runPackedItems,
+  runPackTasks,
 } from "./_blas_packed.ts";
 import {
   SGEMM_POINTER_SYMBOL,
@@ -44,7 +49,10 @@ self.addEventListener("message", (ev: Event) => {
   const lib = Deno.dlopen(library, {
     cblas_sgemm: SGEMM_POINTER_SYMBOL,
     kernel: kernelSymbol(packed ?? "HASWELL"),
+    oncopy: copyAtSymbol(`sgemm_oncopy_${packed ?? "HASWELL"}`),
   });
+  const oncopy = lib.symbols.oncopy as unknown as CopyAtFn;
+  const sync = packSync(addrs);
   Atomics.store(ctrl, 5, 1);
   Atomics.notify(ctrl, 5);
   let seen = Atomics.load(ctrl, 0);
@@ -77,14 +85,30 @@ self.addEventListener("message", (ev: Event) => {
     try {
       const next = () => (taken = Atomics.add(ctrl, 3, 1));
       if (ctrl[7] === 2) {
-        runPackedItems(
-          lib.symbols.kernel as unknown as PackedKernelFn,
-          addrs,
-          next,
-          addrs[14] === 1 || addrs[15] === 1
-            ? output.get(addrs[2], addrs[3] * addrs[4])
-            : undefined,
-        );
+        // x's packing tasks first, then the items once every task is
+        // done and y's address is set (none after a failed task: the
+        // main thread packs x again and runs them)
+        const tasks = addrs[17];
+        let ok = true;
+        if (tasks > 0) {
+          try {
+            runPackTasks(oncopy, addrs, sync);
+          } catch {
+            ok = false;
+          }
+          awaitPacked(sync, tasks + 1);
+          if (Atomics.load(sync, 3) !== 0) ok = false;
+        }
+        if (ok) {
+          runPackedItems(
+            lib.symbols.kernel as unknown as PackedKernelFn,
+            addrs,
+            next,
+            addrs[14] === 1 || addrs[15] === 1
+              ? output.get(addrs[2], addrs[3] * addrs[4])
+              : undefined,
+          );
+        }
       } else if (ctrl[7] === 1 || !memory) {
         sgemmFromAddresses(lib.symbols.cblas_sgemm, addrs, ctrl[4], next);
       } else {

@@ -84,11 +84,22 @@ function copySymbol(name: string) {
   } as const;
 }
 
+/** A copy routine with its arrays as addresses: (m, n, a, lda, b). */
+export function copyAtSymbol(name: string) {
+  return {
+    name,
+    parameters: ["i64", "i64", "usize", "i64", "usize"],
+    result: "i32",
+    optional: true,
+  } as const;
+}
+
 function packedSymbols(suffix: string) {
   return {
     kernel: kernelSymbol(suffix),
     incopy: copySymbol(`sgemm_incopy_${suffix}`),
     oncopy: copySymbol(`sgemm_oncopy_${suffix}`),
+    oncopyAt: copyAtSymbol(`sgemm_oncopy_${suffix}`),
     corename: {
       name: "openblas_get_corename",
       parameters: [],
@@ -113,6 +124,109 @@ export type PackedKernelFn = (
   c: number,
   ldc: number,
 ) => number;
+
+/** A copy routine on addresses (see {@link copyAtSymbol}). */
+export type CopyAtFn = (
+  m: number,
+  n: number,
+  a: number,
+  lda: number,
+  b: number,
+) => number;
+
+/**
+ * The sync words of a packed job, four int32 over its descriptor's shared
+ * buffer from byte 768 (past the descriptor's fields): [0] the next x
+ * packing task, [1] tasks done, plus 1 once the calling thread has put
+ * y's address into the descriptor, [2] threads sleeping until [1]
+ * changes, [3] 1 when a task failed (the calling thread then packs x
+ * again itself and the helper runs no item).
+ */
+export function packSync(d: Float64Array): Int32Array {
+  return new Int32Array(d.buffer, 768, 4);
+}
+
+/** Counts one task done and wakes a thread waiting for the count. */
+export function markDone(sync: Int32Array): void {
+  Atomics.add(sync, 1, 1);
+  if (Atomics.load(sync, 2) > 0) Atomics.notify(sync, 1);
+}
+
+/**
+ * Packs x's tasks from the shared counter, as many as this thread gets:
+ * task t is k-block ⌊t / [19]⌋ of rows `(t mod [19])·[18]…` (row groups
+ * a multiple of the unroll, so each lands where the whole-x copy puts
+ * it: `kl·r0` floats into its k-block). Descriptor fields beyond
+ * {@link runPackedItems}': [16] x's address, [17] the number of tasks,
+ * [18] rows per task, [19] row groups.
+ *
+ * @param oncopy The family's `oncopy`, on addresses.
+ * @param d The descriptor.
+ * @param sync Its sync words ({@link packSync}).
+ */
+export function runPackTasks(
+  oncopy: CopyAtFn,
+  d: Float64Array,
+  sync: Int32Array,
+): void {
+  const sb = d[1], rows = d[4], inF = d[5], kc = d[6];
+  const xAt = d[16], tasks = d[17], pg = d[18], groups = d[19];
+  for (
+    let t = Atomics.add(sync, 0, 1);
+    t < tasks;
+    t = Atomics.add(sync, 0, 1)
+  ) {
+    const kb = Math.floor(t / groups), r0 = (t - kb * groups) * pg;
+    const ls = kb * kc, kl = Math.min(kc, inF - ls);
+    try {
+      oncopy(
+        kl,
+        Math.min(pg, rows - r0),
+        xAt + (r0 * inF + ls) * 4,
+        inF,
+        sb + (ls * rows + kl * r0) * 4,
+      );
+    } catch (e) {
+      Atomics.store(sync, 3, 1);
+      throw e;
+    } finally {
+      markDone(sync);
+    }
+  }
+}
+
+/**
+ * Whether `total` tasks are done within a short spin (the other thread is
+ * inside a task of a few µs, unless the system took its core away).
+ */
+export function packedSoon(sync: Int32Array, total: number): boolean {
+  for (let i = 0; i < 2000; i++) {
+    if (Atomics.load(sync, 1) >= total) return true;
+  }
+  return false;
+}
+
+/**
+ * Waits until `total` tasks are done: a short spin, then sleeps until
+ * woken (the helper's side; the calling thread packs x itself instead).
+ */
+export function awaitPacked(sync: Int32Array, total: number): void {
+  if (packedSoon(sync, total)) return;
+  Atomics.add(sync, 2, 1);
+  try {
+    for (let v = Atomics.load(sync, 1); v < total; v = Atomics.load(sync, 1)) {
+      Atomics.wait(sync, 1, v, 5);
+    }
+  } finally {
+    Atomics.sub(sync, 2, 1);
+  }
+}
+
+/** Rows per x packing task: about a quarter of x, a multiple of the unroll. */
+export function packRows(fam: PackedFamily, rows: number): number {
+  const un = fam.unrollN;
+  return Math.max(un, Math.ceil(rows / 4 / un) * un);
+}
 
 /** A copy routine's function type (see {@link PackedKernelFn}). */
 type CopyFn = (
@@ -329,6 +443,8 @@ export class PackedGemm {
   readonly family: PackedFamily;
   /** The kernel, for the calling thread. */
   readonly kernel: PackedKernelFn;
+  /** `oncopy` on addresses, for x's packing tasks. */
+  readonly oncopyAt: CopyAtFn;
   #incopy: CopyFn;
   #oncopy: CopyFn;
   #lib: Deno.DynamicLibrary<ReturnType<typeof packedSymbols>>;
@@ -347,6 +463,7 @@ export class PackedGemm {
     this.kernel = lib.symbols.kernel as unknown as PackedKernelFn;
     this.#incopy = lib.symbols.incopy as unknown as CopyFn;
     this.#oncopy = lib.symbols.oncopy as unknown as CopyFn;
+    this.oncopyAt = lib.symbols.oncopyAt as unknown as CopyAtFn;
     this.#weights = new WeightCopies(budget);
   }
 
@@ -397,7 +514,7 @@ export class PackedGemm {
       return { packed: null, note: `cannot open ${library}: ${e}` };
     }
     const s = lib.symbols;
-    if (!s.kernel || !s.incopy || !s.oncopy) {
+    if (!s.kernel || !s.incopy || !s.oncopy || !s.oncopyAt) {
       lib.close();
       return {
         packed: null,
@@ -456,6 +573,15 @@ export class PackedGemm {
   ): void {
     short("input", x, rows, inF);
     if (bias) short("bias", bias, 1, outF);
+  }
+
+  /**
+   * The address of the reused buffer x is packed into, grown to `n`
+   * values (for {@link runPackTasks}).
+   */
+  xBuffer(n: number): number {
+    if (!this.#x || this.#x.a.length < n) this.#x = aligned(n);
+    return this.#x.at;
   }
 
   /**

@@ -15,10 +15,15 @@ import { type CopyBudget, TransposedWeights } from "./_blas_transpose.ts";
 import {
   blockK,
   GROUP,
+  markDone,
   outputRows,
   PackedGemm,
+  packedSoon,
+  packRows,
+  packSync,
   planPacked,
   runPackedItems,
+  runPackTasks,
 } from "./_blas_packed.ts";
 import { setMmapThreshold } from "./_heap.ts";
 import {
@@ -573,21 +578,24 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       let shared = two && earlyWake
         ? packer.start(null, 0, plan.count, true, true)
         : null;
-      let mine = 0, ready = false, y: Float32Array | undefined;
+      let mine = 0, ready = false, yReady = false;
+      let y: Float32Array | undefined;
+      const sync = packSync(d);
       try {
-        const out = into
-          ? { y: into, at: address(into) }
-          : outputRows(rows, outF, populate);
-        y = out.y;
-        const sb = packed.packX(x, rows, inF);
+        const kc = blockK(fam, inF), pg = packRows(fam, rows);
+        const groups = Math.ceil(rows / pg);
+        const tasks = Math.ceil(inF / kc) * groups;
+        Atomics.store(sync, 0, 0);
+        Atomics.store(sync, 1, 0);
+        Atomics.store(sync, 3, 0);
         d.set([
           pw.at,
-          sb,
-          out.at,
+          packed.xBuffer(rows * inF),
+          0, // y's address, below
           outF,
           rows,
           inF,
-          blockK(fam, inF),
+          kc,
           fam.mc,
           plan.gm,
           plan.gn,
@@ -596,10 +604,29 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
           ...packed.biasOnes(bias, outF, rows),
           relu ? 1 : 0,
           into ? 1 : 0,
+          address(x),
+          tasks,
+          pg,
+          groups,
         ]);
         ready = true;
         if (shared) packer.go();
         else if (two) shared = packer.start(null, 0, plan.count, true);
+        // the helper, once awake, packs x's tasks while y is allocated here
+        const out = into
+          ? { y: into, at: address(into) }
+          : outputRows(rows, outF, populate);
+        y = out.y;
+        d[2] = out.at;
+        yReady = true;
+        markDone(sync);
+        runPackTasks(packed.oncopyAt, d, sync);
+        // the helper's last task not done at once (its core taken away),
+        // or failed (the helper then runs no item): all of x here, the
+        // same values (the helper's task writes them too, before finish)
+        if (!packedSoon(sync, tasks + 1) || Atomics.load(sync, 3) !== 0) {
+          packed.packX(x, rows, inF);
+        }
         const take = shared ?? ((k) => () => k++)(0);
         const next = () => {
           const i = take();
@@ -610,9 +637,14 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
         stats.items += plan.count;
         runPackedItems(packed.kernel, d, next, y);
       } finally {
-        // on a throw before the descriptor was filled, the helper is let
-        // go on an empty job (the previous product's y may be gone)
-        if (!ready) d[11] = 0;
+        // on a throw before y's address was set, the helper is let go on
+        // an empty job (after packing what it takes of x, whose count the
+        // barrier waits for)
+        if (!ready) d[17] = 0;
+        if (!yReady) {
+          d[11] = 0;
+          markDone(sync);
+        }
         const failed = two ? packer.finish(spin) : -1;
         if (ready) {
           stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
