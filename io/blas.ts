@@ -12,19 +12,8 @@ import {
   setF32GemmBackend,
 } from "../kernels/fast/backend.ts";
 import { type CopyBudget, TransposedWeights } from "./_blas_transpose.ts";
-import {
-  blockK,
-  GROUP,
-  markDone,
-  outputRows,
-  PackedGemm,
-  packedSoon,
-  packRows,
-  packSync,
-  planPacked,
-  runPackedItems,
-  runPackTasks,
-} from "./_blas_packed.ts";
+import { GROUP, PackedGemm } from "./_blas_packed.ts";
+import { addressOf, runPackedProduct } from "./_blas_packed_product.ts";
 import { setMmapThreshold } from "./_heap.ts";
 import {
   ADDRESS_FIELDS,
@@ -542,16 +531,20 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
     const group = opts.packedGroup ?? GROUP;
     const populate = opts.packedPopulate ?? false;
     const stats = { products: 0, items: 0, helperItems: 0 };
-    // (reading `buffer` first moves a small typed array's values off the
-    // V8 heap, where the garbage collector could move them mid-product)
-    const address = (v: Float32Array): number => {
-      if (!v.buffer) throw new TypeError("Cannot multiply: no buffer");
-      return Number(Deno.UnsafePointer.value(Deno.UnsafePointer.of(v)));
-    };
-    /**
-     * `y = x·Wᵀ + b` on packed W, into `into` (zeroed by the items) or a
-     * new zeroed array, or null (no room for W).
-     */
+    const runner = packed && packer
+      ? {
+        packed,
+        packer,
+        threads,
+        packedRows,
+        earlyWake,
+        group,
+        populate,
+        spin,
+        stats,
+      }
+      : null;
+    /** `y = x·Wᵀ + b` on packed W, or null (see `packedProduct`). */
     const packedProduct = (
       x: Float32Array,
       rows: number,
@@ -561,105 +554,10 @@ export function openSystemBlas(opts: SystemBlasOptions = {}): SystemBlas {
       bias: Float32Array | undefined,
       relu = false,
       into?: Float32Array,
-    ): Float32Array | null => {
-      if (
-        !packed || !packer || rows >= packedRows || rows < 1 || inF < 1 ||
-        outF < 1
-      ) return null;
-      const pw = packed.weight(w, outF, inF);
-      if (!pw) return null;
-      packed.check(x, rows, inF, bias, outF);
-      const two = threads > 1 && !packer.broken;
-      const fam = packed.family;
-      const plan = planPacked(fam, rows, outF, group);
-      const d = packer.addresses;
-      // wake the helper first, so its wake-up overlaps y's allocation and
-      // x's packing; it reads the descriptor after `go`
-      let shared = two && earlyWake
-        ? packer.start(null, 0, plan.count, true, true)
-        : null;
-      let mine = 0, ready = false, yReady = false;
-      let y: Float32Array | undefined;
-      const sync = packSync(d);
-      try {
-        const kc = blockK(fam, inF), pg = packRows(fam, rows);
-        const groups = Math.ceil(rows / pg);
-        const tasks = Math.ceil(inF / kc) * groups;
-        Atomics.store(sync, 0, 0);
-        Atomics.store(sync, 1, 0);
-        Atomics.store(sync, 3, 0);
-        d.set([
-          pw.at,
-          packed.xBuffer(rows * inF),
-          0, // y's address, below
-          outF,
-          rows,
-          inF,
-          kc,
-          fam.mc,
-          plan.gm,
-          plan.gn,
-          plan.mItems,
-          plan.count,
-          ...packed.biasOnes(bias, outF, rows),
-          relu ? 1 : 0,
-          into ? 1 : 0,
-          address(x),
-          tasks,
-          pg,
-          groups,
-        ]);
-        ready = true;
-        if (shared) packer.go();
-        else if (two) shared = packer.start(null, 0, plan.count, true);
-        // the helper, once awake, packs x's tasks while y is allocated here
-        const out = into
-          ? { y: into, at: address(into) }
-          : outputRows(rows, outF, populate);
-        y = out.y;
-        d[2] = out.at;
-        yReady = true;
-        markDone(sync);
-        runPackTasks(packed.oncopyAt, d, sync);
-        // the helper's last task not done at once (its core taken away),
-        // or failed (the helper then runs no item): all of x here, the
-        // same values (the helper's task writes them too, before finish)
-        if (!packedSoon(sync, tasks + 1) || Atomics.load(sync, 3) !== 0) {
-          packed.packX(x, rows, inF);
-        }
-        const take = shared ?? ((k) => () => k++)(0);
-        const next = () => {
-          const i = take();
-          if (i < plan.count) mine++;
-          return i;
-        };
-        stats.products++;
-        stats.items += plan.count;
-        runPackedItems(packed.kernel, d, next, y);
-      } finally {
-        // on a throw before y's address was set, the helper is let go on
-        // an empty job (after packing what it takes of x, whose count the
-        // barrier waits for)
-        if (!ready) d[17] = 0;
-        if (!yReady) {
-          d[11] = 0;
-          markDone(sync);
-        }
-        const failed = two ? packer.finish(spin) : -1;
-        if (ready) {
-          stats.helperItems += plan.count - mine - (failed >= 0 ? 1 : 0);
-        }
-        if (failed >= 0) {
-          let once = failed;
-          runPackedItems(packed.kernel, d, () => {
-            const i = once;
-            once = plan.count;
-            return i;
-          }, y);
-        }
-      }
-      return y;
-    };
+    ): Float32Array | null =>
+      runner &&
+      runPackedProduct(runner, x, rows, inF, w, outF, bias, relu, into);
+    const address = addressOf;
     const parts = opts.splitColumns === true ? 2 : opts.splitColumns || 0;
     const split = parts > 1 && threads > 1;
     /** `y += x·wt` as column blocks on two threads (see `splitColumns`). */
