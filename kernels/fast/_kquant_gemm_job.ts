@@ -48,8 +48,21 @@ export function useKquantGemm(
 /**
  * Runs the weights `ptrs` (kind `kind`, `outs[i] × inF`, `rowBytes` bytes
  * per output row) on the Q8_K-quantized x (`q8` codes, `meta` as
- * `quantize_xk` writes them) of `rows` rows; returns each weight's
- * `rows × outs[i]` output plus its bias.
+ * `quantize_xk` writes them) of `rows` rows; writes each weight's
+ * `rows × outs[i]` output plus its bias to kernel memory at `ys[i]` (the
+ * kernels store only the outputs and rows that exist).
+ *
+ * @param e The engine.
+ * @param kind The weights' kind.
+ * @param rowBytes Bytes per output row of a weight.
+ * @param ptrs Kernel addresses of the weights.
+ * @param outs Outputs of each weight.
+ * @param q8 The x codes.
+ * @param meta Their metadata.
+ * @param rows x rows.
+ * @param inF Inputs.
+ * @param biases Biases (undefined entries: none).
+ * @param ys Where each weight's outputs go.
  */
 export function kquantGemmJob(
   e: Engine,
@@ -62,7 +75,8 @@ export function kquantGemmJob(
   rows: number,
   inF: number,
   biases: (Float32Array | undefined)[],
-): Float32Array[] {
+  ys: number[],
+): void {
   const chunk = Math.min(rows, KGEMM_CHUNK_ROWS);
   // Q5_0 (Q8_0 activations) packs x as Q4_0's integer GEMM does
   const q5 = kind === "q5_0";
@@ -73,7 +87,6 @@ export function kquantGemmJob(
   const stride =
     ((q5 ? q5IgemmScratchBytes(inF) : kquantGemmScratchBytes(inF)) + 63) & ~63;
   const scr = e.scratch("qkscr", stride * ((e.pool?.size ?? 0) + 1));
-  const results = outs.map((o) => new Float32Array(rows * o));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
@@ -82,7 +95,6 @@ export function kquantGemmJob(
     const m = meta + r0 * (inF / 32) * 16;
     ptrs.forEach((w, i) => {
       const outF = outs[i];
-      const y = e.scratch("y", n * outF * 4 + 64);
       const padded = Math.ceil(outF / QK_NR) * QK_NR;
       const bp = e.scratch("bias", padded * 4);
       e.f32.fill(0, bp >> 2, (bp >> 2) + padded);
@@ -92,12 +104,10 @@ export function kquantGemmJob(
         fnName(kind),
         n * inF * outF,
         Math.ceil(outF / QK_NR),
-        [xp, m, w, rowBytes, y, bp, n, inF, outF],
+        [xp, m, w, rowBytes, ys[i] + r0 * outF * 4, bp, n, inF, outF],
         scr,
         stride,
       );
-      results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
     });
   }
-  return results;
 }
