@@ -28,7 +28,11 @@ import {
   state,
   touchAfter,
 } from "./_dispatch.ts";
-import { kquantGemmJob, useKquantGemm } from "./_kquant_gemm_job.ts";
+import {
+  kquantGemmJob,
+  useKquantGemm,
+  zeroLastPanel,
+} from "./_kquant_gemm_job.ts";
 import {
   GEMM_MIN_IN,
   GEMM_NR,
@@ -527,7 +531,8 @@ function quantGemmJob(
   const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
-    e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+    // rows past the last stay zero
+    zeroLastPanel(e, xp, n, packMr, packMr * inF * packBytes);
     // panels of MR rows at MR·inF codes of `packBytes` each: a range of
     // panels is the same call with both pointers moved (same bytes)
     runSplit(
