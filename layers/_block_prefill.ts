@@ -295,9 +295,12 @@ export function blockPrefillStep(
       Math.min(b * 256, m) - a * 256,
     ]);
     engineLinearInto(e, [down], downB, act, rows, [proj]);
-    residual();
+    // the last residual add straight into the output array (the stream in
+    // kernel memory is not read again)
+    f = e.f32;
     const out = new Float32Array(rows * d);
-    out.set(f.subarray(x >> 2, (x >> 2) + rows * d));
+    const x0 = x >> 2, p0 = proj >> 2;
+    for (let i = 0; i < out.length; i++) out[i] = f[x0 + i] + rs * f[p0 + i];
     return out;
   };
 }
