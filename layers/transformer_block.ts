@@ -328,11 +328,11 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
           if (y) return floatTensor(y, [...s]);
         }
         if (
-          prefill && rows > 1 && state && !context?.sequences &&
-          !context?.attentionMask &&
-          (s.length === 2 || s[0] === 1)
+          prefill && rows > 1 && !context?.sequences &&
+          !context?.attentionMask && (s.length === 2 || s[0] === 1)
         ) {
-          const y = prefill(x.data, rows, state);
+          // without a state, a cache for this call only (as the layer path)
+          const y = prefill(x.data, rows, state ?? {});
           if (y) return floatTensor(y, [...s]);
         }
         let a = attn.forward(

@@ -201,6 +201,23 @@ for (const c of CASES) {
   });
 }
 
+Deno.test("block prefill step without a state (a cache for the call only): same bits", () => {
+  for (const c of CASES) {
+    const { block, cfg } = build(c);
+    const d = cfg.d_model, rng = createRng(9);
+    const x = new Float32Array(17 * d).map(() => 2 * rng.next() - 1);
+    const outs = [true, false].map((on) => {
+      state.prefillStep = on;
+      try {
+        return block.forward(floatTensor(x, [1, 17, d])).data;
+      } finally {
+        state.prefillStep = true;
+      }
+    });
+    assert(outs[0].every((v, j) => Object.is(v, outs[1][j])), c.name);
+  }
+});
+
 Deno.test("block prefill step: taken for quantized blocks, not for others", () => {
   if (!getEngine()) return; // no WebAssembly SIMD: the general path only
   const c = CASES[0];
