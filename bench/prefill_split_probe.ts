@@ -6,7 +6,11 @@
 // JavaScript between them). One thread and two alternate round by round.
 //
 //   deno run -A bench/prefill_split_probe.ts [--width 576] [--type Q8_0]
-//     [--rounds 5] [--tokens 128] [--spin 20000]
+//     [--rounds 5] [--tokens 128] [--spin 20000] [--ways split|step]
+//
+// `--ways step` compares the block prefill step (layers/_block_prefill.ts)
+// with the layer-by-layer path (`state.prefillStep` off) on 1 and 2
+// threads instead of the ways of splitting the GEMMs.
 
 import process from "node:process";
 import { memorySource } from "../core/sources.ts";
@@ -23,6 +27,7 @@ const args: Record<string, string> = {
   rounds: "5",
   tokens: "128",
   spin: "20000",
+  ways: "split",
 };
 for (let i = 0; i < Deno.args.length; i += 2) {
   args[Deno.args[i].replace(/^--/, "")] = Deno.args[i + 1];
@@ -106,14 +111,23 @@ e.run = (name, parts, touch) => {
   }
 };
 
-// the ways: threads, and whether GEMM panels are grabbed (state.gemmGrab)
-// and chunks per thread of the other split jobs (state.splitChunks)
-const ways: Record<string, [number, boolean, number]> = {
-  "1 thread": [1, true, 4],
-  "2 threads, fixed halves": [2, false, 1],
-  "2 threads, grabbed panels, fixed op ranges": [2, true, 1],
-  "2 threads, grabbed panels, op ranges in chunks": [2, true, 4],
-};
+// the ways: threads, whether GEMM panels are grabbed (state.gemmGrab),
+// chunks per thread of the other split jobs (state.splitChunks) and
+// whether blocks take the prefill step (state.prefillStep)
+const ways: Record<string, [number, boolean, number, boolean]> =
+  args.ways === "step"
+    ? {
+      "1 thread, layer by layer": [1, true, 4, false],
+      "1 thread, block step": [1, true, 4, true],
+      "2 threads, layer by layer": [2, true, 4, false],
+      "2 threads, block step": [2, true, 4, true],
+    }
+    : {
+      "1 thread": [1, true, 4, true],
+      "2 threads, fixed halves": [2, false, 1, true],
+      "2 threads, grabbed panels, fixed op ranges": [2, true, 1, true],
+      "2 threads, grabbed panels, op ranges in chunks": [2, true, 4, true],
+    };
 type Res = {
   wall: number[];
   cpu: number[];
@@ -130,6 +144,7 @@ for (const [k, [th, grab]] of Object.entries(ways)) {
   });
   state.gemmGrab = grab;
   state.splitChunks = ways[k][2];
+  state.prefillStep = ways[k][3];
   model.forward(prompt, model.createState()); // warm
 }
 for (let r = 0; r < Number(args.rounds); r++) {
@@ -143,6 +158,7 @@ for (let r = 0; r < Number(args.rounds); r++) {
     });
     state.gemmGrab = ways[th][1];
     state.splitChunks = ways[th][2];
+    state.prefillStep = ways[th][3];
     acc = new Map();
     if (ways[th][0] === 2) {
       model.forward(prompt.slice(0, 16), model.createState());
@@ -185,6 +201,7 @@ console.log(
 );
 state.gemmGrab = true;
 state.splitChunks = 4;
+state.prefillStep = true;
 for (const th of Object.keys(ways)) {
   const R = results[th];
   console.log(

@@ -176,10 +176,64 @@ function ropeRow(
  * assert(blockDecodeStep(parts) === null); // q/k norms: the layer path
  * ```
  */
-export function blockDecodeStep(
-  parts: BlockDecodeParts,
-): BlockDecodeStep | null {
-  const { cfg, weights, inter, eps, rs, normIn, normPost } = parts;
+/** A block's weights and settings as the kernel-memory steps use them. */
+export interface BlockPieces {
+  d: number;
+  H: number;
+  KV: number;
+  D: number;
+  qDim: number;
+  kvDim: number;
+  q: Tensor;
+  k: Tensor;
+  v: Tensor;
+  o: Tensor;
+  gate: Tensor;
+  up: Tensor;
+  down: Tensor;
+  qkvB: (Float32Array | undefined)[];
+  oB: (Float32Array | undefined)[];
+  guB: (Float32Array | undefined)[];
+  downB: (Float32Array | undefined)[];
+  /** Every projection weight. */
+  all: Tensor[];
+  /** RoPE frequencies, or undefined without RoPE. */
+  freq: Float64Array | undefined;
+  /** Rotated values per head (`2 · half`, 0 without RoPE). */
+  rot: number;
+  neox: boolean;
+  /** Attention scale. */
+  scale: number;
+  /** Key of the RoPE setting (blocks with the same key share cos/sin rows). */
+  ropeKey: string;
+}
+
+/**
+ * The pieces of a block both kernel-memory steps (one token here, many
+ * rows in `_block_prefill.ts`) run, or null when the block can never take
+ * them (q/k norms, a sliding window, not causal, head sizes or RoPE
+ * widths the kernels do not take).
+ *
+ * @param parts The block's parts.
+ * @returns The pieces, or null.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { blockPieces } from "./_block_decode.ts";
+ * import { transformerBlockLayer } from "@modelhost/modelhost/layers";
+ * import { createScope } from "@modelhost/modelhost/core";
+ * const cfg = transformerBlockLayer.parse(
+ *   { type: "transformer_block", d_model: 8, num_heads: 2, intermediate_size: 16, sliding_window: 4 },
+ *   { path: "b", parseChild: () => { throw new Error(); } },
+ * );
+ * const one = new Float32Array(8).fill(1);
+ * const parts = { cfg, weights: createScope(new Map()), inter: 16, eps: 1e-6, rs: 1, normIn: one, normPost: one, mlpBias: false };
+ * assert(blockPieces(parts) === null); // a sliding window: the layer path
+ * ```
+ */
+export function blockPieces(parts: BlockDecodeParts): BlockPieces | null {
+  const { cfg, weights, inter, normIn, normPost } = parts;
   const d = cfg.d_model, H = cfg.num_heads, KV = cfg.num_kv_heads;
   const D = cfg.head_dim, qDim = H * D, kvDim = KV * D;
   if (
@@ -219,7 +273,41 @@ export function blockDecodeStep(
   if (freq && (rot !== D || (neox ? half % 4 !== 0 : rot % 4 !== 0))) {
     return null;
   }
-  const scale = cfg.attention_scale ?? 1 / Math.sqrt(D);
+  return {
+    d,
+    H,
+    KV,
+    D,
+    qDim,
+    kvDim,
+    q,
+    k,
+    v,
+    o,
+    gate,
+    up,
+    down,
+    qkvB,
+    oB,
+    guB,
+    downB,
+    all,
+    freq,
+    rot,
+    neox,
+    scale: cfg.attention_scale ?? 1 / Math.sqrt(D),
+    ropeKey: `${neox ? "neox" : "interleaved"}:${freq?.join(",")}`,
+  };
+}
+
+export function blockDecodeStep(
+  parts: BlockDecodeParts,
+): BlockDecodeStep | null {
+  const { inter, eps, rs, normIn, normPost } = parts;
+  const pieces = blockPieces(parts);
+  if (!pieces) return null;
+  const { d, H, KV, D, qDim, kvDim, q, k, v, o, gate, up, down } = pieces;
+  const { qkvB, oB, guB, downB, all, freq, rot, neox, scale } = pieces;
   let plan: Plan | null | undefined;
   const owner = {};
 
@@ -286,7 +374,7 @@ export function blockDecodeStep(
     return out;
   };
 
-  const ropeKey = `${neox ? "neox" : "interleaved"}:${freq?.join(",")}`;
+  const ropeKey = pieces.ropeKey;
   return (xIn: Float32Array, st: LayerState): Float32Array | null => {
     if (!kernelState.decodeStep) return null;
     const cache = st.kv as KvCache | undefined;

@@ -60,6 +60,7 @@ import { attentionOnnx, multiHeadAttentionLayer } from "./attention.ts";
 import { rmsNormOnnx, scalar } from "./_onnx.ts";
 import { type SwigluConfig, swigluLayer } from "./swiglu.ts";
 import { blockDecodeStep } from "./_block_decode.ts";
+import { blockPrefillStep } from "./_block_prefill.ts";
 
 /** A mixture-of-experts MLP: a router and SwiGLU experts, only the top k run per token. */
 export interface BlockMoeConfig {
@@ -294,18 +295,19 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
       ? cfg.moe_layer.plugin.build(cfg.moe_layer.cfg, weights.at("mlp"))
       : swigluLayer.build(mlpConfig(cfg), weights.at("mlp"));
     // one token on kernel memory throughout, where the weights allow it
-    const step = pre && !cfg.moe_layer
-      ? blockDecodeStep({
-        cfg,
-        weights,
-        inter: cfg.intermediate_size,
-        eps,
-        rs,
-        normIn,
-        normPost,
-        mlpBias: cfg.mlp_bias,
-      })
-      : null;
+    const parts = {
+      cfg,
+      weights,
+      inter: cfg.intermediate_size,
+      eps,
+      rs,
+      normIn,
+      normPost,
+      mlpBias: cfg.mlp_bias,
+    };
+    const step = pre && !cfg.moe_layer ? blockDecodeStep(parts) : null;
+    // many rows of one sequence likewise (a prefill)
+    const prefill = pre && !cfg.moe_layer ? blockPrefillStep(parts) : null;
     return {
       forward(
         x: FloatTensor,
@@ -323,6 +325,14 @@ export const transformerBlockLayer: LayerPlugin<TransformerBlockConfig> = {
         const rows = x.data.length / d;
         if (step && rows === 1 && state && !context?.sequences) {
           const y = step(x.data, state);
+          if (y) return floatTensor(y, [...s]);
+        }
+        if (
+          prefill && rows > 1 && !context?.sequences &&
+          !context?.attentionMask && (s.length === 2 || s[0] === 1)
+        ) {
+          // without a state, a cache for this call only (as the layer path)
+          const y = prefill(x.data, rows, state ?? {});
           if (y) return floatTensor(y, [...s]);
         }
         let a = attn.forward(

@@ -32,6 +32,12 @@ export const state = {
    */
   decodeStep: true,
   /**
+   * Tests and benchmarks: whether many rows of one sequence through such a
+   * block (a prefill) run as one kernel-memory pass
+   * (`layers/_block_prefill.ts`; same bits as the layer-by-layer path).
+   */
+  prefillStep: true,
+  /**
    * Benchmarks: least work (as `runSplit` counts it) at which the decode
    * step's attention and SwiGLU split over the threads, below the general
    * `minParallelWork` (both are the same bits on any split).

@@ -28,7 +28,11 @@ import {
   state,
   touchAfter,
 } from "./_dispatch.ts";
-import { kquantGemmJob, useKquantGemm } from "./_kquant_gemm_job.ts";
+import {
+  kquantGemmJob,
+  useKquantGemm,
+  zeroLastPanel,
+} from "./_kquant_gemm_job.ts";
 import {
   GEMM_MIN_IN,
   GEMM_NR,
@@ -264,8 +268,18 @@ function quantizeActs(
   rows: number,
   inF: number,
 ): QuantizedX {
+  return quantizeActsAt(e, kind, copyIn(e, "x", x), rows, inF);
+}
+
+/** {@link quantizeActs} of the rows already in kernel memory at `xs`. */
+function quantizeActsAt(
+  e: Engine,
+  kind: string,
+  xs: number,
+  rows: number,
+  inF: number,
+): QuantizedX {
   const nb = inF / XQ;
-  const xs = copyIn(e, "x", x);
   const q8 = e.scratch("xq8", rows * inF + 64);
   const q16 = e.scratch("xq16", rows * inF * 2 + 64);
   const meta = e.scratch("xmeta", rows * nb * 4 * META_ARRAYS + 64);
@@ -304,7 +318,7 @@ const Q8T_MAX_ROWS = 3;
 /**
  * Quantized weights `ptrs[i]` (`outs[i] × inF`, kind `kind`) on one
  * already quantized x, as one job whose threads share the output rows of
- * all of them.
+ * all of them; one new `rows × outs[i]` array per weight.
  */
 function quantJob(
   e: Engine,
@@ -317,15 +331,50 @@ function quantJob(
   inF: number,
   biases: (Float32Array | undefined)[],
 ): Float32Array[] {
+  const total = outs.reduce((a, b) => a + b, 0);
+  const y = e.scratch("y", rows * total * 4 + 64);
+  const ys = outAddresses(y, rows, outs);
+  quantJobAt(e, kind, dtype, ptrs, outs, xq, rows, inF, biases, ys);
+  return outs.map((o, i) => copyOut(e, ys[i], rows * o));
+}
+
+/** Where each weight's `rows × outs[i]` output starts, side by side from `y`. */
+function outAddresses(y: number, rows: number, outs: number[]): number[] {
+  let off = 0;
+  return outs.map((o) => {
+    const at = y + rows * off * 4;
+    off += o;
+    return at;
+  });
+}
+
+/**
+ * {@link quantJob} writing weight i's `rows × outs[i]` output (plus its
+ * bias) to kernel memory at `ys[i]`: the kernel, its arguments and the
+ * split do not depend on where the outputs go, so the bits are the same.
+ */
+function quantJobAt(
+  e: Engine,
+  kind: string,
+  dtype: FastDType,
+  ptrs: number[],
+  outs: number[],
+  xq: QuantizedX,
+  rows: number,
+  inF: number,
+  biases: (Float32Array | undefined)[],
+  ys: number[],
+): void {
   const n = ptrs.length;
   if (
     (kind === "q8_0" || kind === "q4_0") &&
     rows >= Math.max(2, gemmMinRows(e, kind))
   ) {
-    return quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases);
+    quantGemmJob(e, kind, dtype, ptrs, outs, xq, rows, inF, biases, ys);
+    return;
   }
   if (useKquantGemm(e, kind, rows, inF)) {
-    return kquantGemmJob(
+    kquantGemmJob(
       e,
       kind as "q4_k" | "q6_k" | "q5_0",
       rowBytes(dtype, inF),
@@ -336,7 +385,9 @@ function quantJob(
       rows,
       inF,
       biases,
+      ys,
     );
+    return;
   }
   if (
     kind === "q8_0" && rows > 1 && rows <= Q8T_MAX_ROWS && state.threads <= 1 &&
@@ -345,9 +396,8 @@ function quantJob(
   ) {
     // A few rows: the one-row `q8_0t` kernels row by row (see Q8T_MAX_ROWS).
     const nb = inF / XQ;
-    const got = outs.map((o) => new Float32Array(rows * o));
     for (let r = 0; r < rows; r++) {
-      const one = quantJob(
+      quantJobAt(
         e,
         kind,
         dtype,
@@ -361,10 +411,10 @@ function quantJob(
         1,
         inF,
         biases,
+        ys.map((y, i) => y + r * outs[i] * 4),
       );
-      one.forEach((y, i) => got[i].set(y, r * outs[i]));
     }
-    return got;
+    return;
   }
   const total = outs.reduce((a, b) => a + b, 0);
   // Q8_0 / Q4_0 with several x rows: each thread prepares weight rows in
@@ -374,10 +424,17 @@ function quantJob(
       rows >= PREP_MIN_ROWS && state.prep
     ? e.scratch("qprep", prepStride * ((e.pool?.size ?? 0) + 1))
     : 0;
-  const y = e.scratch("y", rows * total * 4 + 64);
   const bp = e.scratch("bias", total * 4 + 64);
   const desc = e.scratch("qdesc", n * SEGMENT_BYTES + 64);
   const counter = e.scratch("counter", 64);
+  let q16 = xq.q16;
+  let fn = quantMmKernel(e, kind);
+  if (fn === "q8_0s_mm" && rows === 1 && state.split5 && e.fn.q8_split5) {
+    // one x row: the q8_0t kernels (kernels/wasm/_kernels_quant_q8t.ts)
+    q16 = e.scratch("xq5", inF * 2 + 64);
+    e.fn.q8_split5(xq.q8, q16, inF);
+    fn = "q8_0t_mm";
+  }
   const f = e.f32;
   f.fill(0, bp >> 2, (bp >> 2) + total);
   const d = new Int32Array(f.buffer, desc, n * 4);
@@ -385,7 +442,7 @@ function quantJob(
   for (let i = 0; i < n; i++) {
     if (biases[i]) f.set(biases[i]!, (bp >> 2) + off);
     d[4 * i] = ptrs[i];
-    d[4 * i + 1] = y + rows * off * 4;
+    d[4 * i + 1] = ys[i];
     d[4 * i + 2] = bp + off * 4;
     d[4 * i + 3] = outs[i];
     off += outs[i];
@@ -393,14 +450,6 @@ function quantJob(
   new Int32Array(f.buffer, counter, 1)[0] = 0;
   const rb = rowBytes(dtype, inF);
   const ranges = ptrs.flatMap((p, i) => [p, outs[i] * rb]);
-  let fn = quantMmKernel(e, kind);
-  let q16 = xq.q16;
-  if (fn === "q8_0s_mm" && rows === 1 && state.split5 && e.fn.q8_split5) {
-    // one x row: the q8_0t kernels (kernels/wasm/_kernels_quant_q8t.ts)
-    q16 = e.scratch("xq5", inF * 2 + 64);
-    e.fn.q8_split5(xq.q8, q16, inF);
-    fn = "q8_0t_mm";
-  }
   runShared(e, fn, rows * inF * total, total, (parts, part) => [
     desc,
     n,
@@ -417,12 +466,6 @@ function quantJob(
     quantWeightStreams(),
     prep === 0 ? 0 : prep + part * prepStride,
   ], () => touchAfter(e, ptrs[0], ranges));
-  off = 0;
-  return outs.map((o) => {
-    const out = copyOut(e, y + rows * off * 4, rows * o);
-    off += o;
-    return out;
-  });
 }
 
 /** Least x rows for the GEMM (see `state.gemmMinRows`). */
@@ -441,7 +484,9 @@ const GEMM_CHUNK_ROWS = 256;
  * (`_kernels_quant_igemm.ts`, relaxed module), or exact integer block
  * products in F32 (`_kernels_quant_gemm.ts`; `state.intGemm` off); the
  * same bits as `quantJob`'s dot products either way. x codes packed once,
- * each weight's panels of 8 rows split between the threads.
+ * each weight's panels of 8 rows split between the threads; weight i's
+ * rows written at `ys[i]` (the kernels store only the outputs and rows
+ * that exist).
  */
 function quantGemmJob(
   e: Engine,
@@ -453,7 +498,8 @@ function quantGemmJob(
   rows: number,
   inF: number,
   biases: (Float32Array | undefined)[],
-): Float32Array[] {
+  ys: number[],
+): void {
   // Q4_0 as bytes where the relaxed module has the integer GEMM, else as
   // i16 like Q8_0; the F32 way where neither kernel is there
   const way = !state.intGemm
@@ -483,10 +529,10 @@ function quantGemmJob(
       ? quantHgemmScratchBytes(inF)
       : quantGemmScratchBytes(inF)) + 63) & ~63;
   const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
-  const results = outs.map((o) => new Float32Array(rows * o));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
-    e.u8.fill(0, xp, xp + xBytes); // rows past the last stay zero
+    // rows past the last stay zero
+    zeroLastPanel(e, xp, n, packMr, packMr * inF * packBytes);
     // panels of MR rows at MR·inF codes of `packBytes` each: a range of
     // panels is the same call with both pointers moved (same bytes)
     runSplit(
@@ -505,21 +551,18 @@ function quantGemmJob(
     const meta = xq.meta + r0 * (inF / 32) * 16;
     ptrs.forEach((w, i) => {
       const outF = outs[i];
-      const y = e.scratch("y", n * outF * 4 + 64);
       const bp = padBias(e, outF, QG_NR, biases[i]);
       runGemm(
         e,
         ints ? "q4_0_igemm" : way === "i16" ? `${kind}_hgemm` : `${kind}_gemm`,
         n * inF * outF,
         Math.ceil(outF / QG_NR),
-        [xp, meta, w, rb, y, bp, n, inF, outF],
+        [xp, meta, w, rb, ys[i] + r0 * outF * 4, bp, n, inF, outF],
         scr,
         stride,
       );
-      results[i].set(e.f32.subarray(y >> 2, (y >> 2) + n * outF), r0 * outF);
     });
   }
-  return results;
 }
 
 function quantLinear(
@@ -636,6 +679,82 @@ export function engineLinearMany(
   const xq = quantizeActs(e, kind, x, rows, inF);
   const outs = ws.map((w) => w.shape[0]);
   return quantJob(e, kind, dt, ptrs, outs, xq, rows, inF, biases);
+}
+
+/**
+ * The quantized weights `ws` (each `[out_i, inF]`, Q8_0, Q4_0, Q5_0, Q4_K
+ * or Q6_K, no `quant`) on `rows` x rows already in kernel memory at `x`,
+ * weight i's `rows × out_i` output (plus its bias) written to kernel
+ * memory at `ys[i]`: what `linearMany` runs for the same weights (one job
+ * on one quantization of x when all share a dtype, else one by one), with
+ * the same kernels, arguments and splits, so the same bits, without the
+ * copies between JavaScript arrays and the engine. The caller checks the
+ * shapes, the weights' bytes and the biases' lengths (once, where it
+ * builds its plan) and that `x` and `ys` do not overlap the engine's
+ * scratch blocks.
+ *
+ * @param e The engine (holding every weight's bytes or able to copy them in).
+ * @param ws The weights.
+ * @param biases Their biases (undefined entries: none).
+ * @param x Kernel address of the `rows × inF` input.
+ * @param rows x rows (at least 1).
+ * @param ys Kernel address of each weight's output.
+ *
+ * @example
+ * ```ts
+ * import { assert } from "@std/assert";
+ * import { engineLinearInto } from "./_linear_engine.ts";
+ * import { getEngine } from "../wasm/_engine.ts";
+ * import { quantizeGguf } from "@modelhost/modelhost/formats/gguf";
+ * import { linear } from "@modelhost/modelhost/kernels";
+ * const e = getEngine();
+ * const v = Float32Array.from({ length: 64 }, (_, i) => i / 64 - 0.5);
+ * const w = { name: "w", dtype: "Q8_0" as const, shape: [2, 32], bytes: quantizeGguf("Q8_0", v) };
+ * const x = Float32Array.from({ length: 96 }, (_, i) => Math.cos(i));
+ * if (e) {
+ *   const io = e.alloc((96 + 6) * 4);
+ *   e.f32.set(x, io >> 2);
+ *   engineLinearInto(e, [w], [undefined], io, 3, [io + 96 * 4]);
+ *   const want = linear(x, 3, w); // the layer path: the same bits
+ *   assert(want.every((y, i) => y === e.f32[(io >> 2) + 96 + i]));
+ *   e.free(io);
+ * }
+ * ```
+ */
+export function engineLinearInto(
+  e: Engine,
+  ws: Tensor[],
+  biases: (Float32Array | undefined)[],
+  x: number,
+  rows: number,
+  ys: number[],
+): void {
+  const inF = ws[0].shape[1];
+  const dtype = ws[0].dtype as FastDType;
+  const sets = ws.length > 1 && ws.every((w) => w.dtype === dtype)
+    ? [ws.map((_, i) => i)]
+    : ws.map((_, i) => [i]);
+  for (const idx of sets) {
+    const dt = ws[idx[0]].dtype as FastDType;
+    const kind = QUANT_KIND[dt]!;
+    // every weight resident first, then x quantized once for all of them
+    const ptrs = idx.map((i) =>
+      residentQuant(e, dt, ws[i], ws[i].shape[0], inF)
+    );
+    const xq = quantizeActsAt(e, kind, x, rows, inF);
+    quantJobAt(
+      e,
+      kind,
+      dt,
+      ptrs,
+      idx.map((i) => ws[i].shape[0]),
+      xq,
+      rows,
+      inF,
+      idx.map((i) => biases[i]),
+      idx.map((i) => ys[i]),
+    );
+  }
 }
 
 /**

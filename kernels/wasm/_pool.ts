@@ -20,7 +20,17 @@ const DONE = 1;
 const FN = 2;
 const NARGS = 3;
 const ARGS_BYTE = 16;
-const MAX_ARGS = 27;
+const MAX_ARGS = 26;
+/**
+ * 1 once the worker has instantiated the kernels and read its first
+ * sequence number, never cleared (Int32 index; after the arguments):
+ * what {@link PendingPool.ready} looks for. `AWAKE` cannot tell it: a
+ * worker with no job spins for a moment, then clears `AWAKE` and sleeps,
+ * so a caller that looks between two long kernels (a prefill's GEMMs,
+ * 30–60 ms apart) nearly always found 0 and never adopted the pool
+ * (a 2048×4 Q8_0 prefill after the idle timer ran wholly on one thread).
+ */
+const READY = 57;
 /**
  * Whether the worker is polling for work (1) rather than asleep or about
  * to sleep (0), as the worker last wrote it (Int32 index; after the
@@ -456,7 +466,7 @@ export function startPool(opts: PoolOptions): PendingPool {
     done,
     ready(): WorkerPool | undefined {
       if (pool || failed || ctrls.length !== opts.workers) return pool;
-      for (const c of ctrls) if (Atomics.load(c, AWAKE) !== 1) return undefined;
+      for (const c of ctrls) if (Atomics.load(c, READY) !== 1) return undefined;
       // settled here too: once adopted, the pool may be closed (its
       // workers terminated) before their messages arrive
       settle(make());

@@ -21,13 +21,15 @@ interface Start {
 }
 
 // Slot layout (Int32 indices from the slot start): 0 seq, 1 done, 2 fn,
-// 3 status, 59 awake, 60 claim; f64 arguments from byte 16.
+// 3 status, 57 ready, 59 awake, 60 claim; f64 arguments from byte 16.
 const SEQ = 0;
 const DONE = 1;
 const FN = 2;
 const STATUS = 3;
 const ARGS = 16;
-const MAX_ARGS = 27;
+const MAX_ARGS = 26;
+/** Int32 index of the ready flag: set once, when this worker can take jobs (see `_pool.ts`). */
+const READY = 57;
 /** Int32 index of the polling flag: 1 while this worker polls for work, 0 asleep (see `_pool.ts`). */
 const AWAKE = 59;
 /**
@@ -73,6 +75,7 @@ scope.onmessage = (e: MessageEvent<Start>) => {
   // loop to hear the message) adopts the pool when it sees it
   // (`PendingPool.ready`), and `last` is already read by then
   Atomics.store(ctrl, AWAKE, 1);
+  Atomics.store(ctrl, READY, 1);
   scope.postMessage({ ready: true });
   // one argument list per arity, reused: no allocation between jobs, so
   // no collection of this isolate's heap delays a job

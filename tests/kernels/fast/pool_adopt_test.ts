@@ -101,3 +101,32 @@ Deno.test("restarted workers: adopted from their slots during a synchronous pass
     await shutdownKernels();
   }
 });
+
+Deno.test("restarted workers: adopted when looked for only now and then (a worker with no job sleeps, still ready)", async () => {
+  const e = getEngine();
+  if (!e?.shared) return;
+  try {
+    await configureKernels({ threads: 2, minParallelWork: 1 });
+    await state.starting;
+    e.stopPool();
+    assertEquals(partsFor(e, 1 << 30, 64), 1); // starts the workers
+    // a prefill looks between kernels tens of ms apart; by then a worker
+    // that is up has spun and gone to sleep: it must still be adopted
+    const t0 = performance.now();
+    let parts = 1, looks = 0;
+    while (parts === 1 && performance.now() - t0 < 3000) {
+      const busy = performance.now();
+      while (performance.now() - busy < 50) { /* a kernel, no polling */ }
+      parts = partsFor(e, 1 << 30, 64);
+      looks++;
+    }
+    console.log(
+      `adopted at look ${looks}, after ${
+        (performance.now() - t0).toFixed(0)
+      } ms`,
+    );
+    assertEquals(parts, 2);
+  } finally {
+    await shutdownKernels();
+  }
+});
