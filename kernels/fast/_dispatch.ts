@@ -211,6 +211,20 @@ function armTimer(): void {
 }
 
 /**
+ * How many per-thread scratch slots a job needs: the configured threads,
+ * or the running pool and the caller where that is more. A pool restarted
+ * after the idle timer can be adopted between the moment a job sizes its
+ * scratch and the moment it splits (see {@link partsFor}), so scratch
+ * sized by the pool alone could be one slot short.
+ *
+ * @param e The engine.
+ * @returns Slots, at least 1.
+ */
+export function threadSlots(e: Engine): number {
+  return Math.max(state.threads, (e.pool?.size ?? 0) + 1, 1);
+}
+
+/**
  * How many parts to split a kernel of `work` multiply-adds over `units`
  * independent output units into (1 when it stays on this thread). Restarts
  * stopped workers in the background when threads are configured.

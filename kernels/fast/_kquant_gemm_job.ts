@@ -16,7 +16,7 @@ import {
 } from "../wasm/_kernels_quant_kgemm.ts";
 import { q5IgemmScratchBytes } from "../wasm/_kernels_quant_q5gemm.ts";
 import { QI_MR, quantIgemmPackedXBytes } from "../wasm/_kernels_quant_igemm.ts";
-import { runGemm, state } from "./_dispatch.ts";
+import { runGemm, state, threadSlots } from "./_dispatch.ts";
 
 /** x rows per chunk of a K-quant GEMM job (keeps the packed x small). */
 const KGEMM_CHUNK_ROWS = 256;
@@ -114,7 +114,7 @@ export function kquantGemmJob(
   const xp = e.scratch("qkx", xBytes + 64);
   const stride =
     ((q5 ? q5IgemmScratchBytes(inF) : kquantGemmScratchBytes(inF)) + 63) & ~63;
-  const scr = e.scratch("qkscr", stride * ((e.pool?.size ?? 0) + 1));
+  const scr = e.scratch("qkscr", stride * threadSlots(e));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     zeroLastPanel(e, xp, n, q5 ? QI_MR : QK_MR, (q5 ? QI_MR : QK_MR) * inF);

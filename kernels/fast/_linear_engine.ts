@@ -26,6 +26,7 @@ import {
   runShared,
   runSplit,
   state,
+  threadSlots,
   touchAfter,
 } from "./_dispatch.ts";
 import {
@@ -422,7 +423,7 @@ function quantJobAt(
   const prepStride = (preparedBytes(inF / 32) + 63) & ~63;
   const prep = (kind === "q8_0" || kind === "q4_0") &&
       rows >= PREP_MIN_ROWS && state.prep
-    ? e.scratch("qprep", prepStride * ((e.pool?.size ?? 0) + 1))
+    ? e.scratch("qprep", prepStride * threadSlots(e))
     : 0;
   const bp = e.scratch("bias", total * 4 + 64);
   const desc = e.scratch("qdesc", n * SEGMENT_BYTES + 64);
@@ -528,7 +529,7 @@ function quantGemmJob(
       : way === "i16"
       ? quantHgemmScratchBytes(inF)
       : quantGemmScratchBytes(inF)) + 63) & ~63;
-  const scr = e.scratch("qgscr", stride * ((e.pool?.size ?? 0) + 1));
+  const scr = e.scratch("qgscr", stride * threadSlots(e));
   for (let r0 = 0; r0 < rows; r0 += chunk) {
     const n = Math.min(chunk, rows - r0);
     // rows past the last stay zero

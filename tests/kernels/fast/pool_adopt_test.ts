@@ -13,7 +13,11 @@ import {
   configureKernels,
   shutdownKernels,
 } from "../../../kernels/fast/runtime.ts";
+import { fastLinear } from "../../../kernels/fast/matmul.ts";
 import { getEngine } from "../../../kernels/wasm/_engine.ts";
+import { kquantGemmScratchBytes } from "../../../kernels/wasm/_kernels_quant_kgemm.ts";
+import { quantHgemmScratchBytes } from "../../../kernels/wasm/_kernels_quant_q8gemm.ts";
+import { makeWeight } from "./_helpers.ts";
 
 Deno.test("restarted workers: adopted from their slots during a synchronous pass, same values, a cancelled start leaves no pool", async () => {
   const e = getEngine();
@@ -127,6 +131,73 @@ Deno.test("restarted workers: adopted when looked for only now and then (a worke
     );
     assertEquals(parts, 2);
   } finally {
+    await shutdownKernels();
+  }
+});
+
+Deno.test("restarted workers: quantized GEMM jobs run while the pool is stopped size their per-thread scratch for the configured threads, and keep the one-thread bits when it is adopted part-way", async () => {
+  const e = getEngine();
+  if (!e?.shared) return;
+  // A job sizes its per-thread scratch, then splits; the pool can be
+  // adopted in between (at the x packing), and the GEMM then runs on two
+  // threads. Scratch sized by the pool of the moment (none) had one slot,
+  // the second thread wrote past it, and a 128-token prefill after the
+  // idle timer trapped ("memory access out of bounds") where the region
+  // ended the memory. Widths larger than any before in this file, so the
+  // regions are made here (the one-thread run makes them one slot wide).
+  const rows = 23;
+  const gemmMin = state.gemmMinRows;
+  state.gemmMinRows = 2;
+  try {
+    const cases = [
+      ["Q8_0", 299, 1536, "qgscr", quantHgemmScratchBytes, "q8_0_hgemm"],
+      ["Q4_K", 77, 1024, "qkscr", kquantGemmScratchBytes, "q4_k_kgemm"],
+    ] as const;
+    for (const [dtype, outF, inF, name, bytes, kernel] of cases) {
+      const w = makeWeight(dtype, outF, inF);
+      const x = new Float32Array(rows * inF).map((_, i) =>
+        Math.sin(i * 0.61) * (i % 7 === 0 ? 9 : 1)
+      );
+      await configureKernels({ threads: 1 });
+      const want = fastLinear(x, rows, w);
+      const stride = (bytes(inF) + 63) & ~63;
+      let adopted = 0;
+      for (let round = 0; round < 6; round++) {
+        await configureKernels({ threads: 2, minParallelWork: 1 });
+        await state.starting;
+        e.stopPool();
+        // no await from here until the pool is adopted, as in a prefill
+        const t0 = performance.now();
+        let calls = 0;
+        do {
+          const got = fastLinear(x, rows, w);
+          if (calls++ === 0 && e.fn[kernel]) {
+            // the region the job used holds a slot per configured thread
+            const at = e.scratch(name, 1);
+            assertEquals(
+              e.scratch(name, 2 * stride),
+              at,
+              `${dtype}: ${name} too small for two threads`,
+            );
+          }
+          for (let i = 0; i < got.length; i++) {
+            if (!Object.is(got[i], want[i])) {
+              throw new Error(
+                `${dtype} round ${round} call ${calls}: output ${i} is ${
+                  got[i]
+                }, expected ${want[i]}`,
+              );
+            }
+          }
+        } while (!e.pool && performance.now() - t0 < 3000);
+        if (e.pool) adopted++;
+      }
+      console.log(
+        `${dtype}: adopted during ${adopted} of 6 synchronous passes`,
+      );
+    }
+  } finally {
+    state.gemmMinRows = gemmMin;
     await shutdownKernels();
   }
 });
