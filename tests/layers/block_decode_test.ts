@@ -11,130 +11,20 @@
  */
 
 import { assert, assertEquals } from "@std/assert";
-import { transformerBlockLayer } from "../../layers/transformer_block.ts";
 import { blockDecodeStep } from "../../layers/_block_decode.ts";
 import type { LayerState } from "../../core/plugin.ts";
-import type { LayerConfig } from "../../core/model.ts";
 import { createRng } from "../../core/rng.ts";
-import { createScope } from "../../core/scope.ts";
-import { floatTensor, type Tensor, tensorFromF32 } from "../../core/tensor.ts";
-import { quantizeGguf } from "../../core/quants/mod.ts";
+import { floatTensor } from "../../core/tensor.ts";
 import { state } from "../../kernels/fast/_dispatch.ts";
-import {
-  allocateKernelBytes,
-  configureKernels,
-  shutdownKernels,
-} from "../../kernels/fast/mod.ts";
+import { configureKernels, shutdownKernels } from "../../kernels/fast/mod.ts";
 import { getEngine } from "../../kernels/wasm/_engine.ts";
-import { ctx } from "./_attention_vectors.ts";
-
-interface Case {
-  name: string;
-  config: LayerConfig;
-  /** dtype per projection name (`q_proj`, …, `down_proj`); others stay F32. */
-  types: Record<string, string>;
-  /** Weights read in place from kernel memory (as the GGUF loaders put them). */
-  inKernel?: boolean;
-}
-
-const PROJ = ["q_proj", "k_proj", "v_proj", "o_proj"];
-const MLP = ["gate_proj", "up_proj", "down_proj"];
-const all = (t: string) =>
-  Object.fromEntries([...PROJ, ...MLP].map((p) => [p, t]));
-
-const CASES: Case[] = [
-  {
-    name: "Q8_0, GQA, neox",
-    config: {
-      type: "transformer_block",
-      d_model: 64,
-      num_heads: 4,
-      num_kv_heads: 2,
-      intermediate_size: 96,
-    },
-    types: all("Q8_0"),
-  },
-  {
-    name: "Q4_0 in kernel memory",
-    config: {
-      type: "transformer_block",
-      d_model: 64,
-      num_heads: 4,
-      num_kv_heads: 2,
-      intermediate_size: 96,
-    },
-    types: all("Q4_0"),
-    inKernel: true,
-  },
-  {
-    name: "Q4_0, interleaved RoPE, biases, residual scale",
-    config: {
-      type: "transformer_block",
-      d_model: 96,
-      num_heads: 6,
-      num_kv_heads: 3,
-      intermediate_size: 160,
-      rope_style: "interleaved",
-      bias: true,
-      mlp_bias: true,
-      residual_scale: 0.5,
-    },
-    types: all("Q4_0"),
-  },
-  {
-    name: "Q4_K with Q6_K v and down (Q4_K_M's mix)",
-    config: {
-      type: "transformer_block",
-      d_model: 256,
-      num_heads: 4,
-      num_kv_heads: 1,
-      intermediate_size: 512,
-    },
-    types: { ...all("Q4_K"), v_proj: "Q6_K", down_proj: "Q6_K" },
-  },
-  {
-    name: "Q5_0 with Q8_0 o_proj",
-    config: {
-      type: "transformer_block",
-      d_model: 64,
-      num_heads: 2,
-      intermediate_size: 128,
-      rope_theta: 500000,
-    },
-    types: { ...all("Q5_0"), o_proj: "Q8_0" },
-  },
-];
-
-function place(b: Uint8Array, inKernel?: boolean): Uint8Array {
-  if (!inKernel) return b;
-  const k = allocateKernelBytes(b.length);
-  k.set(b);
-  return k;
-}
-
-function build(c: Case) {
-  const cfg = transformerBlockLayer.parse(c.config, ctx("layers[0]"));
-  const init = transformerBlockLayer.init!(cfg, createRng(11));
-  const tensors = new Map<string, Tensor>();
-  for (const s of transformerBlockLayer.params(cfg)) {
-    const v = init.get(s.name)!;
-    const proj = s.name.split(".")[1];
-    const dtype = s.name.endsWith(".weight") ? c.types[proj] : undefined;
-    tensors.set(
-      s.name,
-      dtype
-        ? {
-          name: s.name,
-          dtype: dtype as Tensor["dtype"],
-          shape: s.shape,
-          bytes: place(quantizeGguf(dtype as Tensor["dtype"], v), c.inKernel),
-        }
-        : tensorFromF32(s.name, v, s.shape),
-    );
-  }
-  const scope = createScope(tensors);
-  return { cfg, scope, block: transformerBlockLayer.build(cfg, scope) };
-}
+import {
+  assertSameBits,
+  BLOCK_CASES as CASES,
+  type BlockCase as Case,
+  buildBlock as build,
+  stepParts,
+} from "./_block_cases.ts";
 
 /** A 3-token prompt, then `steps` tokens one at a time; every output. */
 function run(c: Case, fused: boolean, steps: number): Float32Array[] {
@@ -160,11 +50,7 @@ function run(c: Case, fused: boolean, steps: number): Float32Array[] {
 }
 
 function assertSame(c: Case, steps: number) {
-  const a = run(c, true, steps), b = run(c, false, steps);
-  assertEquals(a.length, b.length);
-  for (let i = 0; i < a.length; i++) {
-    assert(a[i].every((v, j) => Object.is(v, b[i][j])), `${c.name}: step ${i}`);
-  }
+  assertSameBits(run(c, true, steps), run(c, false, steps), c.name);
 }
 
 for (const c of CASES) {
@@ -177,16 +63,7 @@ Deno.test("block decode step: taken for quantized blocks, not for others", () =>
   if (!getEngine()) return; // no WebAssembly SIMD: the general path only
   const c = CASES[0];
   const { cfg, scope, block } = build(c);
-  const parts = (cfgOver = cfg) => ({
-    cfg: cfgOver,
-    weights: scope,
-    inter: cfg.intermediate_size,
-    eps: cfg.rms_norm_eps,
-    rs: 1,
-    normIn: scope.getF32("input_layernorm.weight", [64]),
-    normPost: scope.getF32("post_attention_layernorm.weight", [64]),
-    mlpBias: false,
-  });
+  const parts = (over = cfg) => stepParts(cfg, scope, over);
   const step = blockDecodeStep(parts())!;
   const st: LayerState = {};
   const x = new Float32Array(64).fill(0.25);

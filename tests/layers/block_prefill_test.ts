@@ -15,73 +15,23 @@ import { assert, assertEquals } from "@std/assert";
 import { transformerBlockLayer } from "../../layers/transformer_block.ts";
 import { blockPrefillStep } from "../../layers/_block_prefill.ts";
 import type { LayerState } from "../../core/plugin.ts";
-import type { LayerConfig } from "../../core/model.ts";
 import { createRng } from "../../core/rng.ts";
-import { createScope } from "../../core/scope.ts";
-import { floatTensor, type Tensor, tensorFromF32 } from "../../core/tensor.ts";
-import { quantizeGguf } from "../../core/quants/mod.ts";
+import { floatTensor } from "../../core/tensor.ts";
 import { state } from "../../kernels/fast/_dispatch.ts";
-import {
-  allocateKernelBytes,
-  configureKernels,
-  shutdownKernels,
-} from "../../kernels/fast/mod.ts";
+import { configureKernels, shutdownKernels } from "../../kernels/fast/mod.ts";
 import { getEngine } from "../../kernels/wasm/_engine.ts";
-import { ctx } from "./_attention_vectors.ts";
+import {
+  allTypes,
+  assertSameBits,
+  BLOCK_CASES,
+  type BlockCase as Case,
+  buildBlock as build,
+  stepParts,
+} from "./_block_cases.ts";
 
-interface Case {
-  name: string;
-  config: LayerConfig;
-  /** dtype per projection name (`q_proj`, …, `down_proj`); others stay F32. */
-  types: Record<string, string>;
-  /** Weights read in place from kernel memory (as the GGUF loaders put them). */
-  inKernel?: boolean;
-}
-
-const PROJ = ["q_proj", "k_proj", "v_proj", "o_proj"];
-const MLP = ["gate_proj", "up_proj", "down_proj"];
-const all = (t: string) =>
-  Object.fromEntries([...PROJ, ...MLP].map((p) => [p, t]));
-
+/** The decode step's cases and a block without RoPE. */
 const CASES: Case[] = [
-  {
-    name: "Q8_0, GQA, neox",
-    config: {
-      type: "transformer_block",
-      d_model: 64,
-      num_heads: 4,
-      num_kv_heads: 2,
-      intermediate_size: 96,
-    },
-    types: all("Q8_0"),
-  },
-  {
-    name: "Q4_0 in kernel memory",
-    config: {
-      type: "transformer_block",
-      d_model: 64,
-      num_heads: 4,
-      num_kv_heads: 2,
-      intermediate_size: 96,
-    },
-    types: all("Q4_0"),
-    inKernel: true,
-  },
-  {
-    name: "Q4_0, interleaved RoPE, biases, residual scale",
-    config: {
-      type: "transformer_block",
-      d_model: 96,
-      num_heads: 6,
-      num_kv_heads: 3,
-      intermediate_size: 160,
-      rope_style: "interleaved",
-      bias: true,
-      mlp_bias: true,
-      residual_scale: 0.5,
-    },
-    types: all("Q4_0"),
-  },
+  ...BLOCK_CASES.slice(0, 3),
   {
     name: "Q8_0 without RoPE",
     config: {
@@ -91,63 +41,10 @@ const CASES: Case[] = [
       intermediate_size: 64,
       use_rope: false,
     },
-    types: all("Q8_0"),
+    types: allTypes("Q8_0"),
   },
-  {
-    name: "Q4_K with Q6_K v and down (Q4_K_M's mix)",
-    config: {
-      type: "transformer_block",
-      d_model: 256,
-      num_heads: 4,
-      num_kv_heads: 1,
-      intermediate_size: 512,
-    },
-    types: { ...all("Q4_K"), v_proj: "Q6_K", down_proj: "Q6_K" },
-  },
-  {
-    name: "Q5_0 with Q8_0 o_proj",
-    config: {
-      type: "transformer_block",
-      d_model: 64,
-      num_heads: 2,
-      intermediate_size: 128,
-      rope_theta: 500000,
-    },
-    types: { ...all("Q5_0"), o_proj: "Q8_0" },
-  },
+  ...BLOCK_CASES.slice(3),
 ];
-
-function place(b: Uint8Array, inKernel?: boolean): Uint8Array {
-  if (!inKernel) return b;
-  const k = allocateKernelBytes(b.length);
-  k.set(b);
-  return k;
-}
-
-function build(c: Case) {
-  const cfg = transformerBlockLayer.parse(c.config, ctx("layers[0]"));
-  const init = transformerBlockLayer.init!(cfg, createRng(11));
-  const tensors = new Map<string, Tensor>();
-  for (const s of transformerBlockLayer.params(cfg)) {
-    const v = init.get(s.name)!;
-    const proj = s.name.split(".")[1];
-    const t = s.name.endsWith(".weight") ? c.types[proj] : undefined;
-    const dtype = t === "F32" ? undefined : t;
-    tensors.set(
-      s.name,
-      dtype
-        ? {
-          name: s.name,
-          dtype: dtype as Tensor["dtype"],
-          shape: s.shape,
-          bytes: place(quantizeGguf(dtype as Tensor["dtype"], v), c.inKernel),
-        }
-        : tensorFromF32(s.name, v, s.shape),
-    );
-  }
-  const scope = createScope(tensors);
-  return { cfg, scope, block: transformerBlockLayer.build(cfg, scope) };
-}
 
 /**
  * Prompts of `prompts[i]` rows one after the other on one state (the
@@ -181,15 +78,11 @@ function run(c: Case, fused: boolean, prompts: number[]): Float32Array[] {
 }
 
 function assertSame(c: Case, prompts: number[]) {
-  const a = run(c, true, prompts), b = run(c, false, prompts);
-  assertEquals(a.length, b.length);
-  for (let i = 0; i < a.length; i++) {
-    assertEquals(a[i].length, b[i].length);
-    assert(
-      a[i].every((v, j) => Object.is(v, b[i][j])),
-      `${c.name}, prompts ${prompts}: output ${i}`,
-    );
-  }
+  assertSameBits(
+    run(c, true, prompts),
+    run(c, false, prompts),
+    `${c.name}, prompts ${prompts}`,
+  );
 }
 
 /** Prompt sets: odd counts, one past the first capacity, a long one. */
@@ -222,16 +115,7 @@ Deno.test("block prefill step: taken for quantized blocks, not for others", () =
   if (!getEngine()) return; // no WebAssembly SIMD: the general path only
   const c = CASES[0];
   const { cfg, scope } = build(c);
-  const parts = (cfgOver = cfg) => ({
-    cfg: cfgOver,
-    weights: scope,
-    inter: cfg.intermediate_size,
-    eps: cfg.rms_norm_eps,
-    rs: 1,
-    normIn: scope.getF32("input_layernorm.weight", [64]),
-    normPost: scope.getF32("post_attention_layernorm.weight", [64]),
-    mlpBias: false,
-  });
+  const parts = (over = cfg) => stepParts(cfg, scope, over);
   const step = blockPrefillStep(parts())!;
   const st: LayerState = {};
   const x = new Float32Array(5 * 64).fill(0.25);
