@@ -21,6 +21,7 @@ import {
 import { defaultRegistry } from "../../mod.ts";
 import { assertAllClose } from "../_helpers/close.ts";
 import { checkF32Product, uniformF32 } from "../_helpers/f32_product.ts";
+import { warmHelper } from "../_helpers/blas_warm.ts";
 import { openOrt } from "../formats/_ort.ts";
 
 /** Opens the backend, or says why the test is skipped. */
@@ -32,15 +33,6 @@ function blasOrSkip(threads: number, extra = {}): SystemBlas | null {
     return null;
   }
   return blas;
-}
-
-/** Calls until the helper thread has run some items (it starts lazily). */
-async function warmHelper(blas: SystemBlas): Promise<void> {
-  const x = uniformF32(64 * 64, 9), w = uniformF32(512 * 64, 10);
-  for (let i = 0; i < 1000 && blas.packedStats!.helperItems === 0; i++) {
-    blas.backend!.gemm(x, 64, 64, w, 512);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 Deno.test("gemmInto: into a used buffer, the bits of gemm (then the ReLU), packed and cblas paths, 1 and 2 threads", async () => {

@@ -19,6 +19,7 @@ import {
 } from "../../io/_blas_packed.ts";
 import { forgetWeight, setF32GemmBackend } from "../../kernels/fast/mod.ts";
 import { checkF32Product, uniformF32 } from "../_helpers/f32_product.ts";
+import { warmHelper } from "../_helpers/blas_warm.ts";
 
 const uniform = uniformF32;
 
@@ -50,15 +51,6 @@ function packedBlas(threads: number, extra = {}): SystemBlas | null {
     return null;
   }
   return blas;
-}
-
-/** Calls until the helper thread has run some items (it starts lazily). */
-async function warmHelper(blas: SystemBlas): Promise<void> {
-  const x = uniform(64 * 64, 9), w = uniform(512 * 64, 10);
-  for (let i = 0; i < 1000 && blas.packedStats!.helperItems === 0; i++) {
-    blas.backend!.gemm(x, 64, 64, w, 512);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 const SIZES = [1, 7, 33, 384, 1000];
