@@ -12,6 +12,7 @@
 import type { Tensor } from "../core/tensor.ts";
 import { f32GemmBackendFor } from "./fast/backend.ts";
 import { linearObserver } from "./_linear_observer.ts";
+import { f32WeightView } from "./_f32_view.ts";
 
 /**
  * `y = x·Wᵀ + b` (then `v > 0 ? v : 0` with `relu`) into `scratch(rows ×
@@ -49,15 +50,13 @@ export function linearInto(
   relu: boolean,
   scratch: (length: number) => Float32Array,
 ): Float32Array | null {
-  if (w.dtype !== "F32" || w.quant || w.shape.length !== 2) return null;
   const [outF, inF] = w.shape;
-  if (
-    x.length !== rows * inF || w.bytes.byteOffset % 4 !== 0 ||
-    w.bytes.byteLength < outF * inF * 4 || (bias && bias.length !== outF)
-  ) return null;
+  const wf = f32WeightView(w, outF, inF);
+  if (!wf || x.length !== rows * inF || (bias && bias.length !== outF)) {
+    return null;
+  }
   const native = f32GemmBackendFor(rows, inF, outF);
   if (!native?.gemmInto) return null;
-  const wf = new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF);
   const out = scratch(rows * outF);
   if (!native.gemmInto(x, rows, inF, wf, outF, bias, relu, out)) return null;
   linearObserver()?.(w, x, rows);

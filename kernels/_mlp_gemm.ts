@@ -12,17 +12,9 @@
 
 import type { Tensor } from "../core/tensor.ts";
 import { f32GemmBackendFor } from "./fast/backend.ts";
+import { f32WeightView } from "./_f32_view.ts";
 import { runSplit } from "./fast/_dispatch.ts";
 import { getEngine } from "./wasm/_engine.ts";
-
-function f32Of(w: Tensor, outF: number, inF: number): Float32Array | null {
-  if (
-    w.dtype !== "F32" || w.quant || w.shape.length !== 2 ||
-    w.shape[0] !== outF || w.shape[1] !== inF ||
-    w.bytes.byteOffset % 4 !== 0 || w.bytes.byteLength < outF * inF * 4
-  ) return null;
-  return new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF);
-}
 
 /**
  * `gelu(x·Upᵀ + bUp)·Downᵀ + bDown` on the installed native backend, or
@@ -63,7 +55,8 @@ export function geluMlpGemm(
   }
   const blas = f32GemmBackendFor(rows, inF, hidden);
   const sgemm = blas?.sgemm?.bind(blas);
-  const wu = f32Of(up, hidden, inF), wd = f32Of(down, inF, hidden);
+  const wu = f32WeightView(up, hidden, inF),
+    wd = f32WeightView(down, inF, hidden);
   const e = sgemm && wu && wd ? getEngine() : null;
   if (!e || !sgemm || !wu || !wd) return null;
   if (bUp && bUp.length !== hidden) return null;

@@ -18,6 +18,7 @@
 import type { Tensor } from "../core/tensor.ts";
 import { attendGemmAt } from "./_attention_gemm.ts";
 import { f32GemmBackendFor } from "./fast/backend.ts";
+import { f32WeightView } from "./_f32_view.ts";
 import { runSplit } from "./fast/_dispatch.ts";
 import { getEngine } from "./wasm/_engine.ts";
 
@@ -80,29 +81,20 @@ export interface PostNormDims {
 const fusedQkv = new WeakMap<Tensor, Float32Array>();
 
 function qkvOf(L: PostNormBlockWeights, d: number): Float32Array | null {
-  if (L.qkv) return f32Of(L.qkv, 3 * d, d);
+  if (L.qkv) return f32WeightView(L.qkv, 3 * d, d);
   if (!L.q) return null;
   const have = fusedQkv.get(L.q);
   if (have) return have;
-  const parts = [f32Of(L.q, d, d), f32Of(L.k, d, d), f32Of(L.v, d, d)];
+  const parts = [
+    f32WeightView(L.q, d, d),
+    f32WeightView(L.k, d, d),
+    f32WeightView(L.v, d, d),
+  ];
   if (parts.some((p) => !p)) return null;
   const w = new Float32Array(3 * d * d);
   parts.forEach((p, i) => w.set(p!, i * d * d));
   fusedQkv.set(L.q, w);
   return w;
-}
-
-function f32Of(
-  w: Tensor | undefined,
-  outF: number,
-  inF: number,
-): Float32Array | null {
-  if (
-    !w || w.dtype !== "F32" || w.quant || w.shape.length !== 2 ||
-    w.shape[0] !== outF || w.shape[1] !== inF ||
-    w.bytes.byteOffset % 4 !== 0 || w.bytes.byteLength < outF * inF * 4
-  ) return null;
-  return new Float32Array(w.bytes.buffer, w.bytes.byteOffset, outF * inF);
 }
 
 /** One block's weights and biases as {@link postNormStackGemm} runs them. */
@@ -169,8 +161,8 @@ function planOf(
   const plan: BlockPlan[] = [];
   for (const [l, L] of blocks.entries()) {
     const qkv = qkvOf(L, d);
-    const o = f32Of(L.o, d, d);
-    const up = f32Of(L.up, I, d), down = f32Of(L.down, d, I);
+    const o = f32WeightView(L.o, d, d);
+    const up = f32WeightView(L.up, I, d), down = f32WeightView(L.down, d, I);
     if (!qkv || !o || !up || !down || !L.attnNorm || !L.ffnNorm) return null;
     // one bias row for the three projections (zeros where one has none)
     let bqkv: Float32Array | undefined;
