@@ -25,7 +25,7 @@
  */
 
 import type { LayerPlugin } from "../core/plugin.ts";
-import { floatTensor } from "../core/tensor.ts";
+import { type FloatTensor, floatTensor } from "../core/tensor.ts";
 import {
   type ActivationName,
   ACTIVATIONS,
@@ -157,29 +157,28 @@ export const denseLayer: LayerPlugin<DenseConfig> = {
   build(cfg, weights) {
     const w = weights.get("weight", [cfg.outputSize, cfg.inputSize]);
     const b = cfg.bias ? weights.getF32("bias", [cfg.outputSize]) : undefined;
+    // the scale and the activation on the product `y` of input `x`
+    // (`activated`: the product's threads already applied the ReLU)
+    const finish = (x: FloatTensor, y: Float32Array, activated: boolean) => {
+      if (cfg.scale !== 1) {
+        for (let i = 0; i < y.length; i++) y[i] *= cfg.scale;
+      }
+      if (!activated) {
+        applyActivation(y, cfg.outputSize, cfg.activation, cfg.negativeSlope);
+      }
+      return floatTensor(y, withLastDim(x, cfg.outputSize));
+    };
     return {
       forward(x) {
         checkFeatures(x, cfg.inputSize, cfg.path, "dense");
-        const y = linear(x.data, rowsOf(x), w, b);
-        if (cfg.scale !== 1) {
-          for (let i = 0; i < y.length; i++) y[i] *= cfg.scale;
-        }
-        applyActivation(y, cfg.outputSize, cfg.activation, cfg.negativeSlope);
-        return floatTensor(y, withLastDim(x, cfg.outputSize));
+        return finish(x, linear(x.data, rowsOf(x), w, b), false);
       },
       forwardInto(x, scratch) {
         checkFeatures(x, cfg.inputSize, cfg.path, "dense");
         // the ReLU in the product's threads, where nothing comes between
         const fused = cfg.activation === "relu" && cfg.scale === 1;
         const y = linearInto(x.data, rowsOf(x), w, b, fused, scratch);
-        if (!y) return null;
-        if (cfg.scale !== 1) {
-          for (let i = 0; i < y.length; i++) y[i] *= cfg.scale;
-        }
-        if (!fused) {
-          applyActivation(y, cfg.outputSize, cfg.activation, cfg.negativeSlope);
-        }
-        return floatTensor(y, withLastDim(x, cfg.outputSize));
+        return y ? finish(x, y, fused) : null;
       },
     };
   },
