@@ -15,3 +15,23 @@ export async function warmHelper(blas: SystemBlas): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/**
+ * Repeats `product` (which checks its own result) until the helper thread
+ * has run more packed items than `since`, at most `tries` times, 10 ms
+ * apart: on a busy machine the calling thread can take every item of a
+ * test's products, and the test still needs one product the helper took
+ * part in. Returns at once when the helper already has.
+ */
+export async function untilHelperRuns(
+  blas: SystemBlas,
+  since: number,
+  product: (attempt: number) => void,
+  tries = 500,
+): Promise<void> {
+  for (let i = 0; i < tries && blas.packedStats!.helperItems <= since; i++) {
+    product(i);
+    if (blas.packedStats!.helperItems > since) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
